@@ -1,0 +1,91 @@
+// What every actor of a broker shares: the time base, the nonce seed and per-queue metrics.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "caf/all.hpp"
+
+#include "laneq/time.hpp"
+
+namespace laneq {
+
+/// Maps CAF's actor clock onto the broker timeline (microseconds since the Unix epoch).
+/// Production reads the wall clock once at start; tests pass a fixed epoch, and CAF's test
+/// coordinator then drives time through `advance_time`.
+struct time_base {
+  timestamp epoch_at_start;
+  caf::actor_clock::time_point clock_at_start;
+
+  timestamp now(const caf::actor_clock& clock) const {
+    auto elapsed = std::chrono::duration_cast<duration>(clock.now() - clock_at_start);
+    return epoch_at_start + elapsed;
+  }
+};
+
+/// Broker-wide settings every actor gets.
+struct broker_context {
+  time_base time;
+  std::uint64_t seed = 0;  ///< seeds lease nonces (tests pass a fixed value)
+};
+
+using context_ptr = std::shared_ptr<const broker_context>;
+
+/// Makes a context on `sys`'s clock: wall-clock epoch, random seed.
+context_ptr make_context(caf::actor_system& sys);
+/// Makes a context with a fixed epoch and seed (deterministic tests).
+context_ptr make_context(caf::actor_system& sys, timestamp epoch, std::uint64_t seed);
+
+/// Per-queue counters and gauges, updated by the queue's actors (relaxed atomics: they are
+/// observations, never used for decisions).
+struct queue_metrics {
+  std::atomic<std::uint64_t> enqueued{0};
+  std::atomic<std::uint64_t> delivered{0};
+  std::atomic<std::uint64_t> acked{0};
+  std::atomic<std::uint64_t> nacked{0};
+  std::atomic<std::uint64_t> lease_expired{0};
+  std::atomic<std::uint64_t> dead_lettered{0};
+  std::atomic<std::uint64_t> redriven{0};
+  std::atomic<std::uint64_t> key_missing{0};
+  std::atomic<std::uint64_t> rejected{0};
+  std::atomic<std::int64_t> in_flight{0};
+
+  static void add(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
+    c.fetch_add(n, std::memory_order_relaxed);
+  }
+  static std::uint64_t get(const std::atomic<std::uint64_t>& c) {
+    return c.load(std::memory_order_relaxed);
+  }
+};
+
+using metrics_ptr = std::shared_ptr<queue_metrics>;
+
+/// One CAF timer for the earliest deadline of a state machine ("timeouts are data"). Arming an
+/// earlier deadline supersedes the armed one; stale ticks carry an old generation and are
+/// ignored.
+class deadline_timer {
+ public:
+  /// Arms a tick for `deadline` unless an earlier or equal one is armed already.
+  template <class Self, class Atom>
+  void arm(Self* self, Atom atom, timestamp deadline, timestamp now) {
+    if (armed_ && *armed_ <= deadline) return;
+    armed_ = deadline;
+    ++generation_;
+    auto delay = deadline > now ? deadline - now : duration{0};
+    self->delayed_send(self, delay, atom, generation_);
+  }
+
+  /// True if the tick with `generation` is the armed one; it is then disarmed.
+  bool fire(std::uint64_t generation) {
+    if (generation != generation_ || !armed_) return false;
+    armed_.reset();
+    return true;
+  }
+
+ private:
+  std::optional<timestamp> armed_;
+  std::uint64_t generation_ = 0;
+};
+
+}  // namespace laneq

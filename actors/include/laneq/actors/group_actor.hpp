@@ -1,0 +1,44 @@
+// The group actor: one per non-empty ordering group, a thin adapter over `group_state`
+// (docs/design/ordering.md O3-O7). It holds the group's messages and its lease timer, offers its
+// head to the fairness actor, and tells the queue actor when it has gone idle.
+#pragma once
+
+#include <string>
+
+#include "laneq/actors/context.hpp"
+#include "laneq/actors/protocol.hpp"
+#include "laneq/group_state.hpp"
+
+namespace laneq {
+
+/// Everything a group actor needs at spawn.
+struct group_actor_config {
+  context_ptr ctx;
+  metrics_ptr metrics;
+  std::string queue_name;
+  group_id id;
+  std::string label;  ///< printable ordering key
+  std::uint32_t max_attempts = limits::max_attempts_default;
+  fairness_actor fairness;
+  queue_actor queue;
+  store_actor store;
+};
+
+class group_actor_impl : public group_actor::base {
+ public:
+  group_actor_impl(caf::actor_config& cfg, group_actor_config gc);
+
+  behavior_type make_behavior() override;
+  const char* name() const override { return "laneq.group"; }
+
+ private:
+  timestamp now() const { return gc_.ctx->time.now(clock()); }
+  void apply(group_effects fx);
+  void check();
+
+  group_actor_config gc_;
+  group_state state_;
+  deadline_timer timer_;
+};
+
+}  // namespace laneq

@@ -1,0 +1,97 @@
+# targets.cmake: helpers that add laneq targets only when their sources exist, so the
+# tree configures while folders are still empty and picks up new files by itself
+# (file(GLOB ... CONFIGURE_DEPENDS) re-globs on every build).
+
+include(GoogleTest)
+
+# laneq_glob(<out-var> <pattern>...): sorted absolute paths, re-checked at build time.
+function(laneq_glob out)
+  set(_files "")
+  foreach(_pattern IN LISTS ARGN)
+    file(GLOB _found CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/${_pattern}")
+    list(APPEND _files ${_found})
+  endforeach()
+  list(SORT _files)
+  set(${out} "${_files}" PARENT_SCOPE)
+endfunction()
+
+# When a laneq library has no sources yet, consumers link what it would have linked.
+set(_laneq_fallback_laneq_core Threads::Threads)
+set(_laneq_fallback_laneq_actors laneq_core CAF::core)
+set(_laneq_fallback_laneq_core_canary Threads::Threads)
+set(_laneq_fallback_laneq_actors_canary laneq_core_canary CAF::core)
+
+# laneq_resolve_links(<out-var> <lib>...): replaces missing laneq_* targets by their fallbacks.
+function(laneq_resolve_links out)
+  set(_result "")
+  foreach(_lib IN LISTS ARGN)
+    if(TARGET ${_lib})
+      list(APPEND _result ${_lib})
+    elseif(DEFINED _laneq_fallback_${_lib})
+      laneq_resolve_links(_sub ${_laneq_fallback_${_lib}})
+      list(APPEND _result ${_sub})
+    else()
+      list(APPEND _result ${_lib})  # a third-party target: let CMake report it if missing
+    endif()
+  endforeach()
+  list(REMOVE_DUPLICATES _result)
+  set(${out} "${_result}" PARENT_SCOPE)
+endfunction()
+
+# laneq_add_library(<name> INCLUDE_DIR <dir> [PRIVATE_INCLUDE_DIR <dir>]
+#                   SOURCES <cpp>... HEADERS <hpp>... LINK <lib>... DEFINITIONS <def>...)
+# STATIC if there are sources, INTERFACE if there are only headers, nothing if neither.
+# LINK and DEFINITIONS are PUBLIC.
+function(laneq_add_library name)
+  cmake_parse_arguments(A "" "INCLUDE_DIR;PRIVATE_INCLUDE_DIR" "SOURCES;HEADERS;LINK;DEFINITIONS" ${ARGN})
+  laneq_resolve_links(_links ${A_LINK})
+  if(A_SOURCES)
+    add_library(${name} STATIC ${A_SOURCES} ${A_HEADERS})
+    target_include_directories(${name} PUBLIC "${A_INCLUDE_DIR}")
+    if(A_PRIVATE_INCLUDE_DIR)
+      target_include_directories(${name} PRIVATE "${A_PRIVATE_INCLUDE_DIR}")
+    endif()
+    target_link_libraries(${name} PUBLIC ${_links})
+    target_compile_definitions(${name} PUBLIC ${A_DEFINITIONS})
+    laneq_set_warnings(${name})
+  elseif(A_HEADERS)
+    add_library(${name} INTERFACE)
+    target_include_directories(${name} INTERFACE "${A_INCLUDE_DIR}")
+    target_link_libraries(${name} INTERFACE ${_links})
+    target_compile_definitions(${name} INTERFACE ${A_DEFINITIONS})
+  else()
+    message(STATUS "laneq: ${name} skipped (no sources yet)")
+  endif()
+endfunction()
+
+# laneq_add_executable(<name> SOURCES <cpp>... LINK <lib>... DEFINITIONS <def>...)
+# Returns without a target if there are no sources.
+function(laneq_add_executable name)
+  cmake_parse_arguments(A "" "" "SOURCES;LINK;DEFINITIONS" ${ARGN})
+  if(NOT A_SOURCES)
+    message(STATUS "laneq: ${name} skipped (no sources yet)")
+    return()
+  endif()
+  laneq_resolve_links(_links ${A_LINK})
+  add_executable(${name} ${A_SOURCES})
+  target_link_libraries(${name} PRIVATE ${_links})
+  target_compile_definitions(${name} PRIVATE ${A_DEFINITIONS})
+  laneq_set_warnings(${name})
+endfunction()
+
+# laneq_add_gtest(<name> LABEL <label> SOURCES <cpp>... LINK <lib>...)
+# A GoogleTest executable whose tests are discovered when ctest runs (PRE_TEST:
+# nothing runs at build time, which matters under sanitizers). Every test gets a
+# TIMEOUT, and the ctest names are prefixed with "<label>." to keep suites apart.
+function(laneq_add_gtest name)
+  cmake_parse_arguments(A "" "LABEL" "SOURCES;LINK;DEFINITIONS" ${ARGN})
+  laneq_add_executable(${name} SOURCES ${A_SOURCES} LINK ${A_LINK} DEFINITIONS ${A_DEFINITIONS})
+  if(NOT TARGET ${name})
+    return()
+  endif()
+  gtest_discover_tests(${name}
+    TEST_PREFIX "${A_LABEL}."
+    DISCOVERY_MODE PRE_TEST
+    DISCOVERY_TIMEOUT 60
+    PROPERTIES TIMEOUT 300 LABELS "${A_LABEL}")
+endfunction()

@@ -1,0 +1,90 @@
+// The fair scheduler, owned by the fairness actor (docs/design/fairness.md F1-F5 and
+// docs/design/throttling.md T1-T4). It holds everything that may be delivered next: the offered
+// head of each ordering group and every unordered message. Delivery order: round-robin across
+// fairness keys; within a key, the oldest deliverable item (lowest arrival seq). Items whose
+// not-before time lies ahead wait in a delay heap; items whose throttle bucket is empty wait for
+// their bucket, holding back nothing but themselves (and so only their own group).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "laneq/ids.hpp"
+#include "laneq/message.hpp"
+#include "laneq/queue_spec.hpp"
+#include "laneq/time.hpp"
+#include "laneq/token_bucket.hpp"
+
+namespace laneq {
+
+/// Something the scheduler can deliver: an unordered message (group 0) or a group's head.
+struct ready_item {
+  message msg;
+  group_id group;
+};
+
+/// A deliverable item handed out by `pick`, with the throttle buckets it was charged to.
+struct picked_item {
+  ready_item item;
+  std::vector<std::string> charged;  ///< "<throttle index>/<encoded key>" per bucket charged
+};
+
+/// Introspection of an item that is waiting inside the scheduler.
+struct waiting_item {
+  group_id group;
+  message_id id;
+  bool throttled = false;  ///< false: waiting for its not-before time
+  timestamp since;
+  timestamp until;
+};
+
+/// Round-robin fair scheduler with delays and token-bucket throttles. Not thread-safe; owned by
+/// one actor.
+class fair_scheduler {
+ public:
+  explicit fair_scheduler(std::vector<throttle_spec> throttles = {});
+  ~fair_scheduler();
+  fair_scheduler(fair_scheduler&&) noexcept;
+  fair_scheduler& operator=(fair_scheduler&&) noexcept;
+
+  /// Adds an item. Precondition: no item of the same group (other than group 0) is present.
+  void on_ready(ready_item item, timestamp now);
+
+  /// The next item to deliver at `now`, or nullopt. Takes a token from every throttle bucket
+  /// the item belongs to.
+  std::optional<picked_item> pick(timestamp now);
+
+  /// Moves items whose not-before time or throttle wake time has come into the ready set.
+  void on_tick(timestamp now);
+
+  /// Earliest time at which a waiting item may become ready.
+  std::optional<timestamp> next_wakeup() const;
+
+  std::size_t ready_size() const { return ready_count_; }
+  std::size_t waiting_size() const;
+  std::size_t size() const { return ready_count_ + waiting_size(); }
+  /// Fairness keys that currently have ready items, in rotation order.
+  std::vector<std::string> rotation() const;
+  /// Number of items per fairness key (ready or waiting).
+  std::unordered_map<std::string, std::uint64_t> backlog_by_fairness_key() const;
+  /// Items waiting for time or a token.
+  std::vector<waiting_item> waiting() const;
+  /// Live throttle buckets (full buckets are dropped: they behave exactly like new ones).
+  std::size_t bucket_count() const;
+
+  /// Aborts on a broken invariant.
+  void check_invariants() const;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+  std::size_t ready_count_ = 0;
+};
+
+}  // namespace laneq

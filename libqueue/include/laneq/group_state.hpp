@@ -1,0 +1,145 @@
+// The ordering group state machine, owned by one group actor (docs/design/ordering.md O3-O7).
+// A group holds its messages in arrival order, offers only its head, and keeps at most one
+// delivery in flight. Every input takes `now` and returns effects for the actor to carry out.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "laneq/error.hpp"
+#include "laneq/ids.hpp"
+#include "laneq/lease.hpp"
+#include "laneq/message.hpp"
+#include "laneq/time.hpp"
+
+namespace laneq {
+
+/// Why a message left its group for the dead-letter list.
+enum class dead_letter_reason : std::uint8_t {
+  max_attempts = 1,  ///< its last attempt failed and it had used max_attempts
+  requested = 2,     ///< a consumer nacked it with dead_letter
+};
+std::string_view to_string(dead_letter_reason x);
+
+/// A message on the dead-letter list.
+struct dead_letter {
+  message msg;
+  dead_letter_reason reason = dead_letter_reason::max_attempts;
+  timestamp at;
+};
+
+template <class Inspector>
+auto inspect(Inspector& f, dead_letter& x) {
+  return f(x.msg, x.reason, x.at);
+}
+
+/// What a consumer asks for when it gives a message back.
+enum class nack_kind : std::uint8_t {
+  retry = 1,        ///< deliver again after retry_after (0: at once); the group waits for it
+  dead_letter = 2,  ///< move to the dead-letter list now; the group continues
+};
+
+/// Why a group is not delivering, for introspection (in_flight, retry_wait, delayed, throttled).
+enum class group_status : std::uint8_t {
+  ready = 0,       ///< head offered, waiting for a consumer
+  in_flight = 1,   ///< head delivered, lease running
+  retry_wait = 2,  ///< head nacked or expired, waiting for its retry_after
+  delayed = 3,     ///< head has an enqueue delay that has not elapsed
+  throttled = 4,   ///< head waits for a throttle token (known to the fairness actor)
+  idle = 5,        ///< no messages
+};
+std::string_view to_string(group_status x);
+
+/// A group as reported by introspection.
+struct group_info {
+  std::string key;          ///< printable ordering key
+  std::uint64_t backlog = 0;  ///< messages in the group, the head included
+  group_status state = group_status::idle;
+  timestamp since;          ///< when the current state began
+  timestamp until;          ///< lease deadline, not-before time or throttle wake (0 if none)
+  message_id head;
+};
+
+template <class Inspector>
+auto inspect(Inspector& f, group_info& x) {
+  return f(x.key, x.backlog, x.state, x.since, x.until, x.head);
+}
+
+/// Effects the group actor carries out after an input.
+struct group_effects {
+  std::optional<message> offer;         ///< hand this head to the fairness actor
+  std::vector<dead_letter> dead_letters;  ///< messages that left the group
+  std::vector<message_id> removed;      ///< acked messages (delete from the store)
+  bool idle = false;                    ///< group is empty and has nothing in flight
+};
+
+/// One ordering group.
+///
+/// Phases: `empty` (no messages), `offered` (head handed to the fairness actor, not yet
+/// delivered), `in_flight` (head delivered under a lease). Only the head ever leaves the group,
+/// and only one at a time (invariants O3, O4).
+class group_state {
+ public:
+  enum class phase : std::uint8_t { empty, offered, in_flight };
+
+  group_state(group_id id, std::uint32_t max_attempts) : id_(id), max_attempts_(max_attempts) {}
+
+  /// Appends messages in arrival (seq) order. Offers the head if the group was empty.
+  group_effects on_enqueue(std::vector<message> msgs, timestamp now);
+
+  /// The fairness actor delivered the offered head under `lease`, due back by `deadline`.
+  /// Precondition: phase offered, `lease` names the head and its next attempt.
+  void on_delivered(const lease_token& lease, timestamp deadline, timestamp now);
+
+  /// Acknowledges the in-flight head: it leaves the group; the next head is offered.
+  result<group_effects> on_ack(const lease_token& lease, timestamp now);
+
+  /// Gives the in-flight head back: retry (after `retry_after`) or dead-letter now. A retry that
+  /// has used max_attempts dead-letters instead.
+  result<group_effects> on_nack(const lease_token& lease, nack_kind kind, duration retry_after,
+                                timestamp now);
+
+  /// Extends the in-flight lease to `now + by`; returns the new deadline.
+  result<timestamp> on_extend(const lease_token& lease, duration by, timestamp now);
+
+  /// The lease timer fired. An expired lease is a failed attempt (O5); a lease that was extended
+  /// meanwhile returns its new deadline in `rearm`.
+  group_effects on_lease_timer(timestamp now, std::optional<timestamp>* rearm = nullptr);
+
+  // -- queries ---------------------------------------------------------------------------------
+
+  group_id id() const { return id_; }
+  phase current_phase() const { return phase_; }
+  std::size_t backlog() const { return messages_.size(); }
+  const message* head() const { return messages_.empty() ? nullptr : &messages_.front(); }
+  std::optional<lease_token> lease() const { return lease_; }
+  timestamp lease_deadline() const { return deadline_; }
+  /// Messages ever added (enqueue); the queue actor compares it with what it routed.
+  std::uint64_t received_total() const { return received_; }
+  /// Introspection (throttle state is added by the fairness actor).
+  group_info describe(timestamp now) const;
+  /// Aborts on a broken invariant.
+  void check_invariants() const;
+
+ private:
+  result<ok_t> check_lease(const lease_token& lease) const;
+  group_effects fail_head(timestamp now, duration retry_after, dead_letter_reason reason,
+                          bool force_dead_letter);
+  group_effects advance(group_effects fx, timestamp now);
+  void offer_head(group_effects& fx);
+
+  group_id id_;
+  std::uint32_t max_attempts_;
+  std::deque<message> messages_;
+  phase phase_ = phase::empty;
+  std::optional<lease_token> lease_;
+  timestamp deadline_;
+  timestamp since_;                  // start of the current phase
+  std::optional<lease_token> last_lease_;  // the previous lease of the head, for lease_expired
+  std::uint64_t received_ = 0;
+};
+
+}  // namespace laneq

@@ -1,0 +1,44 @@
+// Lease tokens: what a consumer holds while it processes a delivery (docs/design/ordering.md O4).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "laneq/ids.hpp"
+#include "laneq/time.hpp"
+
+namespace laneq {
+
+/// Names one delivery: which group incarnation, which message, which attempt. The nonce makes
+/// tokens unguessable across broker runs and distinguishes reissued leases.
+struct lease_token {
+  group_id group;           ///< 0 for an unordered message
+  message_id msg;
+  std::uint32_t attempt = 0;  ///< 1 for the first delivery
+  std::uint64_t nonce = 0;
+  friend bool operator==(const lease_token&, const lease_token&) = default;
+};
+
+template <class Inspector>
+auto inspect(Inspector& f, lease_token& x) {
+  return f(x.group, x.msg, x.attempt, x.nonce);
+}
+
+/// Text form `g.m.a.nonce` in lowercase hex, for the HTTP API and logs.
+std::string to_string(const lease_token& x);
+/// Parses `to_string`'s output; nullopt when malformed.
+std::optional<lease_token> parse_lease_token(std::string_view text);
+
+/// Deterministic source of lease nonces (splitmix64 over a seeded counter).
+class nonce_source {
+ public:
+  explicit nonce_source(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next();
+
+ private:
+  std::uint64_t state_;
+};
+
+}  // namespace laneq

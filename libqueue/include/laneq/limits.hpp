@@ -1,0 +1,56 @@
+// Every bound in one place, with the relations between bounds checked at compile time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "laneq/time.hpp"
+
+namespace laneq::limits {
+
+using namespace std::chrono_literals;
+
+// Queue specs.
+inline constexpr std::size_t queue_name_bytes_max = 128;
+inline constexpr std::size_t key_components_max = 8;
+inline constexpr std::size_t key_component_name_bytes_max = 128;
+inline constexpr std::size_t throttles_max = 4;
+inline constexpr double throttle_rate_per_s_max = 1'000'000.0;
+inline constexpr double throttle_rate_per_s_min = 0.001;
+inline constexpr std::uint32_t throttle_burst_max = 1'000'000;
+inline constexpr std::uint32_t max_attempts_max = 1000;
+inline constexpr std::uint32_t max_attempts_default = 10;
+
+// Leases.
+inline constexpr duration lease_min = 1ms;
+inline constexpr duration lease_max = std::chrono::hours{12};
+inline constexpr duration lease_default = 30s;
+
+// Messages.
+inline constexpr std::size_t body_bytes_max = 1024 * 1024;
+inline constexpr std::size_t headers_max = 64;
+inline constexpr std::size_t header_name_bytes_max = 256;
+inline constexpr std::size_t header_value_bytes_max = 8 * 1024;
+inline constexpr std::size_t fairness_key_bytes_max = 256;
+inline constexpr std::size_t attributes_max = 16;
+inline constexpr duration delay_max = std::chrono::hours{24 * 15};
+inline constexpr duration retry_after_max = std::chrono::hours{12};
+
+// Requests.
+inline constexpr std::size_t enqueue_batch_max = 1000;
+inline constexpr std::size_t receive_batch_max = 1000;
+inline constexpr std::size_t ack_batch_max = 1000;
+inline constexpr duration receive_wait_max = 20s;
+inline constexpr std::size_t pending_receives_max = 10'000;
+inline constexpr std::size_t redrive_batch_max = 10'000;
+
+// Queues per broker.
+inline constexpr std::size_t queues_max = 10'000;
+
+static_assert(lease_min < lease_default && lease_default <= lease_max);
+static_assert(max_attempts_default <= max_attempts_max);
+static_assert(receive_batch_max <= pending_receives_max);
+static_assert(throttle_rate_per_s_min < throttle_rate_per_s_max);
+static_assert(retry_after_max <= delay_max);
+
+}  // namespace laneq::limits

@@ -1,0 +1,78 @@
+// A message as the engine sees it: the envelope a producer sent plus what the queue added.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "laneq/ids.hpp"
+#include "laneq/time.hpp"
+
+namespace laneq {
+
+/// A message header. Names compare case-insensitively (see `header_value`).
+struct header_field {
+  std::string name;
+  std::string value;
+  friend bool operator==(const header_field&, const header_field&) = default;
+};
+
+/// An attribute returned by the queue's on_enqueue hook; usable as an ordering key component.
+struct attribute {
+  std::string name;
+  std::string value;
+  friend bool operator==(const attribute&, const attribute&) = default;
+};
+
+/// What a producer hands to `enqueue`.
+struct outgoing_message {
+  std::string body;
+  std::vector<header_field> headers;
+  std::string fairness_key;
+  duration delay{0};
+  friend bool operator==(const outgoing_message&, const outgoing_message&) = default;
+};
+
+/// A stored message.
+struct message {
+  message_id id;              ///< stable identity (kept by redrive)
+  message_seq seq;            ///< arrival position (new on redrive)
+  std::string body;
+  std::vector<header_field> headers;
+  std::string fairness_key;
+  std::vector<attribute> attributes;  ///< from on_enqueue
+  timestamp enqueued_at;      ///< first enqueue; delays count from here, also after a redrive
+  timestamp not_before;       ///< not delivered before this (enqueue delay or retry_after)
+  std::uint32_t attempts = 0;  ///< deliveries so far
+  friend bool operator==(const message&, const message&) = default;
+};
+
+/// The first header named `name` (ASCII case-insensitive), or nullptr.
+const std::string* header_value(const std::vector<header_field>& headers, std::string_view name);
+
+/// The attribute named `name` (exact match), or nullptr.
+const std::string* attribute_value(const std::vector<attribute>& attributes,
+                                   std::string_view name);
+
+/// True if `a` and `b` are equal ignoring ASCII case.
+bool iequals(std::string_view a, std::string_view b);
+
+/// Approximate bytes a message occupies in memory (payload, headers, attributes, fixed fields).
+std::size_t footprint_bytes(const message& m);
+
+template <class Inspector>
+auto inspect(Inspector& f, header_field& x) {
+  return f(x.name, x.value);
+}
+template <class Inspector>
+auto inspect(Inspector& f, attribute& x) {
+  return f(x.name, x.value);
+}
+template <class Inspector>
+auto inspect(Inspector& f, message& x) {
+  return f(x.id, x.seq, x.body, x.headers, x.fairness_key, x.attributes, x.enqueued_at,
+           x.not_before, x.attempts);
+}
+
+}  // namespace laneq

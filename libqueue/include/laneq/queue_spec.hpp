@@ -1,0 +1,120 @@
+// What a queue is: name, ordering, missing-key policy, leases, attempts, throttles, on_enqueue.
+// Implements docs/design/ordering.md (O1, O2, O8) and docs/design/throttling.md (T1).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "laneq/error.hpp"
+#include "laneq/key.hpp"
+#include "laneq/limits.hpp"
+#include "laneq/message.hpp"
+
+namespace laneq {
+
+/// How a queue orders delivery.
+enum class ordering_mode : std::uint8_t {
+  none = 0,   ///< no order: oldest deliverable first, nothing waits on anything else
+  queue = 1,  ///< `ordered()`: the whole queue is one ordering group
+  key = 2,    ///< `ordered_by(...)`: one ordering group per distinct key value
+};
+
+/// What happens to a message that lacks a value for an ordering key component.
+enum class missing_ordering_key : std::uint8_t {
+  reject = 0,        ///< the enqueue fails, naming the missing component (default)
+  unordered = 1,     ///< the message belongs to no group
+  keyless_lane = 2,  ///< the message joins the queue's one shared keyless group
+};
+
+std::string_view to_string(ordering_mode x);
+std::string_view to_string(missing_ordering_key x);
+
+/// A token bucket applied per distinct value of `key` (empty key: one bucket for the queue).
+struct throttle_spec {
+  std::vector<key_component> key;
+  double rate_per_s = 1.0;
+  std::uint32_t burst = 1;
+  friend bool operator==(const throttle_spec&, const throttle_spec&) = default;
+};
+
+/// The on_enqueue hook: sees the message (id, seq, enqueued_at already set) and returns the
+/// attributes to attach, or an error (reported to the producer as `enqueue_rejected`).
+/// Runs inside the queue actor: it must be fast and must not block.
+using enqueue_hook = std::function<result<std::vector<attribute>>(const message&)>;
+
+/// Declarative description of a queue, built fluently:
+///   queue_spec("account-events")
+///     .ordered_by({key::fairness_key(), key::header("account")})
+///     .when_ordering_key_missing(missing_ordering_key::unordered);
+class queue_spec {
+ public:
+  queue_spec() = default;
+  explicit queue_spec(std::string name) : name_(std::move(name)) {}
+
+  /// Orders the whole queue in arrival order (one group).
+  queue_spec& ordered();
+  /// Orders per combination of the given components. Fixed once the queue exists.
+  queue_spec& ordered_by(std::vector<key_component> components);
+  queue_spec& when_ordering_key_missing(missing_ordering_key policy);
+  /// Default lease for receives that do not name one.
+  queue_spec& lease(duration d);
+  /// Deliveries of one message before it is dead-lettered.
+  queue_spec& max_attempts(std::uint32_t n);
+  /// Adds a token bucket: at most `burst` at once and `rate_per_s` sustained per key value.
+  queue_spec& throttle(std::vector<key_component> key, double rate_per_s, std::uint32_t burst);
+  queue_spec& on_enqueue(enqueue_hook hook);
+
+  const std::string& name() const { return name_; }
+  ordering_mode ordering() const { return ordering_; }
+  const std::vector<key_component>& ordering_key() const { return key_; }
+  missing_ordering_key missing_key_policy() const { return missing_; }
+  duration lease_duration() const { return lease_; }
+  std::uint32_t attempts_max() const { return max_attempts_; }
+  const std::vector<throttle_spec>& throttles() const { return throttles_; }
+  const enqueue_hook& hook() const { return hook_; }
+  bool ordered_by_key() const { return ordering_ == ordering_mode::key; }
+
+  /// Every broken rule, one error each, naming the queue and the field. Empty when valid.
+  std::vector<error> validate() const;
+
+  /// True when both specs define the same queue (everything but the hook's identity; whether a
+  /// hook is present does count).
+  bool same_definition(const queue_spec& other) const;
+
+  /// True when the ordering (mode, key, missing-key policy) is the same.
+  bool same_ordering(const queue_spec& other) const;
+
+  /// One-line summary, for logs and errors.
+  std::string describe() const;
+
+ private:
+  std::string name_;
+  ordering_mode ordering_ = ordering_mode::none;
+  std::vector<key_component> key_;
+  missing_ordering_key missing_ = missing_ordering_key::reject;
+  bool missing_set_ = false;
+  duration lease_ = limits::lease_default;
+  std::uint32_t max_attempts_ = limits::max_attempts_default;
+  std::vector<throttle_spec> throttles_;
+  enqueue_hook hook_;
+};
+
+/// Where an accepted message goes.
+struct placement {
+  bool ordered = false;    ///< false: no group (unordered)
+  std::string group_key;   ///< encoded key of the ordering group (when ordered)
+  std::string group_label; ///< printable key, for introspection
+};
+
+/// Encoded group key of an `ordered()` queue's single group.
+inline constexpr std::string_view whole_queue_group_key{};
+/// Encoded group key of the shared keyless lane (cannot collide: real keys are >= 4 bytes).
+inline constexpr std::string_view keyless_group_key{"\xFF", 1};
+
+/// Decides the message's ordering group under the queue's spec and missing-key policy.
+/// `missing` is set when a component was absent (for the missing-key counter), whatever policy.
+result<placement> place(const queue_spec& spec, const message& m, bool* missing = nullptr);
+
+}  // namespace laneq

@@ -1,0 +1,53 @@
+// The error catalog's names and messages (libqueue/include/laneq/error.hpp).
+#include "laneq/error.hpp"
+
+namespace laneq {
+
+std::string_view to_string(errc x) {
+  switch (x) {
+    case errc::invalid_spec: return "invalid_spec";
+    case errc::spec_conflict: return "spec_conflict";
+    case errc::queue_not_found: return "queue_not_found";
+    case errc::ordering_key_missing: return "ordering_key_missing";
+    case errc::enqueue_rejected: return "enqueue_rejected";
+    case errc::lease_not_found: return "lease_not_found";
+    case errc::lease_expired: return "lease_expired";
+    case errc::invalid_argument: return "invalid_argument";
+    case errc::limit_exceeded: return "limit_exceeded";
+    case errc::dead_letter_not_found: return "dead_letter_not_found";
+    case errc::queue_deleted: return "queue_deleted";
+    case errc::storage_failed: return "storage_failed";
+    case errc::unavailable: return "unavailable";
+  }
+  return "unknown_error";
+}
+
+std::string_view describe(errc x) {
+  switch (x) {
+    case errc::invalid_spec: return "the queue spec breaks a rule";
+    case errc::spec_conflict: return "the queue exists with a different spec";
+    case errc::queue_not_found: return "no queue with that name";
+    case errc::ordering_key_missing: return "the message has no value for an ordering key component";
+    case errc::enqueue_rejected: return "the queue's on_enqueue hook rejected the message";
+    case errc::lease_not_found: return "no such lease (already acked, dead-lettered or never issued)";
+    case errc::lease_expired: return "the lease expired and the message returned to its group";
+    case errc::invalid_argument: return "a request field is malformed or out of range";
+    case errc::limit_exceeded: return "a size or count limit was exceeded";
+    case errc::dead_letter_not_found: return "no dead letter with that id";
+    case errc::queue_deleted: return "the queue was deleted";
+    case errc::storage_failed: return "the store could not make the write durable";
+    case errc::unavailable: return "the broker did not answer in time, or is shutting down";
+  }
+  return "unknown error";
+}
+
+std::string to_string(const error& x) {
+  std::string out{to_string(x.code)};
+  out += " (";
+  out += std::to_string(static_cast<int>(x.code));
+  out += "): ";
+  out += x.message;
+  return out;
+}
+
+}  // namespace laneq

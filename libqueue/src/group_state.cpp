@@ -1,0 +1,170 @@
+// The ordering group state machine (libqueue/include/laneq/group_state.hpp).
+#include "laneq/group_state.hpp"
+
+namespace laneq {
+
+std::string_view to_string(dead_letter_reason x) {
+  switch (x) {
+    case dead_letter_reason::max_attempts: return "max_attempts";
+    case dead_letter_reason::requested: return "requested";
+  }
+  return "?";
+}
+
+std::string_view to_string(group_status x) {
+  switch (x) {
+    case group_status::ready: return "ready";
+    case group_status::in_flight: return "in_flight";
+    case group_status::retry_wait: return "retry_wait";
+    case group_status::delayed: return "delayed";
+    case group_status::throttled: return "throttled";
+    case group_status::idle: return "idle";
+  }
+  return "?";
+}
+
+group_effects group_state::on_enqueue(std::vector<message> msgs, timestamp now) {
+  group_effects fx;
+  for (auto& m : msgs) {
+    LANEQ_ASSERT(messages_.empty() || messages_.back().seq < m.seq,
+                 "messages enter a group in arrival order");
+    messages_.push_back(std::move(m));
+    ++received_;
+  }
+  if (phase_ == phase::empty && !messages_.empty()) {
+    since_ = now;
+    offer_head(fx);
+  }
+  return fx;
+}
+
+void group_state::offer_head(group_effects& fx) {
+  LANEQ_ASSERT(!messages_.empty(), "offer needs a head");
+  LANEQ_ASSERT(!lease_, "no head is offered while one is in flight");
+  phase_ = phase::offered;
+  fx.offer = messages_.front();
+}
+
+void group_state::on_delivered(const lease_token& lease, timestamp deadline, timestamp now) {
+  LANEQ_ASSERT(phase_ == phase::offered, "only an offered head is delivered");
+  LANEQ_ASSERT(!messages_.empty() && lease.msg == messages_.front().id,
+               "the delivered message is the group's head");
+  auto& head = messages_.front();
+  LANEQ_ASSERT(lease.attempt == head.attempts + 1, "a delivery is the head's next attempt");
+  head.attempts = lease.attempt;
+  phase_ = phase::in_flight;
+  lease_ = lease;
+  deadline_ = deadline;
+  since_ = now;
+}
+
+result<ok_t> group_state::check_lease(const lease_token& lease) const {
+  if (lease_ && *lease_ == lease) return ok_t{};
+  if (last_lease_ && *last_lease_ == lease && !messages_.empty() &&
+      messages_.front().id == lease.msg)
+    return error{errc::lease_expired, "lease " + to_string(lease) +
+                                          " expired; the message went back to its group"};
+  return error{errc::lease_not_found, "no lease " + to_string(lease) + " is in flight"};
+}
+
+result<group_effects> group_state::on_ack(const lease_token& lease, timestamp now) {
+  if (auto ok = check_lease(lease); !ok) return ok.err();
+  group_effects fx;
+  fx.removed.push_back(messages_.front().id);
+  return advance(std::move(fx), now);
+}
+
+result<group_effects> group_state::on_nack(const lease_token& lease, nack_kind kind,
+                                           duration retry_after, timestamp now) {
+  if (auto ok = check_lease(lease); !ok) return ok.err();
+  if (kind == nack_kind::dead_letter)
+    return fail_head(now, duration{0}, dead_letter_reason::requested, true);
+  return fail_head(now, retry_after, dead_letter_reason::max_attempts, false);
+}
+
+result<timestamp> group_state::on_extend(const lease_token& lease, duration by, timestamp now) {
+  if (auto ok = check_lease(lease); !ok) return ok.err();
+  deadline_ = now + by;
+  return deadline_;
+}
+
+group_effects group_state::on_lease_timer(timestamp now, std::optional<timestamp>* rearm) {
+  if (phase_ != phase::in_flight) return {};
+  if (deadline_ > now) {
+    if (rearm) *rearm = deadline_;
+    return {};
+  }
+  return fail_head(now, duration{0}, dead_letter_reason::max_attempts, false);
+}
+
+group_effects group_state::fail_head(timestamp now, duration retry_after,
+                                     dead_letter_reason reason, bool force_dead_letter) {
+  LANEQ_ASSERT(phase_ == phase::in_flight && lease_, "only an in-flight head can fail");
+  auto& head = messages_.front();
+  if (force_dead_letter || head.attempts >= max_attempts_) {
+    group_effects fx;
+    fx.dead_letters.push_back(dead_letter{head, reason, now});
+    return advance(std::move(fx), now);
+  }
+  last_lease_ = lease_;
+  lease_.reset();
+  head.not_before = now + retry_after;
+  since_ = now;
+  group_effects fx;
+  offer_head(fx);
+  return fx;
+}
+
+group_effects group_state::advance(group_effects fx, timestamp now) {
+  LANEQ_ASSERT(phase_ == phase::in_flight, "the head leaves only after it was delivered");
+  messages_.pop_front();
+  lease_.reset();
+  last_lease_.reset();
+  since_ = now;
+  if (messages_.empty()) {
+    phase_ = phase::empty;
+    fx.idle = true;
+  } else {
+    offer_head(fx);
+  }
+  return fx;
+}
+
+group_info group_state::describe(timestamp now) const {
+  group_info info;
+  info.backlog = messages_.size();
+  info.since = since_;
+  if (messages_.empty()) {
+    info.state = group_status::idle;
+    return info;
+  }
+  const auto& head = messages_.front();
+  info.head = head.id;
+  if (phase_ == phase::in_flight) {
+    info.state = group_status::in_flight;
+    info.until = deadline_;
+  } else if (head.not_before > now) {
+    info.state = head.attempts > 0 ? group_status::retry_wait : group_status::delayed;
+    info.until = head.not_before;
+    if (info.state == group_status::delayed) info.since = head.enqueued_at;
+  } else {
+    info.state = group_status::ready;
+  }
+  return info;
+}
+
+void group_state::check_invariants() const {
+  LANEQ_ASSERT((phase_ == phase::empty) == messages_.empty(), "empty phase iff no messages");
+  LANEQ_ASSERT((phase_ == phase::in_flight) == lease_.has_value(),
+               "a lease exists iff the head is in flight");
+  if (lease_) {
+    LANEQ_ASSERT(lease_->msg == messages_.front().id, "the lease is on the head");
+    LANEQ_ASSERT(lease_->attempt == messages_.front().attempts, "the lease is the head's attempt");
+  }
+  for (std::size_t i = 1; i < messages_.size(); ++i) {
+    LANEQ_ASSERT(messages_[i - 1].seq < messages_[i].seq, "a group is in arrival order");
+    LANEQ_ASSERT(messages_[i].attempts == 0, "only the head has been delivered");
+  }
+}
+
+}  // namespace laneq

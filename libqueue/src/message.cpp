@@ -1,0 +1,39 @@
+// Header lookup and message accounting (libqueue/include/laneq/message.hpp).
+#include "laneq/message.hpp"
+
+namespace laneq {
+
+namespace {
+char lower(char c) {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+}  // namespace
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return true;
+}
+
+const std::string* header_value(const std::vector<header_field>& headers, std::string_view name) {
+  for (const auto& h : headers)
+    if (iequals(h.name, name)) return &h.value;
+  return nullptr;
+}
+
+const std::string* attribute_value(const std::vector<attribute>& attributes,
+                                   std::string_view name) {
+  for (const auto& a : attributes)
+    if (a.name == name) return &a.value;
+  return nullptr;
+}
+
+std::size_t footprint_bytes(const message& m) {
+  std::size_t n = sizeof(message) + m.body.capacity() + m.fairness_key.capacity();
+  for (const auto& h : m.headers) n += sizeof(h) + h.name.capacity() + h.value.capacity();
+  for (const auto& a : m.attributes) n += sizeof(a) + a.name.capacity() + a.value.capacity();
+  return n;
+}
+
+}  // namespace laneq

@@ -1,0 +1,56 @@
+// Token bucket arithmetic (libqueue/include/laneq/token_bucket.hpp).
+#include "laneq/token_bucket.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "laneq/assert.hpp"
+
+namespace laneq {
+
+// Refill: rate_per_s tokens per second = rate_per_s * unit micro-tokens per 1e6 us
+//       = rate_per_s micro-tokens per us. Kept as an integer per 1000 us (3 decimals of rate).
+token_bucket::token_bucket(double rate_per_s, std::uint32_t burst, timestamp now)
+    : rate_micro_per_us_x1000_(std::max<std::int64_t>(1, std::llround(rate_per_s * 1000.0))),
+      capacity_(static_cast<std::int64_t>(burst) * unit),
+      level_(capacity_),
+      last_(now) {
+  LANEQ_ASSERT(burst >= 1, "a bucket holds at least one token");
+}
+
+std::int64_t token_bucket::level_at(timestamp now) const {
+  if (now <= last_) return level_;
+  auto elapsed = (now - last_).count();
+  // Saturate before multiplying to avoid overflow on long idle periods.
+  auto needed = capacity_ - level_;
+  if (needed <= 0) return capacity_;
+  // refill = elapsed * rate / 1000 (micro-tokens); compare without overflow.
+  if (elapsed >= (needed * 1000) / rate_micro_per_us_x1000_ + 1) return capacity_;
+  return std::min(capacity_, level_ + elapsed * rate_micro_per_us_x1000_ / 1000);
+}
+
+bool token_bucket::try_take(timestamp now) {
+  auto level = level_at(now);
+  if (now > last_) {
+    level_ = level;
+    last_ = now;
+  }
+  if (level_ < unit) return false;
+  level_ -= unit;
+  return true;
+}
+
+timestamp token_bucket::next_available(timestamp now) const {
+  auto level = level_at(now);
+  if (level >= unit) return now;
+  auto missing = unit - level;  // micro-tokens
+  // time (us) = missing * 1000 / rate_x1000, rounded up.
+  auto wait = (missing * 1000 + rate_micro_per_us_x1000_ - 1) / rate_micro_per_us_x1000_;
+  return std::max(now, last_) + duration{wait};
+}
+
+std::int64_t token_bucket::tokens(timestamp now) const { return level_at(now) / unit; }
+
+bool token_bucket::full(timestamp now) const { return level_at(now) >= capacity_; }
+
+}  // namespace laneq
