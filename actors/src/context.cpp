@@ -8,8 +8,8 @@
 namespace laneq {
 
 context_ptr make_context(caf::actor_system& sys) {
-  auto wall = std::chrono::duration_cast<duration>(
-      std::chrono::system_clock::now().time_since_epoch());
+  auto wall =
+      std::chrono::duration_cast<duration>(std::chrono::system_clock::now().time_since_epoch());
   std::random_device rd;
   auto seed = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
   return make_context(sys, timestamp{wall.count()}, seed);

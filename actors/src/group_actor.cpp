@@ -30,60 +30,60 @@ void group_actor_impl::apply(group_effects fx) {
 
 group_actor_impl::behavior_type group_actor_impl::make_behavior() {
   return {
-    [this](enqueue_atom, std::vector<message>& msgs) {
-      apply(state_.on_enqueue(std::move(msgs), now()));
-    },
-    [this](delivered_atom, const lease_token& lease, timestamp deadline) {
-      auto t = now();
-      state_.on_delivered(lease, deadline, t);
-      timer_.arm(this, tick_atom_v, deadline, t);
-      check();
-    },
-    [this](ack_atom, const lease_token& lease) -> caf::result<caf::ok_atom> {
-      auto fx = state_.on_ack(lease, now());
-      if (!fx) return to_caf(fx.err());
-      gc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
-      apply(std::move(fx).value());
-      return caf::ok_atom_v;
-    },
-    [this](nack_atom, const lease_token& lease,
-           const nack_request& req) -> caf::result<caf::ok_atom> {
-      auto fx = state_.on_nack(lease, req.kind, duration{req.retry_after_us}, now());
-      if (!fx) return to_caf(fx.err());
-      queue_metrics::add(gc_.metrics->nacked);
-      gc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
-      apply(std::move(fx).value());
-      return caf::ok_atom_v;
-    },
-    [this](extend_atom, const lease_token& lease, std::int64_t by_us) -> caf::result<timestamp> {
-      auto t = now();
-      auto deadline = state_.on_extend(lease, duration{by_us}, t);
-      if (!deadline) return to_caf(deadline.err());
-      timer_.arm(this, tick_atom_v, deadline.value(), t);
-      return deadline.value();
-    },
-    [this](describe_atom) -> group_info {
-      auto info = state_.describe(now());
-      info.key = gc_.label;
-      return info;
-    },
-    [this](tick_atom, std::uint64_t generation) {
-      if (!timer_.fire(generation)) return;
-      auto t = now();
-      std::optional<timestamp> rearm;
-      bool was_in_flight = state_.current_phase() == group_state::phase::in_flight;
-      auto fx = state_.on_lease_timer(t, &rearm);
-      if (rearm) {
-        timer_.arm(this, tick_atom_v, *rearm, t);
-        return;
-      }
-      if (was_in_flight) {
-        queue_metrics::add(gc_.metrics->lease_expired);
+      [this](enqueue_atom, std::vector<message>& msgs) {
+        apply(state_.on_enqueue(std::move(msgs), now()));
+      },
+      [this](delivered_atom, const lease_token& lease, timestamp deadline) {
+        auto t = now();
+        state_.on_delivered(lease, deadline, t);
+        timer_.arm(this, tick_atom_v, deadline, t);
+        check();
+      },
+      [this](ack_atom, const lease_token& lease) -> caf::result<caf::ok_atom> {
+        auto fx = state_.on_ack(lease, now());
+        if (!fx) return to_caf(fx.err());
         gc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
-      }
-      apply(std::move(fx));
-    },
-    [this](stop_atom) { quit(); },
+        apply(std::move(fx).value());
+        return caf::ok_atom_v;
+      },
+      [this](nack_atom, const lease_token& lease,
+             const nack_request& req) -> caf::result<caf::ok_atom> {
+        auto fx = state_.on_nack(lease, req.kind, duration{req.retry_after_us}, now());
+        if (!fx) return to_caf(fx.err());
+        queue_metrics::add(gc_.metrics->nacked);
+        gc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
+        apply(std::move(fx).value());
+        return caf::ok_atom_v;
+      },
+      [this](extend_atom, const lease_token& lease, std::int64_t by_us) -> caf::result<timestamp> {
+        auto t = now();
+        auto deadline = state_.on_extend(lease, duration{by_us}, t);
+        if (!deadline) return to_caf(deadline.err());
+        timer_.arm(this, tick_atom_v, deadline.value(), t);
+        return deadline.value();
+      },
+      [this](describe_atom) -> group_info {
+        auto info = state_.describe(now());
+        info.key = gc_.label;
+        return info;
+      },
+      [this](tick_atom, std::uint64_t generation) {
+        if (!timer_.fire(generation)) return;
+        auto t = now();
+        std::optional<timestamp> rearm;
+        bool was_in_flight = state_.current_phase() == group_state::phase::in_flight;
+        auto fx = state_.on_lease_timer(t, &rearm);
+        if (rearm) {
+          timer_.arm(this, tick_atom_v, *rearm, t);
+          return;
+        }
+        if (was_in_flight) {
+          queue_metrics::add(gc_.metrics->lease_expired);
+          gc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
+        }
+        apply(std::move(fx));
+      },
+      [this](stop_atom) { quit(); },
   };
 }
 

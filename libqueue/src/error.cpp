@@ -27,9 +27,11 @@ std::string_view describe(errc x) {
     case errc::invalid_spec: return "the queue spec breaks a rule";
     case errc::spec_conflict: return "the queue exists with a different spec";
     case errc::queue_not_found: return "no queue with that name";
-    case errc::ordering_key_missing: return "the message has no value for an ordering key component";
+    case errc::ordering_key_missing:
+      return "the message has no value for an ordering key component";
     case errc::enqueue_rejected: return "the queue's on_enqueue hook rejected the message";
-    case errc::lease_not_found: return "no such lease (already acked, dead-lettered or never issued)";
+    case errc::lease_not_found:
+      return "no such lease (already acked, dead-lettered or never issued)";
     case errc::lease_expired: return "the lease expired and the message returned to its group";
     case errc::invalid_argument: return "a request field is malformed or out of range";
     case errc::limit_exceeded: return "a size or count limit was exceeded";

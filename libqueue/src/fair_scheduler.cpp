@@ -187,7 +187,9 @@ std::optional<timestamp> fair_scheduler::next_wakeup() const {
   return impl_->waiting.front().wake;
 }
 
-std::size_t fair_scheduler::waiting_size() const { return impl_->waiting.size(); }
+std::size_t fair_scheduler::waiting_size() const {
+  return impl_->waiting.size();
+}
 
 std::vector<std::string> fair_scheduler::rotation() const {
   std::vector<std::string> out;
@@ -210,7 +212,9 @@ std::vector<waiting_item> fair_scheduler::waiting() const {
   return out;
 }
 
-std::size_t fair_scheduler::bucket_count() const { return impl_->buckets.size(); }
+std::size_t fair_scheduler::bucket_count() const {
+  return impl_->buckets.size();
+}
 
 void fair_scheduler::check_invariants() const {
   const auto& s = *impl_;

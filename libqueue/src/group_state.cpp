@@ -62,8 +62,8 @@ result<ok_t> group_state::check_lease(const lease_token& lease) const {
   if (lease_ && *lease_ == lease) return ok_t{};
   if (last_lease_ && *last_lease_ == lease && !messages_.empty() &&
       messages_.front().id == lease.msg)
-    return error{errc::lease_expired, "lease " + to_string(lease) +
-                                          " expired; the message went back to its group"};
+    return error{errc::lease_expired,
+                 "lease " + to_string(lease) + " expired; the message went back to its group"};
   return error{errc::lease_not_found, "no lease " + to_string(lease) + " is in flight"};
 }
 
@@ -97,8 +97,8 @@ group_effects group_state::on_lease_timer(timestamp now, std::optional<timestamp
   return fail_head(now, duration{0}, dead_letter_reason::max_attempts, false);
 }
 
-group_effects group_state::fail_head(timestamp now, duration retry_after,
-                                     dead_letter_reason reason, bool force_dead_letter) {
+group_effects group_state::fail_head(timestamp now, duration retry_after, dead_letter_reason reason,
+                                     bool force_dead_letter) {
   LANEQ_ASSERT(phase_ == phase::in_flight && lease_, "only an in-flight head can fail");
   auto& head = messages_.front();
   if (force_dead_letter || head.attempts >= max_attempts_) {

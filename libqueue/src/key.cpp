@@ -5,8 +5,7 @@ namespace laneq {
 
 std::optional<std::string_view> key_component::value_in(const message& m) const {
   switch (kind_) {
-    case kind::fairness_key:
-      return std::string_view{m.fairness_key};
+    case kind::fairness_key: return std::string_view{m.fairness_key};
     case kind::header:
       if (const auto* v = header_value(m.headers, name_)) return std::string_view{*v};
       return std::nullopt;
@@ -33,8 +32,12 @@ bool operator==(const key_component& a, const key_component& b) {
 }
 
 namespace key {
-key_component fairness_key() { return {key_component::kind::fairness_key, {}}; }
-key_component header(std::string name) { return {key_component::kind::header, std::move(name)}; }
+key_component fairness_key() {
+  return {key_component::kind::fairness_key, {}};
+}
+key_component header(std::string name) {
+  return {key_component::kind::header, std::move(name)};
+}
 key_component attribute(std::string name) {
   return {key_component::kind::attribute, std::move(name)};
 }

@@ -94,14 +94,13 @@ class rule_checker {
       for (std::size_t j = 0; j < i; ++j)
         if (cs[j] == c) fail(f, c.describe() + " repeats component " + std::to_string(j));
       switch (c.which()) {
-        case key_component::kind::fairness_key:
-          break;
+        case key_component::kind::fairness_key: break;
         case key_component::kind::header:
           if (c.name().empty()) {
             fail(f, "header name is empty");
           } else if (c.name().size() > limits::header_name_bytes_max) {
-            fail(f, "header name is longer than " +
-                        std::to_string(limits::header_name_bytes_max) + " bytes");
+            fail(f, "header name is longer than " + std::to_string(limits::header_name_bytes_max) +
+                        " bytes");
           } else {
             for (char ch : c.name())
               if (!valid_header_char(ch)) {
@@ -116,8 +115,7 @@ class rule_checker {
           else if (c.name().size() > limits::key_component_name_bytes_max)
             fail(f, "attribute name is longer than " +
                         std::to_string(limits::key_component_name_bytes_max) + " bytes");
-          if (!has_hook)
-            fail(f, "attribute '" + c.name() + "' needs an on_enqueue hook to set it");
+          if (!has_hook) fail(f, "attribute '" + c.name() + "' needs an on_enqueue hook to set it");
           break;
       }
     }
@@ -155,8 +153,7 @@ std::vector<error> queue_spec::validate() const {
     r.fail("lease_ms", "must be between " + std::to_string(limits::lease_min.count() / 1000) +
                            " and " + std::to_string(limits::lease_max.count() / 1000) + " ms");
   if (max_attempts_ < 1 || max_attempts_ > limits::max_attempts_max)
-    r.fail("max_attempts",
-           "must be between 1 and " + std::to_string(limits::max_attempts_max));
+    r.fail("max_attempts", "must be between 1 and " + std::to_string(limits::max_attempts_max));
   if (throttles_.size() > limits::throttles_max)
     r.fail("throttles", "at most " + std::to_string(limits::throttles_max) + " allowed");
   for (std::size_t i = 0; i < throttles_.size(); ++i) {
@@ -202,12 +199,10 @@ std::string queue_spec::describe() const {
 result<placement> place(const queue_spec& spec, const message& m, bool* missing) {
   if (missing) *missing = false;
   switch (spec.ordering()) {
-    case ordering_mode::none:
-      return placement{};
+    case ordering_mode::none: return placement{};
     case ordering_mode::queue:
       return placement{true, std::string{whole_queue_group_key}, "whole queue"};
-    case ordering_mode::key:
-      break;
+    case ordering_mode::key: break;
   }
   auto values = resolve(spec.ordering_key(), m);
   if (auto idx = values.first_missing()) {
@@ -216,11 +211,10 @@ result<placement> place(const queue_spec& spec, const message& m, bool* missing)
       case missing_ordering_key::reject:
         return error{errc::ordering_key_missing,
                      "queue '" + spec.name() + "': the message has no " +
-                         spec.ordering_key()[*idx].describe() +
-                         " (ordering key component " + std::to_string(*idx) +
+                         spec.ordering_key()[*idx].describe() + " (ordering key component " +
+                         std::to_string(*idx) +
                          "); the queue rejects messages without an ordering key"};
-      case missing_ordering_key::unordered:
-        return placement{};
+      case missing_ordering_key::unordered: return placement{};
       case missing_ordering_key::keyless_lane:
         return placement{true, std::string{keyless_group_key}, "keyless lane"};
     }

@@ -49,8 +49,12 @@ timestamp token_bucket::next_available(timestamp now) const {
   return std::max(now, last_) + duration{wait};
 }
 
-std::int64_t token_bucket::tokens(timestamp now) const { return level_at(now) / unit; }
+std::int64_t token_bucket::tokens(timestamp now) const {
+  return level_at(now) / unit;
+}
 
-bool token_bucket::full(timestamp now) const { return level_at(now) >= capacity_; }
+bool token_bucket::full(timestamp now) const {
+  return level_at(now) >= capacity_;
+}
 
 }  // namespace laneq

@@ -17,7 +17,7 @@ namespace laneq::detail {
 
 /// Checks `cond` in every build type; on failure prints condition, message and location, then
 /// aborts. Use for invariants, never for input validation (that returns an `error`).
-#define LANEQ_ASSERT(cond, msg)                                              \
-  do {                                                                       \
+#define LANEQ_ASSERT(cond, msg)                                                     \
+  do {                                                                              \
     if (!(cond)) ::laneq::detail::assertion_failed(#cond, msg, __FILE__, __LINE__); \
   } while (false)

@@ -14,9 +14,9 @@ namespace laneq {
 
 /// Stable error numbers. Append only.
 enum class errc : std::uint8_t {
-  invalid_spec = 1,          ///< a queue spec breaks a rule; the message names queue and field
-  spec_conflict = 2,         ///< re-created with a different spec (for example another ordering key)
-  queue_not_found = 3,       ///< no queue with that name
+  invalid_spec = 1,     ///< a queue spec breaks a rule; the message names queue and field
+  spec_conflict = 2,    ///< re-created with a different spec (for example another ordering key)
+  queue_not_found = 3,  ///< no queue with that name
   ordering_key_missing = 4,  ///< policy reject and a key component has no value
   enqueue_rejected = 5,      ///< the queue's on_enqueue hook rejected the message
   lease_not_found = 6,       ///< unknown lease, or the message was already acked or dead-lettered
@@ -24,9 +24,9 @@ enum class errc : std::uint8_t {
   invalid_argument = 8,      ///< a request field is malformed or out of range; the message names it
   limit_exceeded = 9,        ///< a size or count bound was hit; the message names the limit
   dead_letter_not_found = 10,  ///< redrive of an id that is not in the dead-letter list
-  queue_deleted = 11,        ///< the queue was deleted while the request was in progress
-  storage_failed = 12,       ///< the store could not make a write durable; nothing was acknowledged
-  unavailable = 13,          ///< the broker did not answer in time, or is shutting down
+  queue_deleted = 11,          ///< the queue was deleted while the request was in progress
+  storage_failed = 12,  ///< the store could not make a write durable; nothing was acknowledged
+  unavailable = 13,     ///< the broker did not answer in time, or is shutting down
 };
 
 /// Name of an error number, as used in the HTTP API (`"lease_not_found"`).
@@ -50,8 +50,8 @@ std::string to_string(const error& x);
 template <class T>
 class [[nodiscard]] result {
  public:
-  result(T value) : v_(std::move(value)) {}            // NOLINT: implicit by design
-  result(error err) : v_(std::move(err)) {}            // NOLINT: implicit by design
+  result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  result(error err) : v_(std::move(err)) {}  // NOLINT: implicit by design
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }

@@ -55,11 +55,11 @@ std::string_view to_string(group_status x);
 
 /// A group as reported by introspection.
 struct group_info {
-  std::string key;          ///< printable ordering key
+  std::string key;            ///< printable ordering key
   std::uint64_t backlog = 0;  ///< messages in the group, the head included
   group_status state = group_status::idle;
-  timestamp since;          ///< when the current state began
-  timestamp until;          ///< lease deadline, not-before time or throttle wake (0 if none)
+  timestamp since;  ///< when the current state began
+  timestamp until;  ///< lease deadline, not-before time or throttle wake (0 if none)
   message_id head;
 };
 
@@ -70,10 +70,10 @@ auto inspect(Inspector& f, group_info& x) {
 
 /// Effects the group actor carries out after an input.
 struct group_effects {
-  std::optional<message> offer;         ///< hand this head to the fairness actor
+  std::optional<message> offer;           ///< hand this head to the fairness actor
   std::vector<dead_letter> dead_letters;  ///< messages that left the group
-  std::vector<message_id> removed;      ///< acked messages (delete from the store)
-  bool idle = false;                    ///< group is empty and has nothing in flight
+  std::vector<message_id> removed;        ///< acked messages (delete from the store)
+  bool idle = false;                      ///< group is empty and has nothing in flight
 };
 
 /// One ordering group.
@@ -137,7 +137,7 @@ class group_state {
   phase phase_ = phase::empty;
   std::optional<lease_token> lease_;
   timestamp deadline_;
-  timestamp since_;                  // start of the current phase
+  timestamp since_;                        // start of the current phase
   std::optional<lease_token> last_lease_;  // the previous lease of the head, for lease_expired
   std::uint64_t received_ = 0;
 };

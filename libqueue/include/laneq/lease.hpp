@@ -14,7 +14,7 @@ namespace laneq {
 /// Names one delivery: which group incarnation, which message, which attempt. The nonce makes
 /// tokens unguessable across broker runs and distinguishes reissued leases.
 struct lease_token {
-  group_id group;           ///< 0 for an unordered message
+  group_id group;  ///< 0 for an unordered message
   message_id msg;
   std::uint32_t attempt = 0;  ///< 1 for the first delivery
   std::uint64_t nonce = 0;

@@ -36,14 +36,14 @@ struct outgoing_message {
 
 /// A stored message.
 struct message {
-  message_id id;              ///< stable identity (kept by redrive)
-  message_seq seq;            ///< arrival position (new on redrive)
+  message_id id;    ///< stable identity (kept by redrive)
+  message_seq seq;  ///< arrival position (new on redrive)
   std::string body;
   std::vector<header_field> headers;
   std::string fairness_key;
   std::vector<attribute> attributes;  ///< from on_enqueue
-  timestamp enqueued_at;      ///< first enqueue; delays count from here, also after a redrive
-  timestamp not_before;       ///< not delivered before this (enqueue delay or retry_after)
+  timestamp enqueued_at;       ///< first enqueue; delays count from here, also after a redrive
+  timestamp not_before;        ///< not delivered before this (enqueue delay or retry_after)
   std::uint32_t attempts = 0;  ///< deliveries so far
   friend bool operator==(const message&, const message&) = default;
 };
@@ -52,8 +52,7 @@ struct message {
 const std::string* header_value(const std::vector<header_field>& headers, std::string_view name);
 
 /// The attribute named `name` (exact match), or nullptr.
-const std::string* attribute_value(const std::vector<attribute>& attributes,
-                                   std::string_view name);
+const std::string* attribute_value(const std::vector<attribute>& attributes, std::string_view name);
 
 /// True if `a` and `b` are equal ignoring ASCII case.
 bool iequals(std::string_view a, std::string_view b);

@@ -103,9 +103,9 @@ class queue_spec {
 
 /// Where an accepted message goes.
 struct placement {
-  bool ordered = false;    ///< false: no group (unordered)
-  std::string group_key;   ///< encoded key of the ordering group (when ordered)
-  std::string group_label; ///< printable key, for introspection
+  bool ordered = false;     ///< false: no group (unordered)
+  std::string group_key;    ///< encoded key of the ordering group (when ordered)
+  std::string group_label;  ///< printable key, for introspection
 };
 
 /// Encoded group key of an `ordered()` queue's single group.

@@ -59,7 +59,7 @@ struct queue_stats {
   std::uint64_t key_missing = 0;  ///< messages that lacked an ordering key component
   std::uint64_t rejected = 0;     ///< enqueues refused (missing key, hook, limits)
   // Gauges.
-  std::uint64_t backlog = 0;      ///< messages in the queue, in flight included
+  std::uint64_t backlog = 0;  ///< messages in the queue, in flight included
   std::uint64_t in_flight = 0;
   std::uint64_t live_groups = 0;
   std::uint64_t dead_letters = 0;
@@ -123,55 +123,55 @@ error from_caf(const caf::error& e);
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(laneq::queue_spec)
 
 CAF_BEGIN_TYPE_ID_BLOCK(laneq, caf::first_custom_type_id)
-  CAF_ADD_TYPE_ID(laneq, (laneq::message))
-  CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::message>))
-  CAF_ADD_TYPE_ID(laneq, (laneq::outgoing_message))
-  CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::outgoing_message>))
-  CAF_ADD_TYPE_ID(laneq, (laneq::message_id))
-  CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::message_id>))
-  CAF_ADD_TYPE_ID(laneq, (laneq::group_id))
-  CAF_ADD_TYPE_ID(laneq, (laneq::timestamp))
-  CAF_ADD_TYPE_ID(laneq, (laneq::lease_token))
-  CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::lease_token>))
-  CAF_ADD_TYPE_ID(laneq, (laneq::receive_request))
-  CAF_ADD_TYPE_ID(laneq, (laneq::nack_request))
-  CAF_ADD_TYPE_ID(laneq, (laneq::delivery))
-  CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::delivery>))
-  CAF_ADD_TYPE_ID(laneq, (laneq::lease_outcome))
-  CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::lease_outcome>))
-  CAF_ADD_TYPE_ID(laneq, (laneq::dead_letter))
-  CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::dead_letter>))
-  CAF_ADD_TYPE_ID(laneq, (laneq::group_info))
-  CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::group_info>))
-  CAF_ADD_TYPE_ID(laneq, (laneq::waiting_item))
-  CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::waiting_item>))
-  CAF_ADD_TYPE_ID(laneq, (laneq::queue_stats))
-  CAF_ADD_TYPE_ID(laneq, (laneq::queue_description))
-  CAF_ADD_TYPE_ID(laneq, (laneq::error))
-  CAF_ADD_ATOM(laneq, laneq, enqueue_atom, "enqueue")
-  CAF_ADD_ATOM(laneq, laneq, receive_atom, "receive")
-  CAF_ADD_ATOM(laneq, laneq, ack_atom, "ack")
-  CAF_ADD_ATOM(laneq, laneq, nack_atom, "nack")
-  CAF_ADD_ATOM(laneq, laneq, extend_atom, "extend")
-  CAF_ADD_ATOM(laneq, laneq, dlq_atom, "dlq")
-  CAF_ADD_ATOM(laneq, laneq, redrive_atom, "redrive")
-  CAF_ADD_ATOM(laneq, laneq, stats_atom, "stats")
-  CAF_ADD_ATOM(laneq, laneq, groups_atom, "groups")
-  CAF_ADD_ATOM(laneq, laneq, offer_atom, "offer")
-  CAF_ADD_ATOM(laneq, laneq, delivered_atom, "delivered")
-  CAF_ADD_ATOM(laneq, laneq, idle_atom, "idle")
-  CAF_ADD_ATOM(laneq, laneq, tick_atom, "tick")
-  CAF_ADD_ATOM(laneq, laneq, describe_atom, "describe")
-  CAF_ADD_ATOM(laneq, laneq, create_atom, "create")
-  CAF_ADD_ATOM(laneq, laneq, list_atom, "list")
-  CAF_ADD_ATOM(laneq, laneq, drop_atom, "drop")
-  CAF_ADD_ATOM(laneq, laneq, lookup_atom, "lookup")
-  CAF_ADD_ATOM(laneq, laneq, dead_atom, "dead")
-  CAF_ADD_ATOM(laneq, laneq, waiting_atom, "waiting")
-  CAF_ADD_ATOM(laneq, laneq, append_atom, "append")
-  CAF_ADD_ATOM(laneq, laneq, remove_atom, "remove")
-  CAF_ADD_ATOM(laneq, laneq, commit_atom, "commit")
-  CAF_ADD_ATOM(laneq, laneq, stop_atom, "stop")
+CAF_ADD_TYPE_ID(laneq, (laneq::message))
+CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::message>))
+CAF_ADD_TYPE_ID(laneq, (laneq::outgoing_message))
+CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::outgoing_message>))
+CAF_ADD_TYPE_ID(laneq, (laneq::message_id))
+CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::message_id>))
+CAF_ADD_TYPE_ID(laneq, (laneq::group_id))
+CAF_ADD_TYPE_ID(laneq, (laneq::timestamp))
+CAF_ADD_TYPE_ID(laneq, (laneq::lease_token))
+CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::lease_token>))
+CAF_ADD_TYPE_ID(laneq, (laneq::receive_request))
+CAF_ADD_TYPE_ID(laneq, (laneq::nack_request))
+CAF_ADD_TYPE_ID(laneq, (laneq::delivery))
+CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::delivery>))
+CAF_ADD_TYPE_ID(laneq, (laneq::lease_outcome))
+CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::lease_outcome>))
+CAF_ADD_TYPE_ID(laneq, (laneq::dead_letter))
+CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::dead_letter>))
+CAF_ADD_TYPE_ID(laneq, (laneq::group_info))
+CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::group_info>))
+CAF_ADD_TYPE_ID(laneq, (laneq::waiting_item))
+CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::waiting_item>))
+CAF_ADD_TYPE_ID(laneq, (laneq::queue_stats))
+CAF_ADD_TYPE_ID(laneq, (laneq::queue_description))
+CAF_ADD_TYPE_ID(laneq, (laneq::error))
+CAF_ADD_ATOM(laneq, laneq, enqueue_atom, "enqueue")
+CAF_ADD_ATOM(laneq, laneq, receive_atom, "receive")
+CAF_ADD_ATOM(laneq, laneq, ack_atom, "ack")
+CAF_ADD_ATOM(laneq, laneq, nack_atom, "nack")
+CAF_ADD_ATOM(laneq, laneq, extend_atom, "extend")
+CAF_ADD_ATOM(laneq, laneq, dlq_atom, "dlq")
+CAF_ADD_ATOM(laneq, laneq, redrive_atom, "redrive")
+CAF_ADD_ATOM(laneq, laneq, stats_atom, "stats")
+CAF_ADD_ATOM(laneq, laneq, groups_atom, "groups")
+CAF_ADD_ATOM(laneq, laneq, offer_atom, "offer")
+CAF_ADD_ATOM(laneq, laneq, delivered_atom, "delivered")
+CAF_ADD_ATOM(laneq, laneq, idle_atom, "idle")
+CAF_ADD_ATOM(laneq, laneq, tick_atom, "tick")
+CAF_ADD_ATOM(laneq, laneq, describe_atom, "describe")
+CAF_ADD_ATOM(laneq, laneq, create_atom, "create")
+CAF_ADD_ATOM(laneq, laneq, list_atom, "list")
+CAF_ADD_ATOM(laneq, laneq, drop_atom, "drop")
+CAF_ADD_ATOM(laneq, laneq, lookup_atom, "lookup")
+CAF_ADD_ATOM(laneq, laneq, dead_atom, "dead")
+CAF_ADD_ATOM(laneq, laneq, waiting_atom, "waiting")
+CAF_ADD_ATOM(laneq, laneq, append_atom, "append")
+CAF_ADD_ATOM(laneq, laneq, remove_atom, "remove")
+CAF_ADD_ATOM(laneq, laneq, commit_atom, "commit")
+CAF_ADD_ATOM(laneq, laneq, stop_atom, "stop")
 CAF_END_TYPE_ID_BLOCK(laneq)
 
 namespace laneq {
@@ -181,58 +181,56 @@ namespace laneq {
 /// The store: makes queue writes durable. Answers a write only once it is durable (the in-memory
 /// store answers at the end of each commit window; the RocksDB store after its synced batch).
 using store_actor = caf::typed_actor<
-  caf::replies_to<append_atom, std::string, std::vector<message>>::with<caf::ok_atom>,
-  caf::replies_to<remove_atom, std::string, std::vector<message_id>>::with<caf::ok_atom>,
-  caf::replies_to<dead_atom, std::string, std::vector<dead_letter>>::with<caf::ok_atom>,
-  caf::replies_to<drop_atom, std::string>::with<caf::ok_atom>,
-  caf::replies_to<stats_atom>::with<std::uint64_t, std::uint64_t>,  // commits, records
-  caf::reacts_to<commit_atom>>;
+    caf::replies_to<append_atom, std::string, std::vector<message>>::with<caf::ok_atom>,
+    caf::replies_to<remove_atom, std::string, std::vector<message_id>>::with<caf::ok_atom>,
+    caf::replies_to<dead_atom, std::string, std::vector<dead_letter>>::with<caf::ok_atom>,
+    caf::replies_to<drop_atom, std::string>::with<caf::ok_atom>,
+    caf::replies_to<stats_atom>::with<std::uint64_t, std::uint64_t>,  // commits, records
+    caf::reacts_to<commit_atom>>;
 
 /// One ordering group (one per non-empty group).
-using group_actor = caf::typed_actor<
-  caf::reacts_to<enqueue_atom, std::vector<message>>,
-  caf::reacts_to<delivered_atom, lease_token, timestamp>,
-  caf::replies_to<ack_atom, lease_token>::with<caf::ok_atom>,
-  caf::replies_to<nack_atom, lease_token, nack_request>::with<caf::ok_atom>,
-  caf::replies_to<extend_atom, lease_token, std::int64_t>::with<timestamp>,
-  caf::replies_to<describe_atom>::with<group_info>,
-  caf::reacts_to<tick_atom, std::uint64_t>,
-  caf::reacts_to<stop_atom>>;
+using group_actor =
+    caf::typed_actor<caf::reacts_to<enqueue_atom, std::vector<message>>,
+                     caf::reacts_to<delivered_atom, lease_token, timestamp>,
+                     caf::replies_to<ack_atom, lease_token>::with<caf::ok_atom>,
+                     caf::replies_to<nack_atom, lease_token, nack_request>::with<caf::ok_atom>,
+                     caf::replies_to<extend_atom, lease_token, std::int64_t>::with<timestamp>,
+                     caf::replies_to<describe_atom>::with<group_info>,
+                     caf::reacts_to<tick_atom, std::uint64_t>, caf::reacts_to<stop_atom>>;
 
 /// The fairness actor: holds deliverable heads and unordered messages, serves receives.
 using fairness_actor = caf::typed_actor<
-  caf::reacts_to<offer_atom, group_id, group_actor, std::string, message>,
-  caf::reacts_to<enqueue_atom, std::vector<message>>,
-  caf::replies_to<receive_atom, receive_request>::with<std::vector<delivery>>,
-  caf::replies_to<ack_atom, std::vector<lease_token>>::with<std::vector<lease_outcome>>,
-  caf::replies_to<nack_atom, lease_token, nack_request>::with<caf::ok_atom>,
-  caf::replies_to<extend_atom, lease_token, std::int64_t>::with<timestamp>,
-  caf::replies_to<waiting_atom>::with<std::vector<waiting_item>>,
-  caf::reacts_to<tick_atom, std::uint64_t>>;
+    caf::reacts_to<offer_atom, group_id, group_actor, std::string, message>,
+    caf::reacts_to<enqueue_atom, std::vector<message>>,
+    caf::replies_to<receive_atom, receive_request>::with<std::vector<delivery>>,
+    caf::replies_to<ack_atom, std::vector<lease_token>>::with<std::vector<lease_outcome>>,
+    caf::replies_to<nack_atom, lease_token, nack_request>::with<caf::ok_atom>,
+    caf::replies_to<extend_atom, lease_token, std::int64_t>::with<timestamp>,
+    caf::replies_to<waiting_atom>::with<std::vector<waiting_item>>,
+    caf::reacts_to<tick_atom, std::uint64_t>>;
 
 /// A queue as clients see it (in process, and later over CAF's middleman).
 using queue_api = caf::typed_actor<
-  caf::replies_to<enqueue_atom, std::vector<outgoing_message>>::with<std::vector<message_id>>,
-  caf::replies_to<receive_atom, receive_request>::with<std::vector<delivery>>,
-  caf::replies_to<ack_atom, std::vector<lease_token>>::with<std::vector<lease_outcome>>,
-  caf::replies_to<nack_atom, lease_token, nack_request>::with<caf::ok_atom>,
-  caf::replies_to<extend_atom, lease_token, std::int64_t>::with<timestamp>,
-  caf::replies_to<dlq_atom, std::uint32_t>::with<std::vector<dead_letter>>,
-  caf::replies_to<redrive_atom, std::vector<message_id>>::with<std::uint64_t>,
-  caf::replies_to<stats_atom>::with<queue_stats>,
-  caf::replies_to<groups_atom, bool>::with<std::vector<group_info>>>;
+    caf::replies_to<enqueue_atom, std::vector<outgoing_message>>::with<std::vector<message_id>>,
+    caf::replies_to<receive_atom, receive_request>::with<std::vector<delivery>>,
+    caf::replies_to<ack_atom, std::vector<lease_token>>::with<std::vector<lease_outcome>>,
+    caf::replies_to<nack_atom, lease_token, nack_request>::with<caf::ok_atom>,
+    caf::replies_to<extend_atom, lease_token, std::int64_t>::with<timestamp>,
+    caf::replies_to<dlq_atom, std::uint32_t>::with<std::vector<dead_letter>>,
+    caf::replies_to<redrive_atom, std::vector<message_id>>::with<std::uint64_t>,
+    caf::replies_to<stats_atom>::with<queue_stats>,
+    caf::replies_to<groups_atom, bool>::with<std::vector<group_info>>>;
 
 /// The queue actor: the client API plus what its group and fairness actors report.
-using queue_actor = queue_api::extend<
-  caf::reacts_to<dead_atom, std::vector<dead_letter>>,
-  caf::reacts_to<idle_atom, group_id, std::uint64_t>>;
+using queue_actor = queue_api::extend<caf::reacts_to<dead_atom, std::vector<dead_letter>>,
+                                      caf::reacts_to<idle_atom, group_id, std::uint64_t>>;
 
 /// The admin actor: creates, finds, lists and deletes queues.
 using admin_actor = caf::typed_actor<
-  caf::replies_to<create_atom, queue_spec>::with<queue_api, bool>,  // bool: newly created
-  caf::replies_to<lookup_atom, std::string>::with<queue_api>,
-  caf::replies_to<list_atom>::with<std::vector<std::string>>,
-  caf::replies_to<describe_atom, std::string>::with<queue_description>,
-  caf::replies_to<drop_atom, std::string>::with<caf::ok_atom>>;
+    caf::replies_to<create_atom, queue_spec>::with<queue_api, bool>,  // bool: newly created
+    caf::replies_to<lookup_atom, std::string>::with<queue_api>,
+    caf::replies_to<list_atom>::with<std::vector<std::string>>,
+    caf::replies_to<describe_atom, std::string>::with<queue_description>,
+    caf::replies_to<drop_atom, std::string>::with<caf::ok_atom>>;
 
 }  // namespace laneq
