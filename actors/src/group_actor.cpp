@@ -6,6 +6,13 @@ namespace laneq {
 group_actor_impl::group_actor_impl(caf::actor_config& cfg, group_actor_config gc)
     : group_actor::base(cfg), gc_(std::move(gc)), state_(gc_.id, gc_.max_attempts) {}
 
+// Handles to peers are strong references: drop them so no cycle outlives the actor.
+void group_actor_impl::on_exit() {
+  gc_.fairness = nullptr;
+  gc_.queue = nullptr;
+  gc_.store = nullptr;
+}
+
 void group_actor_impl::check() {
 #ifndef NDEBUG
   state_.check_invariants();
@@ -15,7 +22,8 @@ void group_actor_impl::check() {
 void group_actor_impl::apply(group_effects fx) {
   auto& m = *gc_.metrics;
   if (fx.offer)
-    send(gc_.fairness, offer_atom_v, gc_.id, group_actor{this}, gc_.label, std::move(*fx.offer));
+    send(gc_.fairness, offer_atom_v, gc_.id, caf::actor_cast<group_actor>(this), gc_.label,
+         std::move(*fx.offer));
   if (!fx.removed.empty()) {
     queue_metrics::add(m.acked, fx.removed.size());
     caf::anon_send(gc_.store, remove_atom_v, gc_.queue_name, std::move(fx.removed));

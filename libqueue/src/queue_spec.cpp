@@ -1,6 +1,7 @@
 // Queue spec builder, validation and placement (libqueue/include/laneq/queue_spec.hpp).
 #include "laneq/queue_spec.hpp"
 
+#include <iomanip>
 #include <sstream>
 
 namespace laneq {
@@ -162,8 +163,8 @@ std::vector<error> queue_spec::validate() const {
     if (!(t.rate_per_s >= limits::throttle_rate_per_s_min &&
           t.rate_per_s <= limits::throttle_rate_per_s_max)) {
       std::ostringstream os;
-      os << "rate_per_s must be between " << limits::throttle_rate_per_s_min << " and "
-         << limits::throttle_rate_per_s_max;
+      os << std::setprecision(10) << "must be between " << limits::throttle_rate_per_s_min
+         << " and " << limits::throttle_rate_per_s_max;
       r.fail(f + ".rate_per_s", os.str());
     }
     if (t.burst < 1 || t.burst > limits::throttle_burst_max)

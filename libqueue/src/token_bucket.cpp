@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "laneq/assert.hpp"
 
@@ -30,23 +31,33 @@ std::int64_t token_bucket::level_at(timestamp now) const {
 }
 
 bool token_bucket::try_take(timestamp now) {
-  auto level = level_at(now);
+  // A refused take changes nothing: committing the refill here would drop the fraction of a
+  // micro-token not credited yet, and a bucket polled often enough would never refill.
+  if (level_at(now) < unit) return false;
   if (now > last_) {
-    level_ = level;
-    last_ = now;
+    if (level_at(now) >= capacity_) {
+      level_ = capacity_;  // a full bucket discards further refill, so nothing is lost
+      last_ = now;
+    } else {
+      // Credit whole steps only (the shortest interval whose refill is a whole number of
+      // micro-tokens): last_ stays less than one step behind `now` and keeps the remainder.
+      auto step = 1000 / std::gcd(rate_micro_per_us_x1000_, std::int64_t{1000});
+      auto whole = (now - last_).count() / step * step;
+      level_ += whole * rate_micro_per_us_x1000_ / 1000;
+      last_ = last_ + duration{whole};
+    }
   }
-  if (level_ < unit) return false;
-  level_ -= unit;
+  level_ -= unit;  // may dip below 0 by less than one step's refill, which level_at(now) covers
   return true;
 }
 
 timestamp token_bucket::next_available(timestamp now) const {
-  auto level = level_at(now);
-  if (level >= unit) return now;
-  auto missing = unit - level;  // micro-tokens
-  // time (us) = missing * 1000 / rate_x1000, rounded up.
+  if (level_at(now) >= unit) return now;
+  // Counted from last_, where level_ is exact (counting from `now` would drop the fraction of a
+  // micro-token refilled since last_). time (us) = missing * 1000 / rate_x1000, rounded up.
+  auto missing = unit - level_;  // micro-tokens
   auto wait = (missing * 1000 + rate_micro_per_us_x1000_ - 1) / rate_micro_per_us_x1000_;
-  return std::max(now, last_) + duration{wait};
+  return last_ + duration{wait};
 }
 
 std::int64_t token_bucket::tokens(timestamp now) const {

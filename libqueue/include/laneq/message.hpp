@@ -43,6 +43,7 @@ struct message {
   std::string fairness_key;
   std::vector<attribute> attributes;  ///< from on_enqueue
   timestamp enqueued_at;       ///< first enqueue; delays count from here, also after a redrive
+  timestamp delay_until;       ///< end of the enqueue delay (enqueued_at + delay); kept by redrive
   timestamp not_before;        ///< not delivered before this (enqueue delay or retry_after)
   std::uint32_t attempts = 0;  ///< deliveries so far
   friend bool operator==(const message&, const message&) = default;
@@ -71,7 +72,7 @@ auto inspect(Inspector& f, attribute& x) {
 template <class Inspector>
 auto inspect(Inspector& f, message& x) {
   return f(x.id, x.seq, x.body, x.headers, x.fairness_key, x.attributes, x.enqueued_at,
-           x.not_before, x.attempts);
+           x.delay_until, x.not_before, x.attempts);
 }
 
 }  // namespace laneq

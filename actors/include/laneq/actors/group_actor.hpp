@@ -30,6 +30,7 @@ class group_actor_impl : public group_actor::base {
 
   behavior_type make_behavior() override;
   const char* name() const override { return "laneq.group"; }
+  void on_exit() override;
 
  private:
   timestamp now() const { return gc_.ctx->time.now(clock()); }

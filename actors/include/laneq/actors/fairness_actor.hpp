@@ -1,0 +1,68 @@
+// The fairness actor: one per queue, a thin adapter over `fair_scheduler` and `lease_table`
+// (docs/design/fairness.md, docs/design/throttling.md). It holds every deliverable item (the
+// offered head of each group and every unordered message), applies throttles at the moment of
+// delivery, answers receives (with long polls), and owns the leases of unordered messages.
+#pragma once
+
+#include <deque>
+#include <string>
+#include <unordered_map>
+
+#include "laneq/actors/context.hpp"
+#include "laneq/actors/protocol.hpp"
+#include "laneq/fair_scheduler.hpp"
+#include "laneq/lease_table.hpp"
+
+namespace laneq {
+
+struct fairness_actor_config {
+  context_ptr ctx;
+  metrics_ptr metrics;
+  std::string queue_name;
+  std::vector<throttle_spec> throttles;
+  duration lease_default = limits::lease_default;
+  std::uint32_t max_attempts = limits::max_attempts_default;
+  queue_actor queue;
+  store_actor store;
+};
+
+class fairness_actor_impl : public fairness_actor::base {
+ public:
+  fairness_actor_impl(caf::actor_config& cfg, fairness_actor_config fc);
+
+  behavior_type make_behavior() override;
+  const char* name() const override { return "laneq.fairness"; }
+  void on_exit() override;
+
+ private:
+  struct offered_group {
+    group_actor handle;
+    std::string label;
+  };
+  struct pending_receive {
+    caf::typed_response_promise<std::vector<delivery>> promise;
+    std::uint32_t max;
+    duration lease;
+    timestamp deadline;
+  };
+
+  timestamp now() const { return fc_.ctx->time.now(clock()); }
+  /// Picks up to `max` items and leases them.
+  std::vector<delivery> take(std::uint32_t max, duration lease, timestamp t);
+  /// Answers waiting receives while items are ready.
+  void serve_pending(timestamp t);
+  /// Returns an unordered message to the scheduler or dead-letters it.
+  void retry_or_dead_letter(message m, duration retry_after, bool force_dead, timestamp t);
+  void rearm(timestamp t);
+  void check();
+
+  fairness_actor_config fc_;
+  fair_scheduler sched_;
+  lease_table leases_;
+  nonce_source nonces_;
+  std::unordered_map<group_id, offered_group> offered_;
+  std::deque<pending_receive> pending_;
+  deadline_timer timer_;
+};
+
+}  // namespace laneq

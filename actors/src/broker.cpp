@@ -1,0 +1,142 @@
+// The in-process broker and blocking clients (actors/include/laneq/actors/broker.hpp).
+#include "laneq/actors/broker.hpp"
+
+#include "laneq/actors/admin_actor.hpp"
+#include "laneq/actors/memory_store.hpp"
+
+namespace laneq {
+
+namespace {
+
+/// One blocking request: the reply handler receives the typed response.
+template <class T, class Handle, class... Ts>
+result<T> call(caf::actor_system& sys, const Handle& dest, caf::timespan timeout, Ts&&... xs) {
+  caf::scoped_actor self{sys};
+  std::optional<result<T>> out;
+  self->request(dest, timeout, std::forward<Ts>(xs)...)
+      .receive([&](T& x) { out.emplace(std::move(x)); },
+               [&](caf::error& e) { out.emplace(from_caf(e)); });
+  return std::move(*out);
+}
+
+template <class Handle, class... Ts>
+status call_ok(caf::actor_system& sys, const Handle& dest, caf::timespan timeout, Ts&&... xs) {
+  auto r = call<caf::ok_atom>(sys, dest, timeout, std::forward<Ts>(xs)...);
+  if (!r) return r.err();
+  return ok_t{};
+}
+
+}  // namespace
+
+void add_message_types(caf::actor_system_config& cfg) {
+  cfg.add_message_types<caf::id_block::laneq>();
+  cfg.add_error_category(caf::atom("laneq"),
+                         [](std::uint8_t code, caf::atom_value, const caf::message& ctx) {
+                           std::string out{to_string(static_cast<errc>(code))};
+                           if (ctx.match_elements<std::string>())
+                             out += ": " + ctx.get_as<std::string>(0);
+                           return out;
+                         });
+}
+
+broker::broker(caf::actor_system& sys) : broker(sys, make_context(sys)) {}
+
+broker::broker(caf::actor_system& sys, context_ptr ctx) : ctx_(std::move(ctx)) {
+  store_ = sys.spawn<memory_store_impl>();
+  admin_ = sys.spawn<admin_actor_impl>(admin_actor_config{ctx_, store_});
+}
+
+broker::~broker() {
+  caf::anon_send_exit(admin_, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(store_, caf::exit_reason::user_shutdown);
+}
+
+blocking_admin::blocking_admin(caf::actor_system& sys, admin_actor admin, caf::timespan timeout)
+    : sys_(sys), admin_(std::move(admin)), timeout_(timeout) {}
+
+result<queue_api> blocking_admin::create_queue(queue_spec spec) {
+  caf::scoped_actor self{sys_};
+  std::optional<result<queue_api>> out;
+  self->request(admin_, timeout_, create_atom_v, std::move(spec))
+      .receive([&](queue_api& q, bool) { out.emplace(std::move(q)); },
+               [&](caf::error& e) { out.emplace(from_caf(e)); });
+  return std::move(*out);
+}
+
+result<queue_api> blocking_admin::lookup(const std::string& name) {
+  return call<queue_api>(sys_, admin_, timeout_, lookup_atom_v, name);
+}
+
+result<std::vector<std::string>> blocking_admin::list_queues() {
+  return call<std::vector<std::string>>(sys_, admin_, timeout_, list_atom_v);
+}
+
+result<queue_description> blocking_admin::describe(const std::string& name) {
+  return call<queue_description>(sys_, admin_, timeout_, describe_atom_v, name);
+}
+
+status blocking_admin::delete_queue(const std::string& name) {
+  return call_ok(sys_, admin_, timeout_, drop_atom_v, name);
+}
+
+blocking_queue::blocking_queue(caf::actor_system& sys, queue_api q, caf::timespan timeout)
+    : sys_(sys), q_(std::move(q)), timeout_(timeout) {}
+
+result<std::vector<message_id>> blocking_queue::enqueue(std::vector<outgoing_message> batch) {
+  return call<std::vector<message_id>>(sys_, q_, timeout_, enqueue_atom_v, std::move(batch));
+}
+
+result<message_id> blocking_queue::enqueue(outgoing_message m) {
+  std::vector<outgoing_message> batch;
+  batch.push_back(std::move(m));
+  auto ids = enqueue(std::move(batch));
+  if (!ids) return ids.err();
+  return ids.value().front();
+}
+
+result<std::vector<delivery>> blocking_queue::receive(receive_request req) {
+  auto timeout = timeout_ + std::chrono::duration_cast<caf::timespan>(duration{req.wait_us});
+  return call<std::vector<delivery>>(sys_, q_, timeout, receive_atom_v, req);
+}
+
+status blocking_queue::ack(const lease_token& lease) {
+  auto failed = ack(std::vector<lease_token>{lease});
+  if (!failed) return failed.err();
+  if (!failed.value().empty()) return failed.value().front().err;
+  return ok_t{};
+}
+
+result<std::vector<lease_outcome>> blocking_queue::ack(std::vector<lease_token> leases) {
+  return call<std::vector<lease_outcome>>(sys_, q_, timeout_, ack_atom_v, std::move(leases));
+}
+
+status blocking_queue::nack(const lease_token& lease, duration retry_after) {
+  return call_ok(sys_, q_, timeout_, nack_atom_v, lease,
+                 nack_request{nack_kind::retry, retry_after.count()});
+}
+
+status blocking_queue::dead_letter(const lease_token& lease) {
+  return call_ok(sys_, q_, timeout_, nack_atom_v, lease, nack_request{nack_kind::dead_letter, 0});
+}
+
+result<timestamp> blocking_queue::extend(const lease_token& lease, duration by) {
+  return call<timestamp>(sys_, q_, timeout_, extend_atom_v, lease, by.count());
+}
+
+result<std::vector<laneq::dead_letter>> blocking_queue::dead_letters(std::uint32_t max) {
+  return call<std::vector<laneq::dead_letter>>(sys_, q_, timeout_, dlq_atom_v, max);
+}
+
+result<std::uint64_t> blocking_queue::redrive(std::vector<message_id> ids) {
+  return call<std::uint64_t>(sys_, q_, timeout_, redrive_atom_v, std::move(ids));
+}
+
+result<queue_stats> blocking_queue::stats() {
+  return call<queue_stats>(sys_, q_, timeout_, stats_atom_v);
+}
+
+result<std::vector<group_info>> blocking_queue::groups(bool blocked_only) {
+  return call<std::vector<group_info>>(sys_, q_, timeout_, groups_atom_v, blocked_only);
+}
+
+}  // namespace laneq

@@ -1,0 +1,208 @@
+// The fairness actor (actors/include/laneq/actors/fairness_actor.hpp).
+#include "laneq/actors/fairness_actor.hpp"
+
+#include <algorithm>
+
+namespace laneq {
+
+fairness_actor_impl::fairness_actor_impl(caf::actor_config& cfg, fairness_actor_config fc)
+    : fairness_actor::base(cfg),
+      fc_(std::move(fc)),
+      sched_(fc_.throttles),
+      nonces_(fc_.ctx->seed ^ std::hash<std::string>{}(fc_.queue_name)) {}
+
+// Handles to peers are strong references: drop them so no cycle outlives the actor.
+void fairness_actor_impl::on_exit() {
+  for (auto& p : pending_)
+    p.promise.deliver(
+        to_caf(error{errc::queue_deleted, "queue '" + fc_.queue_name + "' was deleted"}));
+  pending_.clear();
+  offered_.clear();
+  fc_.queue = nullptr;
+  fc_.store = nullptr;
+}
+
+void fairness_actor_impl::check() {
+#ifndef NDEBUG
+  sched_.check_invariants();
+  leases_.check_invariants();
+#endif
+}
+
+std::vector<delivery> fairness_actor_impl::take(std::uint32_t max, duration lease, timestamp t) {
+  std::vector<delivery> out;
+  while (out.size() < max) {
+    auto picked = sched_.pick(t);
+    if (!picked) break;
+    auto& item = picked->item;
+    lease_token token{item.group, item.msg.id, item.msg.attempts + 1, nonces_.next()};
+    item.msg.attempts = token.attempt;
+    auto deadline = t + lease;
+    std::string label;
+    if (item.group) {
+      auto it = offered_.find(item.group);
+      LANEQ_ASSERT(it != offered_.end(), "a group's head is delivered only after its offer");
+      send(it->second.handle, delivered_atom_v, token, deadline);
+      label = std::move(it->second.label);
+      offered_.erase(it);
+    } else {
+      leases_.grant(token, item.msg, deadline, t);
+    }
+    out.push_back(delivery{std::move(item.msg), token, deadline, std::move(label)});
+  }
+  if (!out.empty()) {
+    queue_metrics::add(fc_.metrics->delivered, out.size());
+    fc_.metrics->in_flight.fetch_add(static_cast<std::int64_t>(out.size()),
+                                     std::memory_order_relaxed);
+  }
+  return out;
+}
+
+void fairness_actor_impl::serve_pending(timestamp t) {
+  while (!pending_.empty() && sched_.ready_size() > 0) {
+    auto& p = pending_.front();
+    auto out = take(p.max, p.lease, t);
+    if (out.empty()) break;  // everything ready was throttled
+    p.promise.deliver(std::move(out));
+    pending_.pop_front();
+  }
+}
+
+void fairness_actor_impl::retry_or_dead_letter(message m, duration retry_after, bool force_dead,
+                                               timestamp t) {
+  if (force_dead || m.attempts >= fc_.max_attempts) {
+    auto reason = force_dead ? dead_letter_reason::requested : dead_letter_reason::max_attempts;
+    queue_metrics::add(fc_.metrics->dead_lettered);
+    std::vector<dead_letter> dl{dead_letter{std::move(m), reason, t}};
+    send(fc_.queue, dead_atom_v, std::move(dl));
+    return;
+  }
+  m.not_before = t + retry_after;
+  sched_.on_ready(ready_item{std::move(m), group_id{}}, t);
+}
+
+void fairness_actor_impl::rearm(timestamp t) {
+  std::optional<timestamp> next = sched_.next_wakeup();
+  auto consider = [&next](std::optional<timestamp> x) {
+    if (x && (!next || *x < *next)) next = x;
+  };
+  consider(leases_.next_deadline());
+  for (const auto& p : pending_) consider(p.deadline);
+  if (next) timer_.arm(this, tick_atom_v, *next, t);
+}
+
+fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
+  return {
+      [this](offer_atom, group_id g, group_actor& handle, std::string& label, message& m) {
+        auto t = now();
+        offered_.emplace(g, offered_group{std::move(handle), std::move(label)});
+        sched_.on_ready(ready_item{std::move(m), g}, t);
+        serve_pending(t);
+        rearm(t);
+        check();
+      },
+      [this](enqueue_atom, std::vector<message>& msgs) {
+        auto t = now();
+        for (auto& m : msgs) sched_.on_ready(ready_item{std::move(m), group_id{}}, t);
+        serve_pending(t);
+        rearm(t);
+        check();
+      },
+      [this](receive_atom, const receive_request& req) -> caf::result<std::vector<delivery>> {
+        if (req.max < 1 || req.max > limits::receive_batch_max)
+          return to_caf(error{
+              errc::invalid_argument,
+              "receive: max must be between 1 and " + std::to_string(limits::receive_batch_max)});
+        auto lease = req.lease_us == 0 ? fc_.lease_default : duration{req.lease_us};
+        if (lease < limits::lease_min || lease > limits::lease_max)
+          return to_caf(error{errc::invalid_argument,
+                              "receive: lease_ms must be between " +
+                                  std::to_string(limits::lease_min.count() / 1000) + " and " +
+                                  std::to_string(limits::lease_max.count() / 1000)});
+        if (req.wait_us < 0 || duration{req.wait_us} > limits::receive_wait_max)
+          return to_caf(error{errc::invalid_argument,
+                              "receive: wait_ms must be between 0 and " +
+                                  std::to_string(limits::receive_wait_max.count() / 1000)});
+        auto t = now();
+        auto out = take(req.max, lease, t);
+        if (!out.empty() || req.wait_us == 0) {
+          rearm(t);
+          check();
+          return out;
+        }
+        if (pending_.size() >= limits::pending_receives_max)
+          return to_caf(error{errc::limit_exceeded,
+                              "receive: more than " + std::to_string(limits::pending_receives_max) +
+                                  " receives are already waiting on queue '" + fc_.queue_name +
+                                  "'"});
+        auto promise = make_response_promise<std::vector<delivery>>();
+        pending_.push_back(pending_receive{promise, req.max, lease, t + duration{req.wait_us}});
+        rearm(t);
+        return promise;
+      },
+      [this](ack_atom, const std::vector<lease_token>& leases) -> std::vector<lease_outcome> {
+        std::vector<lease_outcome> failed;
+        std::vector<message_id> removed;
+        for (const auto& l : leases) {
+          auto m = leases_.release(l);
+          if (!m) {
+            failed.push_back(lease_outcome{l, m.err()});
+            continue;
+          }
+          removed.push_back(l.msg);
+        }
+        if (!removed.empty()) {
+          queue_metrics::add(fc_.metrics->acked, removed.size());
+          fc_.metrics->in_flight.fetch_sub(static_cast<std::int64_t>(removed.size()),
+                                           std::memory_order_relaxed);
+          caf::anon_send(fc_.store, remove_atom_v, fc_.queue_name, std::move(removed));
+        }
+        check();
+        return failed;
+      },
+      [this](nack_atom, const lease_token& l,
+             const nack_request& req) -> caf::result<caf::ok_atom> {
+        auto m = leases_.release(l);
+        if (!m) return to_caf(m.err());
+        auto t = now();
+        queue_metrics::add(fc_.metrics->nacked);
+        fc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
+        retry_or_dead_letter(std::move(m).value(), duration{req.retry_after_us},
+                             req.kind == nack_kind::dead_letter, t);
+        serve_pending(t);
+        rearm(t);
+        check();
+        return caf::ok_atom_v;
+      },
+      [this](extend_atom, const lease_token& l, std::int64_t by_us) -> caf::result<timestamp> {
+        auto t = now();
+        auto deadline = leases_.extend(l, duration{by_us}, t);
+        if (!deadline) return to_caf(deadline.err());
+        rearm(t);
+        return deadline.value();
+      },
+      [this](waiting_atom) { return sched_.waiting(); },
+      [this](tick_atom, std::uint64_t generation) {
+        if (!timer_.fire(generation)) return;
+        auto t = now();
+        for (auto& m : leases_.expire_due(t)) {
+          queue_metrics::add(fc_.metrics->lease_expired);
+          fc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
+          retry_or_dead_letter(std::move(m), duration{0}, false, t);
+        }
+        sched_.on_tick(t);
+        serve_pending(t);
+        // Long polls that waited their full time get an empty answer.
+        auto expired =
+            std::stable_partition(pending_.begin(), pending_.end(),
+                                  [t](const pending_receive& p) { return p.deadline > t; });
+        for (auto it = expired; it != pending_.end(); ++it)
+          it->promise.deliver(std::vector<delivery>{});
+        pending_.erase(expired, pending_.end());
+        rearm(t);
+        check();
+      },
+  };
+}
+
+}  // namespace laneq

@@ -1,0 +1,192 @@
+// Deterministic test harness: a laneq broker on CAF's test coordinator with simulated time.
+// Used by the actor tests (tests/actors) and the seeded simulation (tests/sim).
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "caf/all.hpp"
+
+#include "laneq/actors/broker.hpp"
+
+namespace laneq::test {
+
+/// Epoch of the simulated timeline: t = 0 of a test is this timestamp.
+inline constexpr timestamp sim_epoch = timestamp::from_ms(1'000'000);
+
+struct test_config : caf::actor_system_config {
+  test_config() {
+    laneq::add_message_types(*this);
+    set("scheduler.policy", caf::atom("testing"));
+    set("logger.verbosity", caf::atom("quiet"));
+  }
+};
+
+/// A broker on the test coordinator. Every call runs the actors until they are idle (in FIFO
+/// job order, or in an order drawn from `shuffle` when one is set), then reads the reply.
+class harness {
+ public:
+  explicit harness(std::uint64_t seed = 1)
+      : sys_(cfg_),
+        sched_(dynamic_cast<caf::scheduler::test_coordinator&>(sys_.scheduler())),
+        self_(sys_, true),
+        broker_(std::in_place, sys_, make_context(sys_, sim_epoch, seed)) {
+    run();
+  }
+
+  /// Stops the broker's actors and runs them until they are gone (the actor system's
+  /// destructor waits for every actor, and only `run` moves them on the test coordinator).
+  ~harness() {
+    rng_ = nullptr;
+    broker_.reset();
+    run();
+  }
+
+  /// Draw the order in which ready actors run from `rng` (nullptr: FIFO).
+  void shuffle_jobs(std::mt19937_64* rng) { rng_ = rng; }
+
+  /// Runs every ready actor until none is left.
+  void run() {
+    if (!rng_) {
+      sched_.run();
+      return;
+    }
+    while (!sched_.jobs.empty()) {
+      auto n = sched_.jobs.size();
+      auto i = std::uniform_int_distribution<std::size_t>{0, n - 1}(*rng_);
+      if (i != 0) std::swap(sched_.jobs[0], sched_.jobs[i]);
+      sched_.run_once();
+    }
+  }
+
+  /// Moves simulated time forward, firing due timers, and runs the actors.
+  void advance(duration d) {
+    sched_.advance_time(std::chrono::duration_cast<caf::timespan>(d));
+    run();
+  }
+
+  /// Jumps to the next armed timer, if any; returns whether one fired.
+  bool advance_to_next_timer() {
+    auto& clock = sched_.clock();
+    if (clock.schedule().empty()) return false;
+    auto next = clock.schedule().begin()->first;
+    auto now = clock.now();
+    sched_.advance_time(next > now ? next - now : caf::timespan{0});
+    run();
+    return true;
+  }
+
+  /// Simulated time since the start of the test.
+  duration elapsed() { return broker_->context()->time.now(sys_.clock()) - sim_epoch; }
+  timestamp now() { return broker_->context()->time.now(sys_.clock()); }
+
+  /// Sends a request and returns the reply (or the error), running the actors in between.
+  /// Returns nullopt if no reply came (for example a long poll still waiting).
+  template <class T, class Handle, class... Ts>
+  std::optional<result<T>> try_ask(const Handle& dest, Ts&&... xs) {
+    self_->send(dest, std::forward<Ts>(xs)...);
+    run();
+    return collect<T>();
+  }
+
+  /// Like `try_ask`, but a missing reply is a test failure (returns an unavailable error).
+  template <class T, class Handle, class... Ts>
+  result<T> ask(const Handle& dest, Ts&&... xs) {
+    auto r = try_ask<T>(dest, std::forward<Ts>(xs)...);
+    if (!r) return error{errc::unavailable, "no reply"};
+    return std::move(*r);
+  }
+
+  /// Fire-and-forget send from the test's own actor; collect the reply later.
+  template <class Handle, class... Ts>
+  void post(const Handle& dest, Ts&&... xs) {
+    self_->send(dest, std::forward<Ts>(xs)...);
+  }
+
+  /// Takes one reply of type T (or an error) from the test actor's mailbox, if there is one.
+  template <class T>
+  std::optional<result<T>> collect() {
+    std::optional<result<T>> out;
+    self_->receive([&](T& x) { out.emplace(std::move(x)); },
+                   [&](caf::error& e) { out.emplace(from_caf(e)); },
+                   caf::after(std::chrono::seconds(0)) >> [] {});
+    return out;
+  }
+
+  /// Creates a queue, failing the test's expectations through the returned result.
+  result<queue_api> create(queue_spec spec) {
+    self_->send(broker_->admin(), create_atom_v, std::move(spec));
+    run();
+    std::optional<result<queue_api>> out;
+    self_->receive([&](queue_api& q, bool) { out.emplace(std::move(q)); },
+                   [&](caf::error& e) { out.emplace(from_caf(e)); },
+                   caf::after(std::chrono::seconds(0)) >> [] {});
+    if (!out) return error{errc::unavailable, "no reply"};
+    return std::move(*out);
+  }
+
+  // -- queue operations ------------------------------------------------------------------------
+
+  result<std::vector<message_id>> enqueue(const queue_api& q, std::vector<outgoing_message> b) {
+    return ask<std::vector<message_id>>(q, enqueue_atom_v, std::move(b));
+  }
+  result<message_id> enqueue(const queue_api& q, outgoing_message m) {
+    auto ids = enqueue(q, std::vector<outgoing_message>{std::move(m)});
+    if (!ids) return ids.err();
+    return ids.value().front();
+  }
+  result<std::vector<delivery>> receive(const queue_api& q, std::uint32_t max = 1,
+                                        duration lease = duration{0}) {
+    return ask<std::vector<delivery>>(q, receive_atom_v, receive_request{max, lease.count(), 0});
+  }
+  status ack(const queue_api& q, const lease_token& l) {
+    auto r = ask<std::vector<lease_outcome>>(q, ack_atom_v, std::vector<lease_token>{l});
+    if (!r) return r.err();
+    if (!r.value().empty()) return r.value().front().err;
+    return ok_t{};
+  }
+  status nack(const queue_api& q, const lease_token& l, duration retry_after = duration{0},
+              bool dead = false) {
+    auto r = ask<caf::ok_atom>(
+        q, nack_atom_v, l,
+        nack_request{dead ? nack_kind::dead_letter : nack_kind::retry, retry_after.count()});
+    if (!r) return r.err();
+    return ok_t{};
+  }
+  result<timestamp> extend(const queue_api& q, const lease_token& l, duration by) {
+    return ask<timestamp>(q, extend_atom_v, l, by.count());
+  }
+  result<std::vector<dead_letter>> dead_letters(const queue_api& q) {
+    return ask<std::vector<dead_letter>>(q, dlq_atom_v, std::uint32_t{100000});
+  }
+  result<std::uint64_t> redrive(const queue_api& q, std::vector<message_id> ids = {}) {
+    return ask<std::uint64_t>(q, redrive_atom_v, std::move(ids));
+  }
+  result<queue_stats> stats(const queue_api& q) { return ask<queue_stats>(q, stats_atom_v); }
+  result<std::vector<group_info>> groups(const queue_api& q, bool blocked_only = false) {
+    return ask<std::vector<group_info>>(q, groups_atom_v, blocked_only);
+  }
+
+  caf::actor_system& system() { return sys_; }
+  broker& brk() { return *broker_; }
+  caf::scheduler::test_coordinator& sched() { return sched_; }
+
+ private:
+  test_config cfg_;
+  caf::actor_system sys_;
+  caf::scheduler::test_coordinator& sched_;
+  caf::scoped_actor self_;
+  std::optional<broker> broker_;
+  std::mt19937_64* rng_ = nullptr;
+};
+
+/// A message with a body and optional headers and fairness key.
+inline outgoing_message msg(std::string body, std::vector<header_field> headers = {},
+                            std::string fairness_key = {}, duration delay = duration{0}) {
+  return outgoing_message{std::move(body), std::move(headers), std::move(fairness_key), delay};
+}
+
+}  // namespace laneq::test

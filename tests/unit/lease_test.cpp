@@ -1,0 +1,85 @@
+// Unit tests for lease tokens: text form, parsing and nonces (docs/design/ordering.md O4).
+#include "laneq/lease.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+
+namespace laneq {
+namespace {
+
+TEST(lease, prints_group_message_attempt_and_nonce_in_lowercase_hex) {
+  lease_token x{group_id{0x1f}, message_id{0xab}, 2, 0xdeadbeefULL};
+  EXPECT_EQ(to_string(x), "1f.ab.2.deadbeef");
+}
+
+TEST(lease, prints_an_unordered_lease_with_group_zero) {
+  lease_token x{group_id{0}, message_id{1}, 1, 0};
+  EXPECT_EQ(to_string(x), "0.1.1.0");
+}
+
+TEST(lease, parses_what_it_prints) {
+  std::vector<lease_token> tokens{
+      {group_id{0x1f}, message_id{0xab}, 2, 0xdeadbeefULL},
+      {group_id{0}, message_id{1}, 1, 0},
+      {group_id{std::numeric_limits<std::uint64_t>::max()},
+       message_id{std::numeric_limits<std::uint64_t>::max()},
+       std::numeric_limits<std::uint32_t>::max(), std::numeric_limits<std::uint64_t>::max()},
+      {group_id{42}, message_id{0x0123456789abcdefULL}, 1000, 0xfedcba9876543210ULL},
+  };
+  for (const auto& x : tokens) {
+    auto text = to_string(x);
+    auto parsed = parse_lease_token(text);
+    ASSERT_TRUE(parsed.has_value()) << text;
+    EXPECT_EQ(*parsed, x) << text;
+  }
+}
+
+TEST(lease, rejects_malformed_tokens) {
+  const std::vector<std::string> malformed{
+      "",
+      "1.2.3",                    // three parts
+      "1.2.3.4.5",                // five parts
+      "1.2.3.4.",                 // trailing dot
+      ".1.2.3",                   // leading dot
+      "1..3.4",                   // empty part
+      "1.2.x.4",                  // not hex
+      "1.2.3.4g",                 // trailing garbage
+      "1.2.0.4",                  // attempt 0 is never issued
+      "1.0.1.4",                  // message 0 does not exist
+      "1.2.100000000.4",          // attempt wider than 32 bits
+      "1.2.3.10000000000000000",  // 17 hex digits
+      "-1.2.3.4",                 // sign
+      "+1.2.3.4",                 // sign
+      " 1.2.3.4",                 // whitespace
+      "1.2.3.4 ",                 // whitespace
+      "0x1.2.3.4",                // prefix
+  };
+  for (const auto& text : malformed) EXPECT_EQ(parse_lease_token(text), std::nullopt) << text;
+}
+
+TEST(lease, nonce_source_is_deterministic_per_seed) {
+  nonce_source a{7};
+  nonce_source b{7};
+  nonce_source c{8};
+  std::set<std::uint64_t> seen;
+  bool differs_from_other_seed = false;
+  for (int i = 0; i < 1000; ++i) {
+    auto x = a.next();
+    EXPECT_EQ(x, b.next());
+    differs_from_other_seed = differs_from_other_seed || x != c.next();
+    seen.insert(x);
+  }
+  EXPECT_TRUE(differs_from_other_seed);
+  EXPECT_EQ(seen.size(), 1000u);
+}
+
+}  // namespace
+}  // namespace laneq

@@ -1,0 +1,51 @@
+// Shared helpers for the libqueue unit tests: GoogleTest printers and a message builder.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "laneq/ids.hpp"
+#include "laneq/lease.hpp"
+#include "laneq/message.hpp"
+#include "laneq/time.hpp"
+
+namespace laneq {
+
+// Printers found by ADL, so failures show values instead of bytes.
+inline void PrintTo(timestamp x, std::ostream* os) {
+  *os << x.us << "us";
+}
+template <class Tag>
+void PrintTo(strong_id<Tag> x, std::ostream* os) {
+  *os << '#' << x.value;
+}
+inline void PrintTo(const lease_token& x, std::ostream* os) {
+  *os << "lease " << to_string(x);
+}
+inline void PrintTo(const message& x, std::ostream* os) {
+  *os << "message{id=" << x.id.value << " seq=" << x.seq.value << " fairness_key='"
+      << x.fairness_key << "' attempts=" << x.attempts << " not_before=" << x.not_before.us
+      << "us}";
+}
+
+namespace test {
+
+/// A message with id = seq = `n`, enqueued at `at`, deliverable from `at`.
+inline message make_message(std::uint64_t n, timestamp at = {}, std::string fairness_key = {},
+                            std::vector<header_field> headers = {}) {
+  message m;
+  m.id = message_id{n};
+  m.seq = message_seq{n};
+  m.body = "body-" + std::to_string(n);
+  m.fairness_key = std::move(fairness_key);
+  m.headers = std::move(headers);
+  m.enqueued_at = at;
+  m.not_before = at;
+  return m;
+}
+
+}  // namespace test
+}  // namespace laneq
