@@ -50,7 +50,8 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
                               "at most " + std::to_string(limits::queues_max) + " queues"});
         queue_actor_config qc{ac_.ctx, std::make_shared<queue_metrics>(), spec, ac_.store};
         auto handle = spawn<queue_actor_impl>(std::move(qc));
-        queues_.emplace(spec.name(), entry{std::move(spec), handle});
+        auto name = spec.name();  // copied: the entry below takes the spec by move
+        queues_.emplace(std::move(name), entry{std::move(spec), handle});
         return {queue_api{handle}, true};
       },
       [this](lookup_atom, const std::string& name) { return find(name); },

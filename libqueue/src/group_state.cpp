@@ -108,6 +108,11 @@ group_effects group_state::fail_head(timestamp now, duration retry_after, dead_l
   }
   last_lease_ = lease_;
   lease_.reset();
+#ifdef LANEQ_CANARY
+  // Canary build (tests/sim): a deliberately broken rule the simulation must catch. A retry
+  // ignores retry_after, so the group's head comes back before its not-before time (breaks O6).
+  retry_after = duration{0};
+#endif
   head.not_before = now + retry_after;
   since_ = now;
   group_effects fx;
