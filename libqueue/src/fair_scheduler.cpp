@@ -3,7 +3,8 @@
 
 #include <algorithm>
 #include <functional>
-#include <queue>
+#include <optional>
+#include <set>
 
 #include "laneq/assert.hpp"
 #include "laneq/key.hpp"
@@ -15,9 +16,9 @@ namespace {
 struct entry {
   ready_item item;
   std::vector<std::string> buckets;  // one per throttle: "<index>/<encoded key>"
-  timestamp wake;                    // when waiting: the time it may become ready
+  timestamp wake;                    // when delayed: its not-before time
   timestamp since;                   // when it started waiting
-  bool throttled = false;
+  bool throttled = false;            // has waited for a token since it was last ready
 };
 
 // Min-heap orders.
@@ -33,8 +34,49 @@ struct by_wake_desc {
 
 struct key_state {
   std::string name;
-  std::vector<entry> heap;  // min-heap by seq
+  std::vector<entry> heap;  // ready items, min-heap by seq
+  std::uint64_t stamp = 0;  // rotation position: lower is served first; 0 = never placed
   bool in_rotation = false;
+  std::size_t waiting = 0;  // items of this key that wait (delayed or throttled)
+};
+
+// Items waiting for a token of one bucket, released in rotation order when tokens come: the
+// key served least recently first (F1), its oldest item first (F2).
+struct bucket_wait {
+  std::unordered_map<key_state*, std::vector<entry>> by_key;  // min-heaps by seq
+  // Keys by their stamp when filed; stamps only grow, so a stale entry is refiled lazily.
+  std::set<std::pair<std::uint64_t, key_state*>> order;
+  std::size_t count = 0;
+  std::optional<timestamp> wake;
+
+  void add(key_state* ks, entry e) {
+    auto& heap = by_key[ks];
+    if (heap.empty()) order.emplace(ks->stamp, ks);
+    heap.push_back(std::move(e));
+    std::push_heap(heap.begin(), heap.end(), by_seq_desc{});
+    ++count;
+  }
+
+  entry take_next() {
+    for (;;) {
+      auto [stamp, ks] = *order.begin();
+      if (stamp != ks->stamp) {  // served since it was filed: refile at its current place
+        order.erase(order.begin());
+        order.emplace(ks->stamp, ks);
+        continue;
+      }
+      auto& heap = by_key[ks];
+      std::pop_heap(heap.begin(), heap.end(), by_seq_desc{});
+      auto e = std::move(heap.back());
+      heap.pop_back();
+      if (heap.empty()) {
+        by_key.erase(ks);
+        order.erase(order.begin());
+      }
+      --count;
+      return e;
+    }
+  }
 };
 
 }  // namespace
@@ -42,9 +84,13 @@ struct key_state {
 struct fair_scheduler::impl {
   std::vector<throttle_spec> throttles;
   std::unordered_map<std::string, std::unique_ptr<key_state>> keys;
-  std::deque<key_state*> rotation;
-  std::vector<entry> waiting;  // min-heap by wake
+  std::set<std::pair<std::uint64_t, key_state*>> rotation;  // least recently served first
+  std::uint64_t stamp_clock = 0;
+  std::vector<entry> delayed;  // min-heap by wake
   std::unordered_map<std::string, token_bucket> buckets;
+  std::unordered_map<std::string, bucket_wait> parked;
+  std::vector<std::pair<timestamp, std::string>> bucket_wakes;  // min-heap; stale entries skipped
+  std::size_t parked_count = 0;
   std::size_t buckets_pruned_at = 64;
   std::unordered_set<group_id> groups;  // groups with an item present
 
@@ -65,50 +111,106 @@ struct fair_scheduler::impl {
     return buckets.emplace(name, token_bucket{t.rate_per_s, t.burst, now}).first->second;
   }
 
-  // True and charged if every bucket has a token; otherwise sets e.wake and charges nothing.
-  bool take_tokens(entry& e, timestamp now) {
-    timestamp wake = now;
+  // Takes one token from every bucket of `e`, or returns the bucket that has none (the one
+  // whose next token is furthest away) and takes nothing.
+  const std::string* take_tokens(const entry& e, timestamp now) {
+    const std::string* blocked = nullptr;
+    timestamp latest = now;
     for (const auto& b : e.buckets) {
-      auto& tb = bucket(b, now);
-      wake = std::max(wake, tb.next_available(now));
+      auto next = bucket(b, now).next_available(now);
+      if (next > latest) {
+        latest = next;
+        blocked = &b;
+      }
     }
-    if (wake > now) {
-      e.wake = wake;
-      return false;
-    }
+    if (blocked) return blocked;
     for (const auto& b : e.buckets) {
       bool taken = bucket(b, now).try_take(now);
       LANEQ_ASSERT(taken, "a bucket with a token gives it");
     }
-    return true;
+    return nullptr;
   }
 
   void prune_buckets(timestamp now) {
     if (buckets.size() < buckets_pruned_at) return;
-    for (auto it = buckets.begin(); it != buckets.end();)
-      it = it->second.full(now) ? buckets.erase(it) : std::next(it);
+    for (auto it = buckets.begin(); it != buckets.end();) {
+      bool idle = it->second.full(now) && parked.find(it->first) == parked.end();
+      it = idle ? buckets.erase(it) : std::next(it);
+    }
     buckets_pruned_at = std::max<std::size_t>(64, buckets.size() * 2);
   }
 
+  key_state& key_of(const std::string& name) {
+    auto& slot = keys[name];
+    if (!slot) slot = std::make_unique<key_state>(key_state{name, {}, 0, false, 0});
+    return *slot;
+  }
+
+  void enter_rotation(key_state& ks) {
+    if (ks.in_rotation) return;
+    if (ks.stamp == 0) ks.stamp = ++stamp_clock;  // a new key joins at the back
+    ks.in_rotation = true;
+    rotation.emplace(ks.stamp, &ks);
+  }
+
   void push_ready(entry e, std::size_t& ready_count) {
-    auto& slot = keys[e.item.msg.fairness_key];
-    if (!slot) slot = std::make_unique<key_state>(key_state{e.item.msg.fairness_key, {}, false});
-    slot->heap.push_back(std::move(e));
-    std::push_heap(slot->heap.begin(), slot->heap.end(), by_seq_desc{});
-    if (!slot->in_rotation) {
-      slot->in_rotation = true;
-      rotation.push_back(slot.get());
-    }
+    auto& ks = key_of(e.item.msg.fairness_key);
+    ks.heap.push_back(std::move(e));
+    std::push_heap(ks.heap.begin(), ks.heap.end(), by_seq_desc{});
+    enter_rotation(ks);
     ++ready_count;
   }
 
-  void push_waiting(entry e) {
-    waiting.push_back(std::move(e));
-    std::push_heap(waiting.begin(), waiting.end(), by_wake_desc{});
+  void push_delayed(entry e) {
+    ++key_of(e.item.msg.fairness_key).waiting;
+    delayed.push_back(std::move(e));
+    std::push_heap(delayed.begin(), delayed.end(), by_wake_desc{});
   }
 
-  void drop_key(key_state* ks) {
-    LANEQ_ASSERT(ks->heap.empty() && !ks->in_rotation, "only an idle key is dropped");
+  void schedule_bucket(const std::string& name, timestamp wake) {
+    auto& w = parked[name];
+    if (w.wake && *w.wake <= wake) return;
+    w.wake = wake;
+    bucket_wakes.emplace_back(wake, name);
+    std::push_heap(bucket_wakes.begin(), bucket_wakes.end(), std::greater<>{});
+  }
+
+  void park(entry e, const std::string& bucket_name, timestamp now) {
+    auto& ks = key_of(e.item.msg.fairness_key);
+    ++ks.waiting;
+    if (!e.throttled) e.since = now;
+    e.throttled = true;
+    auto wake = bucket(bucket_name, now).next_available(now);
+    parked[bucket_name].add(&ks, std::move(e));
+    ++parked_count;
+    schedule_bucket(bucket_name, wake);
+  }
+
+  // Releases as many waiters of `name` as it has tokens, in rotation order.
+  void release_bucket(const std::string& name, timestamp now, std::size_t& ready_count) {
+    auto it = parked.find(name);
+    if (it == parked.end()) return;
+    auto& w = it->second;
+    w.wake.reset();
+    auto& tb = bucket(name, now);
+    auto n = tb.tokens(now);
+    while (n-- > 0 && w.count > 0) {
+      auto e = w.take_next();
+      --parked_count;
+      --key_of(e.item.msg.fairness_key).waiting;
+      push_ready(std::move(e), ready_count);
+    }
+    if (w.count == 0) {
+      parked.erase(it);
+      return;
+    }
+    // Those released take the tokens there are; the rest look again when one more refills.
+    auto next = tb.next_available(now);
+    schedule_bucket(name, next > now ? next : now + tb.refill_interval());
+  }
+
+  void maybe_drop(key_state* ks) {
+    if (ks->in_rotation || !ks->heap.empty() || ks->waiting > 0) return;
     keys.erase(ks->name);
   }
 };
@@ -132,7 +234,7 @@ void fair_scheduler::on_ready(ready_item item, timestamp now) {
   if (!s.throttles.empty()) e.buckets = s.bucket_keys(e.item.msg);
   if (e.item.msg.not_before > now) {
     e.wake = e.item.msg.not_before;
-    s.push_waiting(std::move(e));
+    s.push_delayed(std::move(e));
   } else {
     s.push_ready(std::move(e), ready_count_);
   }
@@ -140,12 +242,20 @@ void fair_scheduler::on_ready(ready_item item, timestamp now) {
 
 void fair_scheduler::on_tick(timestamp now) {
   auto& s = *impl_;
-  while (!s.waiting.empty() && s.waiting.front().wake <= now) {
-    std::pop_heap(s.waiting.begin(), s.waiting.end(), by_wake_desc{});
-    auto e = std::move(s.waiting.back());
-    s.waiting.pop_back();
-    e.throttled = false;
+  while (!s.delayed.empty() && s.delayed.front().wake <= now) {
+    std::pop_heap(s.delayed.begin(), s.delayed.end(), by_wake_desc{});
+    auto e = std::move(s.delayed.back());
+    s.delayed.pop_back();
+    --s.key_of(e.item.msg.fairness_key).waiting;
     s.push_ready(std::move(e), ready_count_);
+  }
+  while (!s.bucket_wakes.empty() && s.bucket_wakes.front().first <= now) {
+    std::pop_heap(s.bucket_wakes.begin(), s.bucket_wakes.end(), std::greater<>{});
+    auto [wake, name] = std::move(s.bucket_wakes.back());
+    s.bucket_wakes.pop_back();
+    auto it = s.parked.find(name);
+    if (it == s.parked.end() || it->second.wake != wake) continue;  // superseded
+    s.release_bucket(name, now, ready_count_);
   }
   s.prune_buckets(now);
 }
@@ -154,61 +264,74 @@ std::optional<picked_item> fair_scheduler::pick(timestamp now) {
   auto& s = *impl_;
   on_tick(now);
   while (!s.rotation.empty()) {
-    key_state* ks = s.rotation.front();
-    s.rotation.pop_front();
+    key_state* ks = s.rotation.begin()->second;
+    s.rotation.erase(s.rotation.begin());
     ks->in_rotation = false;
     while (!ks->heap.empty()) {
       std::pop_heap(ks->heap.begin(), ks->heap.end(), by_seq_desc{});
       auto e = std::move(ks->heap.back());
       ks->heap.pop_back();
       --ready_count_;
-      if (e.buckets.empty() || s.take_tokens(e, now)) {
-        if (ks->heap.empty()) {
-          s.drop_key(ks);
-        } else {
-          ks->in_rotation = true;
-          s.rotation.push_back(ks);
-        }
-        if (e.item.group) s.groups.erase(e.item.group);
-        return picked_item{std::move(e.item), std::move(e.buckets)};
+      if (const auto* blocked = e.buckets.empty() ? nullptr : s.take_tokens(e, now)) {
+        // Throttled: it waits for its bucket; the rest of its fairness key goes on (T3).
+        auto name = *blocked;
+        s.park(std::move(e), name, now);
+        continue;
       }
-      // Throttled: it waits for its bucket; the rest of its fairness key goes on.
-      e.throttled = true;
-      e.since = now;
-      s.push_waiting(std::move(e));
+      // Served: the key goes to the back of the rotation (F1).
+      ks->stamp = ++s.stamp_clock;
+      if (!ks->heap.empty()) s.enter_rotation(*ks);
+      if (e.item.group) s.groups.erase(e.item.group);
+      auto out = picked_item{std::move(e.item), std::move(e.buckets)};
+      s.maybe_drop(ks);
+      return out;
     }
-    s.drop_key(ks);
+    // Nothing of this key can go now; it keeps its place for when its items return.
+    s.maybe_drop(ks);
   }
   return std::nullopt;
 }
 
 std::optional<timestamp> fair_scheduler::next_wakeup() const {
-  if (impl_->waiting.empty()) return std::nullopt;
-  return impl_->waiting.front().wake;
+  const auto& s = *impl_;
+  std::optional<timestamp> next;
+  if (!s.delayed.empty()) next = s.delayed.front().wake;
+  for (const auto& [wake, name] : s.bucket_wakes) {
+    auto it = s.parked.find(name);
+    if (it == s.parked.end() || it->second.wake != wake) continue;
+    if (!next || wake < *next) next = wake;
+  }
+  return next;
 }
 
 std::size_t fair_scheduler::waiting_size() const {
-  return impl_->waiting.size();
+  return impl_->delayed.size() + impl_->parked_count;
 }
 
 std::vector<std::string> fair_scheduler::rotation() const {
   std::vector<std::string> out;
-  for (auto* ks : impl_->rotation) out.push_back(ks->name);
+  for (const auto& [stamp, ks] : impl_->rotation) out.push_back(ks->name);
   return out;
 }
 
 std::unordered_map<std::string, std::uint64_t> fair_scheduler::backlog_by_fairness_key() const {
   std::unordered_map<std::string, std::uint64_t> out;
-  for (const auto& [name, ks] : impl_->keys) out[name] += ks->heap.size();
-  for (const auto& e : impl_->waiting) out[e.item.msg.fairness_key] += 1;
+  for (const auto& [name, ks] : impl_->keys)
+    if (auto n = ks->heap.size() + ks->waiting; n > 0) out[name] += n;
   return out;
 }
 
 std::vector<waiting_item> fair_scheduler::waiting() const {
+  const auto& s = *impl_;
   std::vector<waiting_item> out;
-  out.reserve(impl_->waiting.size());
-  for (const auto& e : impl_->waiting)
-    out.push_back(waiting_item{e.item.group, e.item.msg.id, e.throttled, e.since, e.wake});
+  out.reserve(waiting_size());
+  for (const auto& e : s.delayed)
+    out.push_back(waiting_item{e.item.group, e.item.msg.id, false, e.since, e.wake});
+  for (const auto& [name, w] : s.parked)
+    for (const auto& [ks, heap] : w.by_key)
+      for (const auto& e : heap)
+        out.push_back(
+            waiting_item{e.item.group, e.item.msg.id, true, e.since, w.wake ? *w.wake : e.since});
   return out;
 }
 
@@ -220,16 +343,30 @@ void fair_scheduler::check_invariants() const {
   const auto& s = *impl_;
   std::size_t ready = 0;
   std::size_t grouped = 0;
+  std::size_t waiting = 0;
   for (const auto& [name, ks] : s.keys) {
     LANEQ_ASSERT(ks->name == name, "a key state knows its name");
-    LANEQ_ASSERT(!ks->heap.empty(), "an empty key is dropped");
-    LANEQ_ASSERT(ks->in_rotation, "every key with ready items is in the rotation");
+    LANEQ_ASSERT(!ks->heap.empty() || ks->waiting > 0, "a key without items is dropped");
+    LANEQ_ASSERT(ks->in_rotation == !ks->heap.empty(),
+                 "a key is in the rotation exactly when it has ready items");
     ready += ks->heap.size();
+    waiting += ks->waiting;
     for (const auto& e : ks->heap) grouped += e.item.group ? 1u : 0u;
   }
   LANEQ_ASSERT(ready == ready_count_, "the ready count matches the keys");
-  LANEQ_ASSERT(s.rotation.size() == s.keys.size(), "each key is in the rotation once");
-  for (const auto& e : s.waiting) grouped += e.item.group ? 1u : 0u;
+  LANEQ_ASSERT(waiting == waiting_size(), "the waiting count matches the keys");
+  std::size_t in_rotation = 0;
+  for (const auto& [name, ks] : s.keys) in_rotation += ks->in_rotation ? 1u : 0u;
+  LANEQ_ASSERT(s.rotation.size() == in_rotation, "each ready key is in the rotation once");
+  for (const auto& e : s.delayed) grouped += e.item.group ? 1u : 0u;
+  std::size_t parked = 0;
+  for (const auto& [name, w] : s.parked) {
+    LANEQ_ASSERT(w.count > 0 && w.wake, "a bucket with waiters has a wake time");
+    parked += w.count;
+    for (const auto& [ks, heap] : w.by_key)
+      for (const auto& e : heap) grouped += e.item.group ? 1u : 0u;
+  }
+  LANEQ_ASSERT(parked == s.parked_count, "the parked count matches the buckets");
   LANEQ_ASSERT(grouped == s.groups.size(), "one item per present group");
 }
 

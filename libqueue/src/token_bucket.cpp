@@ -10,9 +10,13 @@
 namespace laneq {
 
 // Refill: rate_per_s tokens per second = rate_per_s * unit micro-tokens per 1e6 us
-//       = rate_per_s micro-tokens per us. Kept as an integer per 1000 us (3 decimals of rate).
+//       = rate_per_s micro-tokens per us. Kept as an integer per 1000 us: the rate has a
+// resolution of 0.001/s and is rounded DOWN, so a bucket never refills faster than its spec
+// (rounding up would break the G6 bound). The epsilon absorbs binary representation error
+// (0.3 * 1000 is 299.99999999999994).
 token_bucket::token_bucket(double rate_per_s, std::uint32_t burst, timestamp now)
-    : rate_micro_per_us_x1000_(std::max<std::int64_t>(1, std::llround(rate_per_s * 1000.0))),
+    : rate_micro_per_us_x1000_(std::max<std::int64_t>(
+          1, static_cast<std::int64_t>(std::floor(rate_per_s * 1000.0 + 1e-6)))),
       capacity_(static_cast<std::int64_t>(burst) * unit),
       level_(capacity_),
       last_(now) {
@@ -66,6 +70,10 @@ std::int64_t token_bucket::tokens(timestamp now) const {
 
 bool token_bucket::full(timestamp now) const {
   return level_at(now) >= capacity_;
+}
+
+duration token_bucket::refill_interval() const {
+  return duration{(unit * 1000 + rate_micro_per_us_x1000_ - 1) / rate_micro_per_us_x1000_};
 }
 
 }  // namespace laneq

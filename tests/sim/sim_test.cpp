@@ -53,6 +53,7 @@ struct model_msg {
   lease_token lease;
   timestamp deadline;
   std::vector<std::string> buckets;
+  bool delayed = false;  // enqueued with a delay
 };
 
 /// A reference token bucket (G6): continuous refill, every delivery needs one token.
@@ -66,6 +67,14 @@ struct episode_spec {
   std::vector<std::string> accounts;  // header "account" values; "" means header absent
   std::vector<std::string> tenants;   // fairness keys
 };
+
+/// How often each kind of event happened, across all episodes: proof the run reached them.
+struct coverage {
+  std::uint64_t deliveries = 0, acks = 0, nacks = 0, expiries = 0, dead_letters = 0, redrives = 0,
+                stale_rejected = 0, grouped_deliveries = 0, throttled_episodes = 0,
+                delayed_deliveries = 0;
+};
+coverage cov;
 
 class checker_failure : public std::runtime_error {
  public:
@@ -81,6 +90,7 @@ class simulation {
     auto q = h_.create(ep_.spec);
     if (!q) fail("create_queue: " + to_string(q.err()));
     q_ = q.value();
+    if (!ep_.spec.throttles().empty()) ++cov.throttled_episodes;
   }
 
   void run() {
@@ -294,6 +304,7 @@ class simulation {
       m.fairness_key = keys[i].second;
       m.position = next_position_++;
       m.delay_until = t + delays[i].delay;
+      m.delayed = delays[i].delay > duration{0};
       m.not_before = m.delay_until;
       m.buckets = buckets_of(keys[i].first, keys[i].second);
       auto id = ids.value()[i];
@@ -336,6 +347,9 @@ class simulation {
             fail("two messages of group " + m.group + " in flight");
       }
       ++m.deliveries;
+      ++cov.deliveries;
+      if (!m.group.empty()) ++cov.grouped_deliveries;
+      if (m.deliveries == 1 && m.delayed) ++cov.delayed_deliveries;
       if (d.lease.attempt != m.deliveries)
         fail("attempt number " + std::to_string(d.lease.attempt) + ", expected " +
              std::to_string(m.deliveries));
@@ -389,7 +403,12 @@ class simulation {
     if (!valid && st) fail("ack of a stale lease " + to_string(d.lease) + " succeeded");
     if (!valid && st.err().code != errc::lease_not_found && st.err().code != errc::lease_expired)
       fail("stale ack: unexpected error " + to_string(st.err()));
-    if (valid) transition(d.msg.id, model_msg::state::acked);
+    if (valid) {
+      transition(d.msg.id, model_msg::state::acked);
+      ++cov.acks;
+    } else {
+      ++cov.stale_rejected;
+    }
   }
 
   void do_ack() {
@@ -414,7 +433,9 @@ class simulation {
       fail(std::string{"nack of a "} + (valid ? "live" : "stale") + " lease " +
            (st.ok() ? "succeeded" : "failed: " + to_string(st.err())));
     if (!valid) return;
+    ++cov.nacks;
     if (dead || m.deliveries >= ep_.spec.attempts_max()) {
+      ++cov.dead_letters;
       transition(d.msg.id, model_msg::state::dead);
       dead_order_.push_back(d.msg.id);
     } else {
@@ -463,6 +484,7 @@ class simulation {
     std::shuffle(ids.begin(), ids.end(), rng_);
     auto n = h_.redrive(q_, ids);
     if (!n || n.value() != ids.size()) fail("redrive failed");
+    cov.redrives += ids.size();
     for (auto id : ids) {
       auto& m = msgs_.at(id);
       m.deliveries = 0;
@@ -493,6 +515,7 @@ class simulation {
     due.erase(std::unique(due.begin(), due.end()), due.end());
     for (auto id : due) {
       auto& m = msgs_.at(id);
+      ++cov.expiries;
       if (m.deliveries >= ep_.spec.attempts_max()) {
         transition(id, model_msg::state::dead);
         dead_order_.push_back(id);
@@ -576,8 +599,13 @@ TEST(Sim, invariants_hold_over_seeded_random_runs) {
     done += steps;
     ++episode;
   }
-  std::cout << "sim: " << done << " steps in " << episode << " episodes, all invariants held"
-            << std::endl;
+  std::cout << "sim: " << done << " steps in " << episode << " episodes, all invariants held\n"
+            << "sim: coverage: " << cov.deliveries << " deliveries (" << cov.grouped_deliveries
+            << " grouped, " << cov.delayed_deliveries << " after an enqueue delay), " << cov.acks
+            << " acks, " << cov.nacks << " nacks, " << cov.expiries << " lease expiries, "
+            << cov.dead_letters << " dead letters on nack, " << cov.redrives << " redriven, "
+            << cov.stale_rejected << " stale leases rejected, " << cov.throttled_episodes
+            << " throttled episodes" << std::endl;
 }
 
 }  // namespace

@@ -23,6 +23,8 @@ class token_bucket {
   std::int64_t tokens(timestamp now) const;
   /// True when the bucket is full at `now` (it then behaves exactly like a new bucket).
   bool full(timestamp now) const;
+  /// Time one token takes to refill (rounded up).
+  duration refill_interval() const;
 
  private:
   std::int64_t level_at(timestamp now) const;
