@@ -47,11 +47,47 @@ std::optional<lease_token> parse_lease_token(std::string_view text) {
   return lease_token{group_id{g}, message_id{m}, static_cast<std::uint32_t>(a), n};
 }
 
-std::uint64_t nonce_source::next() {
-  std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
+namespace {
+constexpr std::uint64_t rotl(std::uint64_t x, int b) {
+  return (x << b) | (x >> (64 - b));
+}
+
+struct sip_state {
+  std::uint64_t v0, v1, v2, v3;
+  void round() {
+    v0 += v1;
+    v1 = rotl(v1, 13);
+    v1 ^= v0;
+    v0 = rotl(v0, 32);
+    v2 += v3;
+    v3 = rotl(v3, 16);
+    v3 ^= v2;
+    v0 += v3;
+    v3 = rotl(v3, 21);
+    v3 ^= v0;
+    v2 += v1;
+    v1 = rotl(v1, 17);
+    v1 ^= v2;
+    v2 = rotl(v2, 32);
+  }
+  void absorb(std::uint64_t m) {
+    v3 ^= m;
+    round();
+    round();
+    v0 ^= m;
+  }
+};
+}  // namespace
+
+// SipHash-2-4 (Aumasson and Bernstein) of the 8-byte little-endian message `word`.
+std::uint64_t nonce_source::siphash(std::uint64_t word) const {
+  sip_state s{k0_ ^ 0x736f6d6570736575ULL, k1_ ^ 0x646f72616e646f6dULL, k0_ ^ 0x6c7967656e657261ULL,
+              k1_ ^ 0x7465646279746573ULL};
+  s.absorb(word);
+  s.absorb(std::uint64_t{8} << 56);  // final block: message length 8, no tail bytes
+  s.v2 ^= 0xff;
+  for (int i = 0; i < 4; ++i) s.round();
+  return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
 }
 
 }  // namespace laneq

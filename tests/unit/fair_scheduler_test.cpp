@@ -558,7 +558,7 @@ class example_broker {
   queue_spec spec_;
   fair_scheduler sched_;
   lease_table unordered_;
-  nonce_source nonces_{1};
+  nonce_source nonces_{1, 2};
   std::map<std::string, std::uint64_t> group_of_key_;
   std::map<std::uint64_t, group_state> groups_;
   std::map<std::uint64_t, std::string> labels_;

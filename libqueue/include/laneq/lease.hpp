@@ -31,14 +31,20 @@ std::string to_string(const lease_token& x);
 /// Parses `to_string`'s output; nullopt when malformed.
 std::optional<lease_token> parse_lease_token(std::string_view text);
 
-/// Deterministic source of lease nonces (splitmix64 over a seeded counter).
+/// Source of lease nonces: SipHash-2-4, a keyed pseudo-random function, over a counter. Without
+/// the 128-bit key, seeing any number of nonces does not reveal the next one, so a lease token
+/// cannot be forged from tokens seen earlier. Deterministic for a given key (tests).
 class nonce_source {
  public:
-  explicit nonce_source(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next();
+  nonce_source(std::uint64_t key0, std::uint64_t key1) : k0_(key0), k1_(key1) {}
+  std::uint64_t next() { return siphash(counter_++); }
+  /// SipHash-2-4 of one 64-bit word under this source's key.
+  std::uint64_t siphash(std::uint64_t word) const;
 
  private:
-  std::uint64_t state_;
+  std::uint64_t k0_;
+  std::uint64_t k1_;
+  std::uint64_t counter_ = 0;
 };
 
 }  // namespace laneq
