@@ -9,7 +9,7 @@ fairness_actor_impl::fairness_actor_impl(caf::actor_config& cfg, fairness_actor_
     : fairness_actor::base(cfg),
       fc_(std::move(fc)),
       sched_(fc_.throttles),
-      nonces_(fc_.ctx->seed ^ std::hash<std::string>{}(fc_.queue_name)) {}
+      nonces_(fc_.ctx->seed, std::hash<std::string>{}(fc_.queue_name)) {}
 
 // Handles to peers are strong references: drop them so no cycle outlives the actor.
 void fairness_actor_impl::on_exit() {
@@ -17,6 +17,7 @@ void fairness_actor_impl::on_exit() {
     p.promise.deliver(
         to_caf(error{errc::queue_deleted, "queue '" + fc_.queue_name + "' was deleted"}));
   pending_.clear();
+  fc_.metrics->waiting_receives.store(pending_.size(), std::memory_order_relaxed);
   offered_.clear();
   fc_.queue = nullptr;
   fc_.store = nullptr;
@@ -65,6 +66,7 @@ void fairness_actor_impl::serve_pending(timestamp t) {
     if (out.empty()) break;  // everything ready was throttled
     p.promise.deliver(std::move(out));
     pending_.pop_front();
+    fc_.metrics->waiting_receives.store(pending_.size(), std::memory_order_relaxed);
   }
 }
 
@@ -137,6 +139,7 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
                                   "'"});
         auto promise = make_response_promise<std::vector<delivery>>();
         pending_.push_back(pending_receive{promise, req.max, lease, t + duration{req.wait_us}});
+        fc_.metrics->waiting_receives.store(pending_.size(), std::memory_order_relaxed);
         rearm(t);
         return promise;
       },
@@ -199,6 +202,7 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
         for (auto it = expired; it != pending_.end(); ++it)
           it->promise.deliver(std::vector<delivery>{});
         pending_.erase(expired, pending_.end());
+        fc_.metrics->waiting_receives.store(pending_.size(), std::memory_order_relaxed);
         rearm(t);
         check();
       },

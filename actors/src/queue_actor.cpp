@@ -12,8 +12,11 @@ error limit(const std::string& what) {
   return error{errc::limit_exceeded, what};
 }
 
+/// `messages[i]`, or `messages[i].name` when a field is named.
 std::string field(std::size_t i, const char* name) {
-  return "messages[" + std::to_string(i) + "]." + name;
+  std::string out = "messages[" + std::to_string(i) + "]";
+  if (*name != '\0') out += std::string{"."} + name;
+  return out;
 }
 
 /// Checks one outgoing message against the limits header.
@@ -76,6 +79,10 @@ result<std::vector<queue_actor_impl::placed>> queue_actor_impl::admit(
     m.enqueued_at = t;
     m.delay_until = t + in.delay;
     m.not_before = m.delay_until;
+    // The hook sees the id and seq the message gets if the batch is accepted (queue_spec.hpp);
+    // they are committed below only then, so a rejected batch leaves no gap.
+    m.id = message_id{next_id_ + i};
+    m.seq = message_seq{next_seq_ + i};
     if (spec.hook()) {
       auto attrs = spec.hook()(m);
       if (!attrs)
@@ -99,10 +106,8 @@ result<std::vector<queue_actor_impl::placed>> queue_actor_impl::admit(
   }
   queue_metrics::add(qc_.metrics->key_missing, missing_total);
   // Ids and seqs only once the whole batch is accepted: a rejected batch leaves no gap.
-  for (auto& p : out) {
-    p.msg.id = message_id{next_id_++};
-    p.msg.seq = message_seq{next_seq_++};
-  }
+  next_id_ += out.size();
+  next_seq_ += out.size();
   return out;
 }
 
@@ -185,6 +190,7 @@ queue_stats queue_actor_impl::stats() const {
   s.in_flight = inflight > 0 ? static_cast<std::uint64_t>(inflight) : 0;
   s.live_groups = groups_.size();
   s.dead_letters = dead_letters_.size();
+  s.waiting_receives = queue_metrics::get(m.waiting_receives);
   return s;
 }
 

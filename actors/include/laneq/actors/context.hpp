@@ -51,6 +51,7 @@ struct queue_metrics {
   std::atomic<std::uint64_t> key_missing{0};
   std::atomic<std::uint64_t> rejected{0};
   std::atomic<std::int64_t> in_flight{0};
+  std::atomic<std::uint64_t> waiting_receives{0};  ///< long polls waiting (fairness actor)
 
   static void add(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
     c.fetch_add(n, std::memory_order_relaxed);
