@@ -48,10 +48,12 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
         if (queues_.size() >= limits::queues_max)
           return to_caf(error{errc::limit_exceeded,
                               "at most " + std::to_string(limits::queues_max) + " queues"});
-        queue_actor_config qc{ac_.ctx, std::make_shared<queue_metrics>(), spec, ac_.store};
+        auto store_key = spec.name() + "#" + std::to_string(next_uid_++);
+        queue_actor_config qc{ac_.ctx, std::make_shared<queue_metrics>(), spec, ac_.store,
+                              store_key};
         auto handle = spawn<queue_actor_impl>(std::move(qc));
         auto name = spec.name();  // copied: the entry below takes the spec by move
-        queues_.emplace(std::move(name), entry{std::move(spec), handle});
+        queues_.emplace(std::move(name), entry{std::move(spec), handle, std::move(store_key)});
         return {queue_api{handle}, true};
       },
       [this](lookup_atom, const std::string& name) { return find(name); },
@@ -79,8 +81,9 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
         if (it == queues_.end())
           return to_caf(error{errc::queue_not_found, "no queue named '" + name + "'"});
         anon_send_exit(it->second.handle, caf::exit_reason::user_shutdown);
+        auto store_key = std::move(it->second.store_key);
         queues_.erase(it);
-        return delegate(ac_.store, drop_atom_v, name);
+        return delegate(ac_.store, drop_atom_v, std::move(store_key));
       },
   };
 }

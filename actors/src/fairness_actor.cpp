@@ -9,7 +9,7 @@ fairness_actor_impl::fairness_actor_impl(caf::actor_config& cfg, fairness_actor_
     : fairness_actor::base(cfg),
       fc_(std::move(fc)),
       sched_(fc_.throttles),
-      nonces_(fc_.ctx->seed, std::hash<std::string>{}(fc_.queue_name)) {}
+      nonces_(fc_.ctx->seed, std::hash<std::string>{}(fc_.store_key)) {}
 
 // Handles to peers are strong references: drop them so no cycle outlives the actor.
 void fairness_actor_impl::on_exit() {
@@ -93,6 +93,14 @@ void fairness_actor_impl::rearm(timestamp t) {
   if (next) timer_.arm(this, tick_atom_v, *next, t);
 }
 
+void fairness_actor_impl::expire_leases(timestamp t) {
+  for (auto& m : leases_.expire_due(t)) {
+    queue_metrics::add(fc_.metrics->lease_expired);
+    fc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
+    retry_or_dead_letter(std::move(m), duration{0}, false, t);
+  }
+}
+
 fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
   return {
       [this](offer_atom, group_id g, group_actor& handle, std::string& label, message& m) {
@@ -144,6 +152,8 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
         return promise;
       },
       [this](ack_atom, const std::vector<lease_token>& leases) -> std::vector<lease_outcome> {
+        auto t = now();
+        expire_leases(t);
         std::vector<lease_outcome> failed;
         std::vector<message_id> removed;
         for (const auto& l : leases) {
@@ -158,16 +168,23 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
           queue_metrics::add(fc_.metrics->acked, removed.size());
           fc_.metrics->in_flight.fetch_sub(static_cast<std::int64_t>(removed.size()),
                                            std::memory_order_relaxed);
-          caf::anon_send(fc_.store, remove_atom_v, fc_.queue_name, std::move(removed));
+          caf::anon_send(fc_.store, remove_atom_v, fc_.store_key, std::move(removed));
         }
+        serve_pending(t);  // expired leases may have made items ready
+        rearm(t);
         check();
         return failed;
       },
       [this](nack_atom, const lease_token& l,
              const nack_request& req) -> caf::result<caf::ok_atom> {
-        auto m = leases_.release(l);
-        if (!m) return to_caf(m.err());
         auto t = now();
+        expire_leases(t);
+        auto m = leases_.release(l);
+        if (!m) {
+          serve_pending(t);
+          rearm(t);
+          return to_caf(m.err());
+        }
         queue_metrics::add(fc_.metrics->nacked);
         fc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
         retry_or_dead_letter(std::move(m).value(), duration{req.retry_after_us},
@@ -179,6 +196,8 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
       },
       [this](extend_atom, const lease_token& l, std::int64_t by_us) -> caf::result<timestamp> {
         auto t = now();
+        expire_leases(t);
+        serve_pending(t);
         auto deadline = leases_.extend(l, duration{by_us}, t);
         if (!deadline) return to_caf(deadline.err());
         rearm(t);
@@ -188,11 +207,7 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
       [this](tick_atom, std::uint64_t generation) {
         if (!timer_.fire(generation)) return;
         auto t = now();
-        for (auto& m : leases_.expire_due(t)) {
-          queue_metrics::add(fc_.metrics->lease_expired);
-          fc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
-          retry_or_dead_letter(std::move(m), duration{0}, false, t);
-        }
+        expire_leases(t);
         sched_.on_tick(t);
         serve_pending(t);
         // Long polls that waited their full time get an empty answer.

@@ -26,7 +26,7 @@ void group_actor_impl::apply(group_effects fx) {
          std::move(*fx.offer));
   if (!fx.removed.empty()) {
     queue_metrics::add(m.acked, fx.removed.size());
-    caf::anon_send(gc_.store, remove_atom_v, gc_.queue_name, std::move(fx.removed));
+    caf::anon_send(gc_.store, remove_atom_v, gc_.store_key, std::move(fx.removed));
   }
   if (!fx.dead_letters.empty()) {
     queue_metrics::add(m.dead_lettered, fx.dead_letters.size());
@@ -34,6 +34,14 @@ void group_actor_impl::apply(group_effects fx) {
   }
   if (fx.idle) send(gc_.queue, idle_atom_v, gc_.id, state_.received_total());
   check();
+}
+
+void group_actor_impl::expire_if_due(timestamp t) {
+  if (state_.current_phase() != group_state::phase::in_flight || state_.lease_deadline() > t)
+    return;
+  queue_metrics::add(gc_.metrics->lease_expired);
+  gc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
+  apply(state_.on_lease_timer(t));
 }
 
 group_actor_impl::behavior_type group_actor_impl::make_behavior() {
@@ -48,7 +56,9 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
         check();
       },
       [this](ack_atom, const lease_token& lease) -> caf::result<caf::ok_atom> {
-        auto fx = state_.on_ack(lease, now());
+        auto t = now();
+        expire_if_due(t);
+        auto fx = state_.on_ack(lease, t);
         if (!fx) return to_caf(fx.err());
         gc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
         apply(std::move(fx).value());
@@ -56,7 +66,9 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
       },
       [this](nack_atom, const lease_token& lease,
              const nack_request& req) -> caf::result<caf::ok_atom> {
-        auto fx = state_.on_nack(lease, req.kind, duration{req.retry_after_us}, now());
+        auto t = now();
+        expire_if_due(t);
+        auto fx = state_.on_nack(lease, req.kind, duration{req.retry_after_us}, t);
         if (!fx) return to_caf(fx.err());
         queue_metrics::add(gc_.metrics->nacked);
         gc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
@@ -65,6 +77,7 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
       },
       [this](extend_atom, const lease_token& lease, std::int64_t by_us) -> caf::result<timestamp> {
         auto t = now();
+        expire_if_due(t);
         auto deadline = state_.on_extend(lease, duration{by_us}, t);
         if (!deadline) return to_caf(deadline.err());
         timer_.arm(this, tick_atom_v, deadline.value(), t);
@@ -78,18 +91,10 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
       [this](tick_atom, std::uint64_t generation) {
         if (!timer_.fire(generation)) return;
         auto t = now();
-        std::optional<timestamp> rearm;
-        bool was_in_flight = state_.current_phase() == group_state::phase::in_flight;
-        auto fx = state_.on_lease_timer(t, &rearm);
-        if (rearm) {
-          timer_.arm(this, tick_atom_v, *rearm, t);
-          return;
-        }
-        if (was_in_flight) {
-          queue_metrics::add(gc_.metrics->lease_expired);
-          gc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
-        }
-        apply(std::move(fx));
+        if (state_.current_phase() == group_state::phase::in_flight && state_.lease_deadline() > t)
+          timer_.arm(this, tick_atom_v, state_.lease_deadline(), t);  // extended meanwhile
+        else
+          expire_if_due(t);
       },
       [this](stop_atom) { quit(); },
   };

@@ -116,7 +116,7 @@ void queue_actor_impl::persist_and_route(std::vector<placed> batch, Done finish)
   std::vector<message> records;
   records.reserve(batch.size());
   for (const auto& p : batch) records.push_back(p.msg);
-  request(qc_.store, caf::infinite, append_atom_v, qc_.spec.name(), std::move(records))
+  request(qc_.store, caf::infinite, append_atom_v, qc_.store_key, std::move(records))
       .then(
           [this, batch = std::move(batch), finish](caf::ok_atom) mutable {
             route(std::move(batch));
@@ -135,10 +135,10 @@ queue_actor_impl::group_entry& queue_actor_impl::group_for(const std::string& ke
   auto it = group_by_key_.find(key);
   if (it != group_by_key_.end()) return groups_.at(it->second);
   group_id id{next_group_++};
-  group_actor_config gc{qc_.ctx,         qc_.metrics,
-                        qc_.spec.name(), id,
-                        label,           qc_.spec.attempts_max(),
-                        fairness_,       caf::actor_cast<queue_actor>(this),
+  group_actor_config gc{qc_.ctx,       qc_.metrics,
+                        qc_.store_key, id,
+                        label,         qc_.spec.attempts_max(),
+                        fairness_,     caf::actor_cast<queue_actor>(this),
                         qc_.store};
   auto handle = spawn<group_actor_impl, caf::linked>(std::move(gc));
   group_by_key_.emplace(key, id);
@@ -251,6 +251,7 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
   fairness_actor_config fc{qc_.ctx,
                            qc_.metrics,
                            qc_.spec.name(),
+                           qc_.store_key,
                            qc_.spec.throttles(),
                            qc_.spec.lease_duration(),
                            qc_.spec.attempts_max(),
@@ -338,6 +339,8 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
       },
       [this](nack_atom, const lease_token& l,
              const nack_request& req) -> caf::result<caf::ok_atom> {
+        if (req.kind != nack_kind::retry && req.kind != nack_kind::dead_letter)
+          return to_caf(error{errc::invalid_argument, "nack: kind must be retry or dead_letter"});
         if (req.retry_after_us < 0 || duration{req.retry_after_us} > limits::retry_after_max)
           return to_caf(error{errc::invalid_argument,
                               "nack: retry_after_ms must be between 0 and " +
@@ -388,9 +391,11 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
         // A redriven message is a new arrival: a new seq, after everything that arrived
         // meanwhile; its id, enqueued_at and not-before time stay (O7, O9).
         std::vector<placed> batch;
+        std::vector<std::pair<std::uint64_t, dead_letter>> taken;  // restored if the store fails
         for (auto order : orders) {
           auto node = dead_letters_.extract(order);
           if (node.empty()) continue;  // listed twice
+          taken.emplace_back(order, node.mapped());
           auto m = std::move(node.mapped().msg);
           dead_letter_order_.erase(m.id);
           m.seq = message_seq{next_seq_++};
@@ -401,9 +406,15 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
           batch.push_back(placed{std::move(m), std::move(where).value()});
         }
         auto n = static_cast<std::uint64_t>(batch.size());
+        if (n == 0) return std::uint64_t{0};
         auto promise = make_response_promise<std::uint64_t>();
-        persist_and_route(std::move(batch), [this, promise, n](std::optional<error> err) mutable {
+        persist_and_route(std::move(batch), [this, promise, n, taken = std::move(taken)](
+                                                std::optional<error> err) mutable {
           if (err) {
+            for (auto& [order, dl] : taken) {  // nothing was redriven: they stay dead letters
+              dead_letter_order_[dl.msg.id] = order;
+              dead_letters_.emplace(order, std::move(dl));
+            }
             promise.deliver(to_caf(*err));
             return;
           }
@@ -416,7 +427,7 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
       [this](groups_atom, bool blocked_only) { return describe_groups(blocked_only); },
       [this](dead_atom, std::vector<dead_letter>& dls) {
         // The dead-letter move is recorded by the store (fire and forget in memory).
-        caf::anon_send(qc_.store, dead_atom_v, qc_.spec.name(), dls);
+        caf::anon_send(qc_.store, dead_atom_v, qc_.store_key, dls);
         for (auto& dl : dls) {
           auto order = next_dead_letter_++;
           dead_letter_order_[dl.msg.id] = order;

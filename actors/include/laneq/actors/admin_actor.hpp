@@ -27,11 +27,13 @@ class admin_actor_impl : public admin_actor::base {
   struct entry {
     queue_spec spec;
     queue_actor handle;
+    std::string store_key;
   };
   caf::result<queue_api> find(const std::string& name);
 
   admin_actor_config ac_;
   std::map<std::string, entry> queues_;
+  std::uint64_t next_uid_ = 1;  ///< numbers queue incarnations (store keys)
 };
 
 }  // namespace laneq

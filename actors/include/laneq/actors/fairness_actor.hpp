@@ -19,6 +19,7 @@ struct fairness_actor_config {
   context_ptr ctx;
   metrics_ptr metrics;
   std::string queue_name;
+  std::string store_key;  ///< the queue incarnation's key in the store
   std::vector<throttle_spec> throttles;
   duration lease_default = limits::lease_default;
   std::uint32_t max_attempts = limits::max_attempts_default;
@@ -54,6 +55,9 @@ class fairness_actor_impl : public fairness_actor::base {
   /// Returns an unordered message to the scheduler or dead-letters it.
   void retry_or_dead_letter(message m, duration retry_after, bool force_dead, timestamp t);
   void rearm(timestamp t);
+  /// Ends every unordered lease whose deadline has passed: a failed attempt each (O5). Runs on
+  /// the timer and before any ack, nack or extend.
+  void expire_leases(timestamp t);
   void check();
 
   fairness_actor_config fc_;

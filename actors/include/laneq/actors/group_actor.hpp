@@ -15,7 +15,7 @@ namespace laneq {
 struct group_actor_config {
   context_ptr ctx;
   metrics_ptr metrics;
-  std::string queue_name;
+  std::string store_key;  ///< the queue incarnation's key in the store
   group_id id;
   std::string label;  ///< printable ordering key
   std::uint32_t max_attempts = limits::max_attempts_default;
@@ -35,6 +35,9 @@ class group_actor_impl : public group_actor::base {
  private:
   timestamp now() const { return gc_.ctx->time.now(clock()); }
   void apply(group_effects fx);
+  /// Ends the lease if its deadline has passed: a failed attempt (O5). Runs on the lease timer
+  /// and before any ack, nack or extend, so no answer ever depends on timer latency.
+  void expire_if_due(timestamp t);
   void check();
 
   group_actor_config gc_;

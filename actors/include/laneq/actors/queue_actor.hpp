@@ -21,6 +21,9 @@ struct queue_actor_config {
   metrics_ptr metrics;
   queue_spec spec;
   store_actor store;
+  /// This incarnation's key in the store ("<name>#<uid>"): a queue deleted and created again
+  /// under the same name never sees a late write of its predecessor.
+  std::string store_key;
 };
 
 class queue_actor_impl : public queue_actor::base {
