@@ -6,6 +6,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "caf/all.hpp"
@@ -124,6 +125,22 @@ class harness {
     self_->receive([&](queue_api& q, bool) { out.emplace(std::move(q)); },
                    [&](caf::error& e) { out.emplace(from_caf(e)); },
                    caf::after(std::chrono::seconds(0)) >> [] {});
+    if (!out) return error{errc::unavailable, "no reply"};
+    return std::move(*out);
+  }
+
+  /// Like `create`, and also reports whether the queue was newly created (false: a queue with
+  /// the same spec existed and is returned).
+  result<std::pair<queue_api, bool>> create_flagged(queue_spec spec) {
+    self_->send(broker_->admin(), create_atom_v, std::move(spec));
+    run();
+    std::optional<result<std::pair<queue_api, bool>>> out;
+    self_->receive(
+        [&](queue_api& q, bool created) {
+          out.emplace(std::pair{std::move(q), created});
+        },
+        [&](caf::error& e) { out.emplace(from_caf(e)); },
+        caf::after(std::chrono::seconds(0)) >> [] {});
     if (!out) return error{errc::unavailable, "no reply"};
     return std::move(*out);
   }

@@ -1,0 +1,119 @@
+// The blocking client (actors/include/laneq/actors/broker.hpp) on a real threaded actor system:
+// every admin and queue call end to end, with no simulated time and no sleeps. Receives use a
+// long poll, because a group offers its head to the fairness actor asynchronously.
+#include <gtest/gtest.h>
+
+#include "caf/all.hpp"
+
+#include "actor_test_helpers.hpp"
+#include "laneq/actors/broker.hpp"
+
+namespace laneq {
+namespace {
+
+using namespace std::chrono_literals;
+using test::bodies;
+using test::in_account;
+using test::msg;
+using test::strings;
+
+/// Long poll for the first message: answers as soon as one is deliverable.
+constexpr receive_request one_waiting{1, 0, 5'000'000};
+
+/// The value of `r`, or a test failure naming the error (and a default value).
+template <class T>
+T value_of(result<T> r, const char* what) {
+  EXPECT_TRUE(r.ok()) << what << ": " << (r.ok() ? "" : to_string(r.err()));
+  if (!r.ok()) return T{};
+  return std::move(r).value();
+}
+
+TEST(blocking_client, the_blocking_api_runs_a_queue_end_to_end_on_a_threaded_actor_system) {
+  caf::actor_system_config cfg;
+  add_message_types(cfg);
+  cfg.set("scheduler.max-threads", 2);
+  caf::actor_system sys{cfg};
+  broker brk{sys};  // declared after the system: its actors stop before the system goes
+  blocking_admin admin{sys, brk.admin(), 10s};
+
+  auto created = admin.create_queue(queue_spec("orders").ordered_by({key::header("account")}));
+  ASSERT_TRUE(created.ok()) << to_string(created.err());
+  auto again = admin.create_queue(queue_spec("orders").ordered_by({key::header("account")}));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again.value(), created.value()) << "the same spec returns the same queue";
+  auto conflict = admin.create_queue(queue_spec("orders").ordered());
+  ASSERT_FALSE(conflict.ok());
+  EXPECT_EQ(conflict.err().code, errc::spec_conflict);
+  EXPECT_EQ(value_of(admin.list_queues(), "list"), (strings{"orders"}));
+  auto found = value_of(admin.lookup("orders"), "lookup");
+  EXPECT_EQ(found, created.value());
+
+  blocking_queue q{sys, found, 10s};
+  auto ids = value_of(q.enqueue({in_account("A1", "A"), in_account("A2", "A")}), "enqueue");
+  ASSERT_EQ(ids.size(), 2u);
+  auto single = q.enqueue(msg("keyless"));
+  ASSERT_FALSE(single.ok());
+  EXPECT_EQ(single.err().code, errc::ordering_key_missing);
+
+  // A1: nacked once, then acked.
+  auto first = value_of(q.receive(one_waiting), "receive A1");
+  ASSERT_EQ(bodies(first), (strings{"A1"}));
+  EXPECT_EQ(first[0].msg.id, ids[0]);
+  EXPECT_EQ(first[0].ordering_key, "header:account=A");
+  auto extended = value_of(q.extend(first[0].lease, 60s), "extend");
+  EXPECT_GT(extended, first[0].deadline);
+  ASSERT_TRUE(q.nack(first[0].lease).ok());
+  auto retry = value_of(q.receive(one_waiting), "receive A1 again");
+  ASSERT_EQ(bodies(retry), (strings{"A1"})) << "the group waits for A1";
+  EXPECT_EQ(retry[0].msg.attempts, 2u);
+  ASSERT_TRUE(q.ack(retry[0].lease).ok());
+  auto stale = q.ack(first[0].lease);
+  ASSERT_FALSE(stale.ok());
+  EXPECT_EQ(stale.err().code, errc::lease_not_found);
+
+  // A2: dead-lettered on request, redriven, then acked.
+  auto second = value_of(q.receive(one_waiting), "receive A2");
+  ASSERT_EQ(bodies(second), (strings{"A2"}));
+  ASSERT_TRUE(q.dead_letter(second[0].lease).ok());
+  auto dead = value_of(q.dead_letters(), "dead_letters");
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].msg.id, ids[1]);
+  EXPECT_EQ(dead[0].reason, dead_letter_reason::requested);
+  EXPECT_EQ(value_of(q.redrive({ids[1]}), "redrive"), 1u);
+  EXPECT_TRUE(value_of(q.dead_letters(), "dead_letters after redrive").empty());
+  auto redriven = value_of(q.receive(one_waiting), "receive A2 redriven");
+  ASSERT_EQ(bodies(redriven), (strings{"A2"}));
+  EXPECT_EQ(redriven[0].msg.id, ids[1]);
+  EXPECT_EQ(redriven[0].msg.attempts, 1u);
+  auto blocked = value_of(q.groups(true), "groups");
+  ASSERT_EQ(blocked.size(), 1u);
+  EXPECT_EQ(blocked[0].state, group_status::in_flight);
+  auto outcomes = value_of(q.ack(std::vector<lease_token>{redriven[0].lease}), "batch ack");
+  EXPECT_TRUE(outcomes.empty());
+
+  auto s = value_of(q.stats(), "stats");
+  EXPECT_EQ(s.name, "orders");
+  EXPECT_EQ(s.enqueued, 2u);
+  EXPECT_EQ(s.delivered, 4u);
+  EXPECT_EQ(s.acked, 2u);
+  EXPECT_EQ(s.nacked, 2u) << "the retry and the dead-letter request";
+  EXPECT_EQ(s.dead_lettered, 1u);
+  EXPECT_EQ(s.redriven, 1u);
+  EXPECT_EQ(s.key_missing, 1u);
+  EXPECT_EQ(s.rejected, 1u);
+  EXPECT_EQ(s.backlog, 0u);
+  EXPECT_EQ(s.in_flight, 0u);
+  EXPECT_EQ(s.dead_letters, 0u);
+  EXPECT_EQ(s.live_groups, 0u);
+
+  auto described = value_of(admin.describe("orders"), "describe");
+  EXPECT_EQ(described.stats.acked, 2u);
+  ASSERT_TRUE(admin.delete_queue("orders").ok());
+  auto gone = admin.lookup("orders");
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.err().code, errc::queue_not_found);
+  EXPECT_TRUE(value_of(admin.list_queues(), "list after delete").empty());
+}
+
+}  // namespace
+}  // namespace laneq
