@@ -473,3 +473,28 @@ TEST(group_state, broken_preconditions_stop_the_process) {
 
 }  // namespace
 }  // namespace laneq
+
+namespace laneq {
+namespace {
+
+TEST(compact_fifo, keeps_order_across_pops_and_reclaims_popped_slots) {
+  compact_fifo<int> q;
+  EXPECT_TRUE(q.empty());
+  int next_in = 0;
+  int next_out = 0;
+  for (int round = 0; round < 1000; ++round) {
+    for (int i = 0; i < round % 7 + 1; ++i) q.push_back(next_in++);
+    for (int i = 0; i < round % 5 + 1 && !q.empty(); ++i) {
+      ASSERT_EQ(q.front(), next_out++);
+      q.pop_front();
+    }
+    ASSERT_EQ(q.size(), static_cast<std::size_t>(next_in - next_out));
+    if (!q.empty()) {
+      ASSERT_EQ(q.back(), next_in - 1);
+      ASSERT_EQ(q[0], next_out);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace laneq

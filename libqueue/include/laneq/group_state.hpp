@@ -4,11 +4,12 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
+#include "laneq/compact_fifo.hpp"
 
+#include "laneq/compact_fifo.hpp"
 #include "laneq/error.hpp"
 #include "laneq/ids.hpp"
 #include "laneq/lease.hpp"
@@ -133,7 +134,7 @@ class group_state {
 
   group_id id_;
   std::uint32_t max_attempts_;
-  std::deque<message> messages_;
+  compact_fifo<message> messages_;
   phase phase_ = phase::empty;
   std::optional<lease_token> lease_;
   timestamp deadline_;
