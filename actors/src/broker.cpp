@@ -41,8 +41,11 @@ void add_message_types(caf::actor_system_config& cfg) {
 
 broker::broker(caf::actor_system& sys) : broker(sys, make_context(sys)) {}
 
-broker::broker(caf::actor_system& sys, context_ptr ctx) : ctx_(std::move(ctx)) {
-  store_ = sys.spawn<memory_store_impl>();
+broker::broker(caf::actor_system& sys, context_ptr ctx)
+    : broker(sys, std::move(ctx), sys.spawn<memory_store_impl>()) {}
+
+broker::broker(caf::actor_system& sys, context_ptr ctx, store_actor store)
+    : ctx_(std::move(ctx)), store_(std::move(store)) {
   admin_ = sys.spawn<admin_actor_impl>(admin_actor_config{ctx_, store_});
 }
 

@@ -9,7 +9,7 @@ fairness_actor_impl::fairness_actor_impl(caf::actor_config& cfg, fairness_actor_
     : fairness_actor::base(cfg),
       fc_(std::move(fc)),
       sched_(fc_.throttles),
-      nonces_(fc_.ctx->seed, std::hash<std::string>{}(fc_.store_key)) {}
+      nonces_(fc_.ctx->seed, fc_.ctx->nonce_key ^ std::hash<std::string>{}(fc_.store_key)) {}
 
 // Handles to peers are strong references: drop them so no cycle outlives the actor.
 void fairness_actor_impl::on_exit() {
@@ -17,6 +17,7 @@ void fairness_actor_impl::on_exit() {
     p.promise.deliver(
         to_caf(error{errc::queue_deleted, "queue '" + fc_.queue_name + "' was deleted"}));
   pending_.clear();
+  pending_deadlines_.clear();
   fc_.metrics->waiting_receives.store(pending_.size(), std::memory_order_relaxed);
   offered_.clear();
   fc_.queue = nullptr;
@@ -65,6 +66,7 @@ void fairness_actor_impl::serve_pending(timestamp t) {
     auto out = take(p.max, p.lease, t);
     if (out.empty()) break;  // everything ready was throttled
     p.promise.deliver(std::move(out));
+    pending_deadlines_.erase(pending_deadlines_.find(p.deadline));
     pending_.pop_front();
     fc_.metrics->waiting_receives.store(pending_.size(), std::memory_order_relaxed);
   }
@@ -89,7 +91,7 @@ void fairness_actor_impl::rearm(timestamp t) {
     if (x && (!next || *x < *next)) next = x;
   };
   consider(leases_.next_deadline());
-  for (const auto& p : pending_) consider(p.deadline);
+  if (!pending_deadlines_.empty()) consider(*pending_deadlines_.begin());
   if (next) timer_.arm(this, tick_atom_v, *next, t);
 }
 
@@ -99,6 +101,12 @@ void fairness_actor_impl::expire_leases(timestamp t) {
     fc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
     retry_or_dead_letter(std::move(m), duration{0}, false, t);
   }
+}
+
+void fairness_actor_impl::catch_up(timestamp t) {
+  expire_leases(t);
+  sched_.on_tick(t);
+  serve_pending(t);
 }
 
 fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
@@ -134,6 +142,7 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
                               "receive: wait_ms must be between 0 and " +
                                   std::to_string(limits::receive_wait_max.count() / 1000)});
         auto t = now();
+        catch_up(t);
         auto out = take(req.max, lease, t);
         if (!out.empty() || req.wait_us == 0) {
           rearm(t);
@@ -147,13 +156,14 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
                                   "'"});
         auto promise = make_response_promise<std::vector<delivery>>();
         pending_.push_back(pending_receive{promise, req.max, lease, t + duration{req.wait_us}});
+        pending_deadlines_.insert(pending_.back().deadline);
         fc_.metrics->waiting_receives.store(pending_.size(), std::memory_order_relaxed);
         rearm(t);
         return promise;
       },
       [this](ack_atom, const std::vector<lease_token>& leases) -> std::vector<lease_outcome> {
         auto t = now();
-        expire_leases(t);
+        catch_up(t);
         std::vector<lease_outcome> failed;
         std::vector<message_id> removed;
         for (const auto& l : leases) {
@@ -178,7 +188,7 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
       [this](nack_atom, const lease_token& l,
              const nack_request& req) -> caf::result<caf::ok_atom> {
         auto t = now();
-        expire_leases(t);
+        catch_up(t);
         auto m = leases_.release(l);
         if (!m) {
           serve_pending(t);
@@ -196,26 +206,26 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
       },
       [this](extend_atom, const lease_token& l, std::int64_t by_us) -> caf::result<timestamp> {
         auto t = now();
-        expire_leases(t);
-        serve_pending(t);
+        catch_up(t);
         auto deadline = leases_.extend(l, duration{by_us}, t);
-        if (!deadline) return to_caf(deadline.err());
         rearm(t);
+        check();
+        if (!deadline) return to_caf(deadline.err());
         return deadline.value();
       },
       [this](waiting_atom) { return sched_.waiting(); },
       [this](tick_atom, std::uint64_t generation) {
         if (!timer_.fire(generation)) return;
         auto t = now();
-        expire_leases(t);
-        sched_.on_tick(t);
-        serve_pending(t);
+        catch_up(t);
         // Long polls that waited their full time get an empty answer.
         auto expired =
             std::stable_partition(pending_.begin(), pending_.end(),
                                   [t](const pending_receive& p) { return p.deadline > t; });
-        for (auto it = expired; it != pending_.end(); ++it)
+        for (auto it = expired; it != pending_.end(); ++it) {
           it->promise.deliver(std::vector<delivery>{});
+          pending_deadlines_.erase(pending_deadlines_.find(it->deadline));
+        }
         pending_.erase(expired, pending_.end());
         fc_.metrics->waiting_receives.store(pending_.size(), std::memory_order_relaxed);
         rearm(t);

@@ -16,7 +16,10 @@ caf::result<caf::ok_atom> memory_store_impl::join_window() {
 
 memory_store_impl::behavior_type memory_store_impl::make_behavior() {
   return {
-      [this](append_atom, const std::string& queue, std::vector<message>& msgs) {
+      [this](append_atom, const std::string& queue,
+             std::vector<message>& msgs) -> caf::result<caf::ok_atom> {
+        if (dropped_.count(queue))
+          return to_caf(error{errc::queue_deleted, "the queue was deleted"});
         auto& q = queues_[queue];
         records_ += msgs.size();
         for (auto& m : msgs) {
@@ -28,14 +31,17 @@ memory_store_impl::behavior_type memory_store_impl::make_behavior() {
       },
       [this](remove_atom, const std::string& queue,
              const std::vector<message_id>& ids) -> caf::result<caf::ok_atom> {
-        auto& q = queues_[queue];
+        auto it = queues_.find(queue);
+        if (it == queues_.end()) return caf::ok_atom_v;  // dropped: nothing left to remove
         records_ += ids.size();
-        for (auto id : ids) q.live.erase(id);
+        for (auto id : ids) it->second.live.erase(id);
         return caf::ok_atom_v;  // acks are not waited for: a lost ack means a redelivery
       },
       [this](dead_atom, const std::string& queue,
              std::vector<dead_letter>& dls) -> caf::result<caf::ok_atom> {
-        auto& q = queues_[queue];
+        auto it = queues_.find(queue);
+        if (it == queues_.end()) return caf::ok_atom_v;  // dropped
+        auto& q = it->second;
         records_ += dls.size();
         for (auto& dl : dls) {
           auto id = dl.msg.id;
@@ -46,6 +52,7 @@ memory_store_impl::behavior_type memory_store_impl::make_behavior() {
       },
       [this](drop_atom, const std::string& queue) -> caf::result<caf::ok_atom> {
         queues_.erase(queue);
+        dropped_.insert(queue);  // store keys are never reused (one per queue incarnation)
         return caf::ok_atom_v;
       },
       [this](stats_atom) { return caf::make_result(commits_, records_); },

@@ -19,6 +19,7 @@ struct entry {
   timestamp wake;                    // when delayed: its not-before time
   timestamp since;                   // when it started waiting
   bool throttled = false;            // has waited for a token since it was last ready
+  std::string released_by;           // the bucket that released it and owes it a token
 };
 
 // Min-heap orders.
@@ -89,6 +90,9 @@ struct fair_scheduler::impl {
   std::vector<entry> delayed;  // min-heap by wake
   std::unordered_map<std::string, token_bucket> buckets;
   std::unordered_map<std::string, bucket_wait> parked;
+  // Per bucket: waiters released to the ready set that have not tried their token yet. A
+  // release counts them against the bucket's tokens, so an idle queue does not release more.
+  std::unordered_map<std::string, std::int64_t> released;
   std::vector<std::pair<timestamp, std::string>> bucket_wakes;  // min-heap; stale entries skipped
   std::size_t parked_count = 0;
   std::size_t buckets_pruned_at = 64;
@@ -193,10 +197,12 @@ struct fair_scheduler::impl {
     auto& w = it->second;
     w.wake.reset();
     auto& tb = bucket(name, now);
-    auto n = tb.tokens(now);
+    auto n = tb.tokens(now) - (released.count(name) ? released[name] : 0);
     while (n-- > 0 && w.count > 0) {
       auto e = w.take_next();
       --parked_count;
+      e.released_by = name;
+      ++released[name];
       --key_of(e.item.msg.fairness_key).waiting;
       push_ready(std::move(e), ready_count);
     }
@@ -207,6 +213,26 @@ struct fair_scheduler::impl {
     // Those released take the tokens there are; the rest look again when one more refills.
     auto next = tb.next_available(now);
     schedule_bucket(name, next > now ? next : now + tb.refill_interval());
+  }
+
+  // The item is about to try its tokens: it no longer counts against the bucket that
+  // released it.
+  void settle_release(entry& e) {
+    if (e.released_by.empty()) return;
+    auto it = released.find(e.released_by);
+    if (it != released.end() && --it->second <= 0) released.erase(it);
+    e.released_by.clear();
+  }
+
+  // Drops wake entries superseded by an earlier one, so the top of the heap is live.
+  void prune_stale_wakes() {
+    while (!bucket_wakes.empty()) {
+      const auto& [wake, name] = bucket_wakes.front();
+      auto it = parked.find(name);
+      if (it != parked.end() && it->second.wake == wake) return;
+      std::pop_heap(bucket_wakes.begin(), bucket_wakes.end(), std::greater<>{});
+      bucket_wakes.pop_back();
+    }
   }
 
   void maybe_drop(key_state* ks) {
@@ -230,7 +256,7 @@ void fair_scheduler::on_ready(ready_item item, timestamp now) {
     bool fresh = s.groups.insert(item.group).second;
     LANEQ_ASSERT(fresh, "at most one item per ordering group is in the scheduler");
   }
-  entry e{std::move(item), {}, {}, now, false};
+  entry e{std::move(item), {}, {}, now, false, {}};
   if (!s.throttles.empty()) e.buckets = s.bucket_keys(e.item.msg);
   if (e.item.msg.not_before > now) {
     e.wake = e.item.msg.not_before;
@@ -257,6 +283,7 @@ void fair_scheduler::on_tick(timestamp now) {
     if (it == s.parked.end() || it->second.wake != wake) continue;  // superseded
     s.release_bucket(name, now, ready_count_);
   }
+  s.prune_stale_wakes();
   s.prune_buckets(now);
 }
 
@@ -272,10 +299,12 @@ std::optional<picked_item> fair_scheduler::pick(timestamp now) {
       auto e = std::move(ks->heap.back());
       ks->heap.pop_back();
       --ready_count_;
+      s.settle_release(e);
       if (const auto* blocked = e.buckets.empty() ? nullptr : s.take_tokens(e, now)) {
         // Throttled: it waits for its bucket; the rest of its fairness key goes on (T3).
         auto name = *blocked;
         s.park(std::move(e), name, now);
+        s.prune_stale_wakes();
         continue;
       }
       // Served: the key goes to the back of the rotation (F1).
@@ -294,13 +323,11 @@ std::optional<picked_item> fair_scheduler::pick(timestamp now) {
 
 std::optional<timestamp> fair_scheduler::next_wakeup() const {
   const auto& s = *impl_;
+  // Every mutation ends with prune_stale_wakes(), so the top of bucket_wakes is live.
   std::optional<timestamp> next;
   if (!s.delayed.empty()) next = s.delayed.front().wake;
-  for (const auto& [wake, name] : s.bucket_wakes) {
-    auto it = s.parked.find(name);
-    if (it == s.parked.end() || it->second.wake != wake) continue;
-    if (!next || wake < *next) next = wake;
-  }
+  if (!s.bucket_wakes.empty() && (!next || s.bucket_wakes.front().first < *next))
+    next = s.bucket_wakes.front().first;
   return next;
 }
 

@@ -12,11 +12,11 @@ namespace laneq {
 // Refill: rate_per_s tokens per second = rate_per_s * unit micro-tokens per 1e6 us
 //       = rate_per_s micro-tokens per us. Kept as an integer per 1000 us: the rate has a
 // resolution of 0.001/s and is rounded DOWN, so a bucket never refills faster than its spec
-// (rounding up would break the G6 bound). The epsilon absorbs binary representation error
-// (0.3 * 1000 is 299.99999999999994).
+// (rounding up would break the G6 bound). The relative epsilon (1e-12) only absorbs binary
+// representation error (0.3 * 1000 is 299.99999999999994); it cannot lift a rate across a step.
 token_bucket::token_bucket(double rate_per_s, std::uint32_t burst, timestamp now)
     : rate_micro_per_us_x1000_(std::max<std::int64_t>(
-          1, static_cast<std::int64_t>(std::floor(rate_per_s * 1000.0 + 1e-6)))),
+          1, static_cast<std::int64_t>(std::floor(rate_per_s * 1000.0 * (1.0 + 1e-12))))),
       capacity_(static_cast<std::int64_t>(burst) * unit),
       level_(capacity_),
       last_(now) {

@@ -11,6 +11,7 @@
 
 #include "caf/all.hpp"
 
+#include "faulty_store.hpp"
 #include "laneq/actors/broker.hpp"
 
 namespace laneq::test {
@@ -35,6 +36,16 @@ class harness {
         sched_(dynamic_cast<caf::scheduler::test_coordinator&>(sys_.scheduler())),
         self_(sys_, true),
         broker_(std::in_place, sys_, make_context(sys_, sim_epoch, seed)) {
+    run();
+  }
+
+  /// A broker whose store fails writes when `faults` says so.
+  harness(std::uint64_t seed, std::shared_ptr<store_faults> faults)
+      : sys_(cfg_),
+        sched_(dynamic_cast<caf::scheduler::test_coordinator&>(sys_.scheduler())),
+        self_(sys_, true),
+        broker_(std::in_place, sys_, make_context(sys_, sim_epoch, seed),
+                sys_.spawn<faulty_store>(std::move(faults))) {
     run();
   }
 

@@ -224,3 +224,19 @@ TEST(token_bucket, matches_an_exact_reference_model_at_random_times) {
 
 }  // namespace
 }  // namespace laneq
+
+namespace laneq {
+namespace {
+
+// T2: a rate is applied with 0.001/s resolution, rounded down, never up.
+TEST(token_bucket, rates_round_down_to_the_milli_token) {
+  token_bucket exact{0.3, 1, t0};  // 0.3 * 1000 is 299.99999999999994 in binary
+  EXPECT_EQ(exact.refill_interval(), duration{3'333'334});
+  token_bucket below{1.9999999, 1, t0};  // rounds to 1.999/s, not 2/s
+  EXPECT_EQ(below.refill_interval(), duration{500'251});
+  token_bucket two{2.0, 1, t0};
+  EXPECT_EQ(two.refill_interval(), duration{500'000});
+}
+
+}  // namespace
+}  // namespace laneq

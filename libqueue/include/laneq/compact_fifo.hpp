@@ -11,8 +11,9 @@
 
 namespace laneq {
 
-/// FIFO over a vector with a moving head. Popped slots are reclaimed once they make up half of
-/// the vector, so pops are amortized O(1) and memory stays within twice the live elements.
+/// FIFO over a vector with a moving head. Popped slots are reclaimed once there are at least 16
+/// and they make up half of the vector, so pops are amortized O(1); an emptied fifo frees its
+/// elements (the vector keeps its capacity, which a group's short life makes moot).
 template <class T>
 class compact_fifo {
  public:

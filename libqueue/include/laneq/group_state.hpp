@@ -7,7 +7,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-#include "laneq/compact_fifo.hpp"
 
 #include "laneq/compact_fifo.hpp"
 #include "laneq/error.hpp"

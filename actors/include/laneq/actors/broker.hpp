@@ -27,6 +27,8 @@ class broker {
   explicit broker(caf::actor_system& sys);
   /// A given context (tests pass a fixed epoch and seed).
   broker(caf::actor_system& sys, context_ptr ctx);
+  /// A given context and store (tests inject a store that fails on demand).
+  broker(caf::actor_system& sys, context_ptr ctx, store_actor store);
   ~broker();
   broker(const broker&) = delete;
   broker& operator=(const broker&) = delete;

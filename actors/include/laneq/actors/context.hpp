@@ -28,7 +28,8 @@ struct time_base {
 /// Broker-wide settings every actor gets.
 struct broker_context {
   time_base time;
-  std::uint64_t seed = 0;  ///< seeds lease nonces (tests pass a fixed value)
+  std::uint64_t seed = 0;       ///< first half of the lease nonce key (tests: a fixed value)
+  std::uint64_t nonce_key = 0;  ///< second half of the lease nonce key
 };
 
 using context_ptr = std::shared_ptr<const broker_context>;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <deque>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -58,6 +59,10 @@ class fairness_actor_impl : public fairness_actor::base {
   /// Ends every unordered lease whose deadline has passed: a failed attempt each (O5). Runs on
   /// the timer and before any ack, nack or extend.
   void expire_leases(timestamp t);
+  /// Brings everything time-driven up to `t` (lease expiry, due delays and throttle wakes) and
+  /// serves waiting receives, oldest first, before a handler acts: nothing depends on timer
+  /// latency, and a new receive never overtakes an older long poll.
+  void catch_up(timestamp t);
   void check();
 
   fairness_actor_config fc_;
@@ -66,6 +71,7 @@ class fairness_actor_impl : public fairness_actor::base {
   nonce_source nonces_;
   std::unordered_map<group_id, offered_group> offered_;
   std::deque<pending_receive> pending_;
+  std::multiset<timestamp> pending_deadlines_;  // of pending_, for the timer
   deadline_timer timer_;
 };
 

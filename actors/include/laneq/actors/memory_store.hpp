@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "laneq/actors/protocol.hpp"
@@ -28,6 +29,7 @@ class memory_store_impl : public store_actor::base {
   caf::result<caf::ok_atom> join_window();
 
   std::unordered_map<std::string, queue_data> queues_;
+  std::unordered_set<std::string> dropped_;  ///< deleted queue incarnations: late writes refused
   std::vector<caf::typed_response_promise<caf::ok_atom>> window_;
   std::uint64_t commits_ = 0;
   std::uint64_t records_ = 0;
