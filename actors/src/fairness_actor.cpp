@@ -20,6 +20,7 @@ void fairness_actor_impl::on_exit() {
   pending_deadlines_.clear();
   fc_.metrics->waiting_receives.store(pending_.size(), std::memory_order_relaxed);
   offered_.clear();
+  watches_.clear();
   fc_.queue = nullptr;
   fc_.store = nullptr;
 }
@@ -45,6 +46,7 @@ std::vector<delivery> fairness_actor_impl::take(std::uint32_t max, duration leas
       auto it = offered_.find(item.group);
       LANEQ_ASSERT(it != offered_.end(), "a group's head is delivered only after its offer");
       send(it->second.handle, delivered_atom_v, token, deadline);
+      watch(it->second.handle, token, deadline);
       label = std::move(it->second.label);
       offered_.erase(it);
     } else {
@@ -91,11 +93,27 @@ void fairness_actor_impl::rearm(timestamp t) {
     if (x && (!next || *x < *next)) next = x;
   };
   consider(leases_.next_deadline());
+  if (!watches_.empty()) consider(watches_.front().deadline);
   if (!pending_deadlines_.empty()) consider(*pending_deadlines_.begin());
   if (next) timer_.arm(this, tick_atom_v, *next, t);
 }
 
+void fairness_actor_impl::watch(const group_actor& g, const lease_token& lease,
+                                timestamp deadline) {
+  watches_.push_back(lease_watch{deadline, caf::actor_cast<caf::weak_actor_ptr>(g), lease});
+  std::push_heap(watches_.begin(), watches_.end(), std::greater<>{});
+}
+
 void fairness_actor_impl::expire_leases(timestamp t) {
+  // Group heads: tell each live group that its lease deadline has come; it decides (it may have
+  // been acked or extended meanwhile).
+  while (!watches_.empty() && watches_.front().deadline <= t) {
+    std::pop_heap(watches_.begin(), watches_.end(), std::greater<>{});
+    auto w = std::move(watches_.back());
+    watches_.pop_back();
+    if (auto strong = w.group.lock())
+      send(caf::actor_cast<group_actor>(strong), tick_atom_v, w.lease);
+  }
   for (auto& m : leases_.expire_due(t)) {
     queue_metrics::add(fc_.metrics->lease_expired);
     fc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
@@ -214,6 +232,10 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
         return deadline.value();
       },
       [this](waiting_atom) { return sched_.waiting(); },
+      [this](extend_atom, const group_actor& g, const lease_token& lease, timestamp deadline) {
+        watch(g, lease, deadline);
+        rearm(now());
+      },
       [this](tick_atom, std::uint64_t generation) {
         if (!timer_.fire(generation)) return;
         auto t = now();

@@ -51,8 +51,7 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
       },
       [this](delivered_atom, const lease_token& lease, timestamp deadline) {
         auto t = now();
-        state_.on_delivered(lease, deadline, t);
-        timer_.arm(this, tick_atom_v, deadline, t);
+        state_.on_delivered(lease, deadline, t);  // the fairness actor watches the deadline
         check();
       },
       [this](ack_atom, const lease_token& lease) -> caf::result<caf::ok_atom> {
@@ -80,7 +79,8 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
         expire_if_due(t);
         auto deadline = state_.on_extend(lease, duration{by_us}, t);
         if (!deadline) return to_caf(deadline.err());
-        timer_.arm(this, tick_atom_v, deadline.value(), t);
+        send(gc_.fairness, extend_atom_v, caf::actor_cast<group_actor>(this), lease,
+             deadline.value());
         return deadline.value();
       },
       [this](describe_atom) -> group_info {
@@ -88,13 +88,9 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
         info.key = gc_.label;
         return info;
       },
-      [this](tick_atom, std::uint64_t generation) {
-        if (!timer_.fire(generation)) return;
-        auto t = now();
-        if (state_.current_phase() == group_state::phase::in_flight && state_.lease_deadline() > t)
-          timer_.arm(this, tick_atom_v, state_.lease_deadline(), t);  // extended meanwhile
-        else
-          expire_if_due(t);
+      [this](tick_atom, const lease_token& lease) {
+        // A watch that fires for an earlier lease, or before an extended deadline, is stale.
+        if (state_.lease() == lease) expire_if_due(now());
       },
       [this](stop_atom) { quit(); },
   };

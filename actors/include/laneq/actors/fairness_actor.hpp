@@ -41,6 +41,13 @@ class fairness_actor_impl : public fairness_actor::base {
     group_actor handle;
     std::string label;
   };
+  /// A group head's lease deadline. Weak: a group that stops is not kept alive by its watch.
+  struct lease_watch {
+    timestamp deadline;
+    caf::weak_actor_ptr group;
+    lease_token lease;
+    bool operator>(const lease_watch& o) const { return deadline > o.deadline; }
+  };
   struct pending_receive {
     caf::typed_response_promise<std::vector<delivery>> promise;
     std::uint32_t max;
@@ -59,6 +66,7 @@ class fairness_actor_impl : public fairness_actor::base {
   /// Ends every unordered lease whose deadline has passed: a failed attempt each (O5). Runs on
   /// the timer and before any ack, nack or extend.
   void expire_leases(timestamp t);
+  void watch(const group_actor& g, const lease_token& lease, timestamp deadline);
   /// Brings everything time-driven up to `t` (lease expiry, due delays and throttle wakes) and
   /// serves waiting receives, oldest first, before a handler acts: nothing depends on timer
   /// latency, and a new receive never overtakes an older long poll.
@@ -70,6 +78,7 @@ class fairness_actor_impl : public fairness_actor::base {
   lease_table leases_;
   nonce_source nonces_;
   std::unordered_map<group_id, offered_group> offered_;
+  std::vector<lease_watch> watches_;  // min-heap by deadline
   std::deque<pending_receive> pending_;
   std::multiset<timestamp> pending_deadlines_;  // of pending_, for the timer
   deadline_timer timer_;

@@ -1,6 +1,8 @@
 // The group actor: one per non-empty ordering group, a thin adapter over `group_state`
-// (docs/design/ordering.md O3-O7). It holds the group's messages and its lease timer, offers its
-// head to the fairness actor, and tells the queue actor when it has gone idle.
+// (docs/design/ordering.md O3-O7). It holds the group's messages, offers its head to the
+// fairness actor, and tells the queue actor when it has gone idle. Its lease deadline is watched
+// by the fairness actor (one timer per queue, weak references), so a stopped group is freed at
+// once instead of living on inside a pending CAF timer until its lease would have ended.
 #pragma once
 
 #include <string>
@@ -42,7 +44,6 @@ class group_actor_impl : public group_actor::base {
 
   group_actor_config gc_;
   group_state state_;
-  deadline_timer timer_;
 };
 
 }  // namespace laneq

@@ -196,7 +196,8 @@ using group_actor =
                      caf::replies_to<nack_atom, lease_token, nack_request>::with<caf::ok_atom>,
                      caf::replies_to<extend_atom, lease_token, std::int64_t>::with<timestamp>,
                      caf::replies_to<describe_atom>::with<group_info>,
-                     caf::reacts_to<tick_atom, std::uint64_t>, caf::reacts_to<stop_atom>>;
+                     caf::reacts_to<tick_atom, lease_token>,  // lease deadline reached
+                     caf::reacts_to<stop_atom>>;
 
 /// The fairness actor: holds deliverable heads and unordered messages, serves receives.
 using fairness_actor = caf::typed_actor<
@@ -207,6 +208,8 @@ using fairness_actor = caf::typed_actor<
     caf::replies_to<nack_atom, lease_token, nack_request>::with<caf::ok_atom>,
     caf::replies_to<extend_atom, lease_token, std::int64_t>::with<timestamp>,
     caf::replies_to<waiting_atom>::with<std::vector<waiting_item>>,
+    caf::reacts_to<extend_atom, group_actor, lease_token, timestamp>,  // a group head's new
+                                                                       // deadline
     caf::reacts_to<tick_atom, std::uint64_t>>;
 
 /// A queue as clients see it (in process, and later over CAF's middleman).
