@@ -91,6 +91,14 @@ result<std::vector<queue_actor_impl::placed>> queue_actor_impl::admit(
       if (attrs.value().size() > limits::attributes_max)
         return limit("queue '" + spec.name() + "': on_enqueue returned more than " +
                      std::to_string(limits::attributes_max) + " attributes");
+      for (const auto& a : attrs.value())
+        if (a.name.size() > limits::key_component_name_bytes_max ||
+            a.value.size() > limits::header_value_bytes_max)
+          return limit("queue '" + spec.name() + "': on_enqueue returned attribute '" +
+                       a.name.substr(0, 64) + "' longer than allowed (name at most " +
+                       std::to_string(limits::key_component_name_bytes_max) +
+                       " bytes, value at most " + std::to_string(limits::header_value_bytes_max) +
+                       ")");
       m.attributes = std::move(attrs).value();
     }
     bool missing = false;

@@ -18,6 +18,7 @@ std::string_view to_string(errc x) {
     case errc::queue_deleted: return "queue_deleted";
     case errc::storage_failed: return "storage_failed";
     case errc::unavailable: return "unavailable";
+    case errc::corrupt_record: return "corrupt_record";
   }
   return "unknown_error";
 }
@@ -39,6 +40,7 @@ std::string_view describe(errc x) {
     case errc::queue_deleted: return "the queue was deleted";
     case errc::storage_failed: return "the store could not make the write durable";
     case errc::unavailable: return "the broker did not answer in time, or is shutting down";
+    case errc::corrupt_record: return "a stored record failed its checksum or format check";
   }
   return "unknown error";
 }

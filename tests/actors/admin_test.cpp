@@ -483,3 +483,26 @@ TEST_F(admin, a_long_poll_that_times_out_returns_an_empty_batch) {
 
 }  // namespace
 }  // namespace laneq
+
+namespace laneq {
+namespace {
+
+// An attribute the store could not read back is refused at enqueue (limits.hpp bounds).
+TEST(admin_limits, an_on_enqueue_attribute_longer_than_a_header_value_is_refused) {
+  test::harness h;
+  auto q = h.create(queue_spec("regions")
+                        .ordered_by({key::attribute("region")})
+                        .on_enqueue([](const message&) -> result<std::vector<attribute>> {
+                          return std::vector<attribute>{
+                              {"region", std::string(limits::header_value_bytes_max + 1, 'x')}};
+                        }));
+  ASSERT_TRUE(q.ok()) << to_string(q.err());
+  auto id = h.enqueue(q.value(), test::msg("m"));
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.err().code, errc::limit_exceeded);
+  EXPECT_NE(id.err().message.find("attribute 'region'"), std::string::npos) << id.err().message;
+  EXPECT_EQ(h.stats(q.value()).value().enqueued, 0u);
+}
+
+}  // namespace
+}  // namespace laneq

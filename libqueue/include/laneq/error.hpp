@@ -27,6 +27,7 @@ enum class errc : std::uint8_t {
   queue_deleted = 11,          ///< the queue was deleted while the request was in progress
   storage_failed = 12,  ///< the store could not make a write durable; nothing was acknowledged
   unavailable = 13,     ///< the broker did not answer in time, or is shutting down
+  corrupt_record = 14,  ///< a stored record failed its checksum or format check
 };
 
 /// Name of an error number, as used in the HTTP API (`"lease_not_found"`).
