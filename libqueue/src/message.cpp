@@ -1,4 +1,4 @@
-// Header lookup and message accounting (libqueue/include/laneq/message.hpp).
+// Header and attribute lookup (libqueue/include/laneq/message.hpp).
 #include "laneq/message.hpp"
 
 namespace laneq {
@@ -27,13 +27,6 @@ const std::string* attribute_value(const std::vector<attribute>& attributes,
   for (const auto& a : attributes)
     if (a.name == name) return &a.value;
   return nullptr;
-}
-
-std::size_t footprint_bytes(const message& m) {
-  std::size_t n = sizeof(message) + m.body.capacity() + m.fairness_key.capacity();
-  for (const auto& h : m.headers) n += sizeof(h) + h.name.capacity() + h.value.capacity();
-  for (const auto& a : m.attributes) n += sizeof(a) + a.name.capacity() + a.value.capacity();
-  return n;
 }
 
 }  // namespace laneq

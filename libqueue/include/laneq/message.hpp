@@ -58,9 +58,6 @@ const std::string* attribute_value(const std::vector<attribute>& attributes, std
 /// True if `a` and `b` are equal ignoring ASCII case.
 bool iequals(std::string_view a, std::string_view b);
 
-/// Approximate bytes a message occupies in memory (payload, headers, attributes, fixed fields).
-std::size_t footprint_bytes(const message& m);
-
 template <class Inspector>
 auto inspect(Inspector& f, header_field& x) {
   return f(x.name, x.value);
