@@ -209,8 +209,7 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
         catch_up(t);
         auto m = leases_.release(l);
         if (!m) {
-          serve_pending(t);
-          rearm(t);
+          rearm(t);  // catch_up may have returned expired leases to the scheduler
           return to_caf(m.err());
         }
         queue_metrics::add(fc_.metrics->nacked);
