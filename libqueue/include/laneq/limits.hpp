@@ -44,6 +44,18 @@ inline constexpr duration receive_wait_max = 20s;
 inline constexpr std::size_t pending_receives_max = 10'000;
 inline constexpr std::size_t redrive_batch_max = 10'000;
 
+// Store (persistence.md): a group-commit batch closes at whichever bound comes first.
+inline constexpr std::size_t store_batch_writes_max = 4096;         ///< write requests per batch
+inline constexpr std::size_t store_batch_bytes_max = 16 * 1024 * 1024;  ///< key+value bytes
+inline constexpr duration store_batch_linger_default = 0us;  ///< extra wait for more writers
+inline constexpr std::uint32_t store_scan_max = 10'000;      ///< entries per scan answer
+inline constexpr duration store_reopen_interval = 1s;        ///< retry after a failed batch
+/// Messages a group holds in memory (its head and a prefetch); the rest stay in the store.
+inline constexpr std::size_t group_window_default = 64;
+/// After a restart in fast delivery mode: how long heads wait for their old lease holders.
+inline constexpr duration reclaim_grace_default = 10s;
+inline constexpr duration reclaim_grace_max = std::chrono::hours{1};
+
 // Queues per broker.
 inline constexpr std::size_t queues_max = 10'000;
 

@@ -45,6 +45,46 @@ struct lease_outcome {
   error err;
 };
 
+/// One change to the store. A batch applies its operations in order, atomically.
+struct store_op {
+  enum class kind : std::uint8_t {
+    put = 1,          ///< key -> value
+    erase = 2,        ///< key
+    erase_range = 3,  ///< every key in [key, value)
+  };
+  kind what = kind::put;
+  std::string key;
+  std::string value;
+};
+
+/// A write: operations committed together. `sync`: durable against power loss before the answer
+/// (false: durable against a process crash only, ARCHITECTURE.md §4).
+struct store_write {
+  std::vector<store_op> ops;
+  bool sync = true;
+};
+
+/// One key and value read back by a scan.
+struct store_entry {
+  std::string key;
+  std::string value;
+};
+
+/// What the store reports about itself (persistence.md: metrics, health).
+struct store_stats {
+  std::uint64_t batches = 0;     ///< committed write batches
+  std::uint64_t writes = 0;      ///< store_write requests committed
+  std::uint64_t ops = 0;         ///< operations committed
+  std::uint64_t bytes = 0;       ///< key and value bytes committed
+  std::uint64_t syncs = 0;       ///< batches written with sync
+  std::uint64_t failed_batches = 0;
+  std::uint64_t reopens = 0;     ///< successful close-and-reopen after a failure
+  /// Batch sizes in writes: counts of batches with 1, 2-3, 4-7, ... 2^k..2^(k+1)-1 writes.
+  std::vector<std::uint64_t> batch_histogram;
+  bool degraded = false;  ///< the last batch failed and the store has not reopened since
+  std::string reason;     ///< why it is degraded
+};
+
 /// Counters and gauges of one queue.
 struct queue_stats {
   std::string name;
@@ -101,6 +141,23 @@ auto inspect(Inspector& f, waiting_item& x) {
   return f(x.group, x.id, x.throttled, x.since, x.until);
 }
 template <class Inspector>
+auto inspect(Inspector& f, store_op& x) {
+  return f(x.what, x.key, x.value);
+}
+template <class Inspector>
+auto inspect(Inspector& f, store_write& x) {
+  return f(x.ops, x.sync);
+}
+template <class Inspector>
+auto inspect(Inspector& f, store_entry& x) {
+  return f(x.key, x.value);
+}
+template <class Inspector>
+auto inspect(Inspector& f, store_stats& x) {
+  return f(x.batches, x.writes, x.ops, x.bytes, x.syncs, x.failed_batches, x.reopens,
+           x.batch_histogram, x.degraded, x.reason);
+}
+template <class Inspector>
 auto inspect(Inspector& f, queue_stats& x) {
   return f(x.name, x.enqueued, x.delivered, x.acked, x.nacked, x.lease_expired, x.dead_lettered,
            x.redriven, x.key_missing, x.rejected, x.backlog, x.in_flight, x.live_groups,
@@ -148,6 +205,10 @@ CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::waiting_item>))
 CAF_ADD_TYPE_ID(laneq, (laneq::queue_stats))
 CAF_ADD_TYPE_ID(laneq, (laneq::queue_description))
 CAF_ADD_TYPE_ID(laneq, (laneq::error))
+CAF_ADD_TYPE_ID(laneq, (laneq::store_write))
+CAF_ADD_TYPE_ID(laneq, (laneq::store_entry))
+CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::store_entry>))
+CAF_ADD_TYPE_ID(laneq, (laneq::store_stats))
 CAF_ADD_ATOM(laneq, laneq, enqueue_atom, "enqueue")
 CAF_ADD_ATOM(laneq, laneq, receive_atom, "receive")
 CAF_ADD_ATOM(laneq, laneq, ack_atom, "ack")
@@ -172,21 +233,28 @@ CAF_ADD_ATOM(laneq, laneq, append_atom, "append")
 CAF_ADD_ATOM(laneq, laneq, remove_atom, "remove")
 CAF_ADD_ATOM(laneq, laneq, commit_atom, "commit")
 CAF_ADD_ATOM(laneq, laneq, stop_atom, "stop")
+CAF_ADD_ATOM(laneq, laneq, write_atom, "write")
+CAF_ADD_ATOM(laneq, laneq, scan_atom, "scan")
+CAF_ADD_ATOM(laneq, laneq, reopen_atom, "reopen")
 CAF_END_TYPE_ID_BLOCK(laneq)
 
 namespace laneq {
 
 // -- interfaces ---------------------------------------------------------------------------------
 
-/// The store: makes queue writes durable. Answers a write only once it is durable (the in-memory
-/// store answers at the end of each commit window; the RocksDB store after its synced batch).
+/// The store: an ordered key-value store with group commit. The key layout is libqueue's
+/// (`laneq/storage.hpp`); the store knows nothing of queues. Two implementations: the in-memory
+/// store (tests, and a broker without a data directory) and the RocksDB persistence actor.
+///   write: answered once the write is durable (its batch committed); a failed batch answers
+///          every member with storage_failed and nothing of it is visible.
+///   scan:  up to `max` entries with from <= key < to, in key order.
 using store_actor = caf::typed_actor<
-    caf::replies_to<append_atom, std::string, std::vector<message>>::with<caf::ok_atom>,
-    caf::replies_to<remove_atom, std::string, std::vector<message_id>>::with<caf::ok_atom>,
-    caf::replies_to<dead_atom, std::string, std::vector<dead_letter>>::with<caf::ok_atom>,
-    caf::replies_to<drop_atom, std::string>::with<caf::ok_atom>,
-    caf::replies_to<stats_atom>::with<std::uint64_t, std::uint64_t>,  // commits, records
-    caf::reacts_to<commit_atom>>;
+    caf::replies_to<write_atom, store_write>::with<caf::ok_atom>,
+    caf::replies_to<scan_atom, std::string, std::string, std::uint32_t>::with<
+        std::vector<store_entry>>,
+    caf::replies_to<stats_atom>::with<store_stats>,
+    caf::reacts_to<commit_atom, std::uint64_t>,  // closes the batch of that generation
+    caf::reacts_to<reopen_atom>>;                // retries opening a failed store
 
 /// One ordering group (one per non-empty group).
 using group_actor =

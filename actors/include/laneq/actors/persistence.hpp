@@ -1,0 +1,38 @@
+// The RocksDB persistence actor: the only code that talks to RocksDB (docs/design/persistence.md).
+// It implements the store interface (protocol.hpp) on its own thread: every write joins the open
+// batch, a batch closes on a count, byte or time bound and is written as one WriteBatch (synced
+// when any member asked for sync), and each writer is answered only after its batch is durable.
+// A failed batch answers every member with storage_failed; the store then reports degraded and
+// recovers by closing and reopening the database.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "laneq/actors/protocol.hpp"
+#include "laneq/limits.hpp"
+
+namespace rocksdb {
+class Env;
+}
+
+namespace laneq {
+
+struct persistence_options {
+  std::string dir;  ///< database directory, created if missing
+  std::size_t batch_writes_max = limits::store_batch_writes_max;
+  std::size_t batch_bytes_max = limits::store_batch_bytes_max;
+  /// How long an open batch waits for more writers before it is written (0: it closes as soon
+  /// as the writes already in the mailbox have joined).
+  duration batch_linger = limits::store_batch_linger_default;
+  duration reopen_interval = limits::store_reopen_interval;
+  /// RocksDB environment (tests: a fault-injecting file system); null for the default.
+  std::shared_ptr<rocksdb::Env> env;
+};
+
+/// Opens (or creates) the database in the calling thread, then spawns the persistence actor on
+/// its own thread. Fails with storage_failed when the directory cannot be opened and with
+/// corrupt_record when RocksDB finds corruption: the broker must refuse to start then.
+result<store_actor> spawn_persistence(caf::actor_system& sys, persistence_options opts);
+
+}  // namespace laneq
