@@ -17,9 +17,11 @@ endfunction()
 
 # When a laneq library has no sources yet, consumers link what it would have linked.
 set(_laneq_fallback_laneq_core Threads::Threads)
-set(_laneq_fallback_laneq_actors laneq_core CAF::core)
+set(_laneq_fallback_laneq_protocol laneq_core CAF::core)
+set(_laneq_fallback_laneq_persistence laneq_protocol)
+set(_laneq_fallback_laneq_actors laneq_persistence laneq_protocol laneq_core CAF::core)
 set(_laneq_fallback_laneq_core_canary Threads::Threads)
-set(_laneq_fallback_laneq_actors_canary laneq_core_canary CAF::core)
+set(_laneq_fallback_laneq_actors_canary laneq_persistence laneq_protocol laneq_core_canary CAF::core)
 
 # laneq_resolve_links(<out-var> <lib>...): replaces missing laneq_* targets by their fallbacks.
 function(laneq_resolve_links out)
@@ -79,12 +81,15 @@ function(laneq_add_executable name)
   laneq_set_warnings(${name})
 endfunction()
 
-# laneq_add_gtest(<name> LABEL <label> SOURCES <cpp>... LINK <lib>...)
+# laneq_add_gtest(<name> LABEL <label> [TIMEOUT <seconds>] SOURCES <cpp>... LINK <lib>...)
 # A GoogleTest executable whose tests are discovered when ctest runs (PRE_TEST:
 # nothing runs at build time, which matters under sanitizers). Every test gets a
-# TIMEOUT, and the ctest names are prefixed with "<label>." to keep suites apart.
+# TIMEOUT (default 300 s), and the ctest names are prefixed with "<label>." to keep suites apart.
 function(laneq_add_gtest name)
-  cmake_parse_arguments(A "" "LABEL" "SOURCES;LINK;DEFINITIONS" ${ARGN})
+  cmake_parse_arguments(A "" "LABEL;TIMEOUT" "SOURCES;LINK;DEFINITIONS" ${ARGN})
+  if(NOT A_TIMEOUT)
+    set(A_TIMEOUT 300)
+  endif()
   laneq_add_executable(${name} SOURCES ${A_SOURCES} LINK ${A_LINK} DEFINITIONS ${A_DEFINITIONS})
   if(NOT TARGET ${name})
     return()
@@ -93,5 +98,5 @@ function(laneq_add_gtest name)
     TEST_PREFIX "${A_LABEL}."
     DISCOVERY_MODE PRE_TEST
     DISCOVERY_TIMEOUT 60
-    PROPERTIES TIMEOUT 300 LABELS "${A_LABEL}")
+    PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "${A_LABEL}")
 endfunction()

@@ -1,0 +1,22 @@
+// The protocol's out-of-line pieces (actors/include/laneq/actors/protocol.hpp): laneq <-> CAF
+// error conversion. Its own target, laneq_protocol, so both laneq_actors and laneq_persistence
+// can link it.
+#include "laneq/actors/protocol.hpp"
+
+namespace laneq {
+
+caf::error to_caf(const error& e) {
+  return caf::error{static_cast<std::uint8_t>(e.code), caf::atom("laneq"),
+                    caf::make_message(e.message)};
+}
+
+error from_caf(const caf::error& e) {
+  if (e.category() == caf::atom("laneq")) {
+    std::string msg;
+    if (e.context().match_elements<std::string>()) msg = e.context().get_as<std::string>(0);
+    return error{static_cast<errc>(e.code()), std::move(msg)};
+  }
+  return error{errc::unavailable, "the broker did not answer: " + caf::to_string(e)};
+}
+
+}  // namespace laneq
