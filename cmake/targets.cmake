@@ -16,11 +16,11 @@ function(laneq_glob out)
 endfunction()
 
 # When a laneq library has no sources yet, consumers link what it would have linked.
-set(_laneq_fallback_laneq_core Threads::Threads)
+set(_laneq_fallback_laneq_core Threads::Threads OpenSSL::Crypto)
 set(_laneq_fallback_laneq_protocol laneq_core CAF::core)
 set(_laneq_fallback_laneq_persistence laneq_protocol)
 set(_laneq_fallback_laneq_actors laneq_persistence laneq_protocol laneq_core CAF::core)
-set(_laneq_fallback_laneq_core_canary Threads::Threads)
+set(_laneq_fallback_laneq_core_canary Threads::Threads OpenSSL::Crypto)
 set(_laneq_fallback_laneq_actors_canary laneq_persistence laneq_protocol laneq_core_canary CAF::core)
 
 # laneq_resolve_links(<out-var> <lib>...): replaces missing laneq_* targets by their fallbacks.

@@ -44,14 +44,38 @@ broker::broker(caf::actor_system& sys) : broker(sys, make_context(sys)) {}
 broker::broker(caf::actor_system& sys, context_ptr ctx)
     : broker(sys, std::move(ctx), sys.spawn<memory_store_impl>()) {}
 
-broker::broker(caf::actor_system& sys, context_ptr ctx, store_actor store)
-    : ctx_(std::move(ctx)), store_(std::move(store)) {
-  admin_ = sys.spawn<admin_actor_impl>(admin_actor_config{ctx_, store_});
+broker::broker(caf::actor_system& sys, context_ptr ctx, store_actor store, broker_options opts,
+               bool owns_store)
+    : ctx_(std::move(ctx)), store_(std::move(store)), owns_store_(owns_store) {
+  admin_ = sys.spawn<admin_actor_impl>(
+      admin_actor_config{ctx_, store_, opts.sync, opts.reclaim_grace, opts.group_window});
+}
+
+result<std::unique_ptr<broker>> broker::open(caf::actor_system& sys, broker_options opts) {
+  if (opts.reclaim_grace < duration{0} || opts.reclaim_grace > limits::reclaim_grace_max)
+    return error{errc::invalid_argument,
+                 "reclaim_grace must be between 0 and " +
+                     std::to_string(limits::reclaim_grace_max.count() / 1'000'000) + " s"};
+  store_actor store;
+  if (opts.data_dir.empty()) {
+    store = sys.spawn<memory_store_impl>();
+  } else {
+    opts.persistence.dir = opts.data_dir;
+    auto opened = spawn_persistence(sys, opts.persistence);
+    if (!opened) return opened.err();
+    store = std::move(opened).value();
+  }
+  auto b = std::make_unique<broker>(sys, make_context(sys), std::move(store), std::move(opts));
+  // Nothing is served before every stored queue is back.
+  auto recovered = call<std::uint64_t>(sys, b->admin_, caf::timespan{std::chrono::hours{24}},
+                                       recover_atom_v);
+  if (!recovered) return recovered.err();
+  return b;
 }
 
 broker::~broker() {
   caf::anon_send_exit(admin_, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(store_, caf::exit_reason::user_shutdown);
+  if (owns_store_) caf::anon_send_exit(store_, caf::exit_reason::user_shutdown);
 }
 
 blocking_admin::blocking_admin(caf::actor_system& sys, admin_actor admin, caf::timespan timeout)

@@ -6,10 +6,7 @@
 namespace laneq {
 
 fairness_actor_impl::fairness_actor_impl(caf::actor_config& cfg, fairness_actor_config fc)
-    : fairness_actor::base(cfg),
-      fc_(std::move(fc)),
-      sched_(fc_.throttles),
-      nonces_(fc_.ctx->seed, fc_.ctx->nonce_key ^ std::hash<std::string>{}(fc_.store_key)) {}
+    : fairness_actor::base(cfg), fc_(std::move(fc)), sched_(fc_.throttles) {}
 
 // Handles to peers are strong references: drop them so no cycle outlives the actor.
 void fairness_actor_impl::on_exit() {
@@ -38,7 +35,8 @@ std::vector<delivery> fairness_actor_impl::take(std::uint32_t max, duration leas
     auto picked = sched_.pick(t);
     if (!picked) break;
     auto& item = picked->item;
-    lease_token token{item.group, item.msg.id, item.msg.attempts + 1, nonces_.next()};
+    auto attempt = item.msg.attempts + 1;
+    lease_token token{item.group, item.msg.id, attempt, fc_.storage->nonce(item.msg, attempt)};
     item.msg.attempts = token.attempt;
     auto deadline = t + lease;
     std::string label;
@@ -62,29 +60,74 @@ std::vector<delivery> fairness_actor_impl::take(std::uint32_t max, duration leas
   return out;
 }
 
+void fairness_actor_impl::write(std::vector<store_op> ops) {
+  if (ops.empty()) return;
+  caf::anon_send(fc_.store, write_atom_v, fc_.storage->write(std::move(ops)));
+}
+
+template <class T>
+caf::result<T> fairness_actor_impl::write_then(std::vector<store_op> ops, T answer) {
+  if (ops.empty()) return answer;
+  auto promise = make_response_promise<T>();
+  request(fc_.store, caf::infinite, write_atom_v, fc_.storage->write(std::move(ops)))
+      .then([promise, answer](caf::ok_atom) mutable { promise.deliver(std::move(answer)); },
+            [this, promise](caf::error& e) mutable {
+              promise.deliver(to_caf(storage_error(fc_.queue_name, e)));
+            });
+  return promise;
+}
+
+std::vector<store_op> fairness_actor_impl::end_attempt(const lease_token& lease,
+                                                       std::vector<store_op> ops) const {
+  if (fc_.storage->durable) ops.push_back(fc_.storage->erase_lease(lease.msg));
+  return ops;
+}
+
+void fairness_actor_impl::hand_out(caf::typed_response_promise<std::vector<delivery>> promise,
+                                   std::vector<delivery> out) {
+  if (!fc_.storage->durable || out.empty()) {
+    promise.deliver(std::move(out));
+    return;
+  }
+  // Durable delivery: no message leaves before its lease is committed, so after a restart
+  // the lease is honoured until its deadline and nobody else gets the message early.
+  std::vector<store_op> ops;
+  ops.reserve(out.size());
+  for (const auto& d : out)
+    ops.push_back(fc_.storage->put_lease(codec::lease_record{d.lease, d.deadline, d.msg.seq}));
+  request(fc_.store, caf::infinite, write_atom_v, fc_.storage->write(std::move(ops)))
+      .then([promise, out = std::move(out)](caf::ok_atom) mutable { promise.deliver(out); },
+            [this, promise](caf::error& e) mutable {
+              // The leases stay granted in memory and expire: the messages are not lost.
+              promise.deliver(to_caf(storage_error(fc_.queue_name, e)));
+            });
+}
+
 void fairness_actor_impl::serve_pending(timestamp t) {
   while (!pending_.empty() && sched_.ready_size() > 0) {
     auto& p = pending_.front();
     auto out = take(p.max, p.lease, t);
     if (out.empty()) break;  // everything ready was throttled
-    p.promise.deliver(std::move(out));
+    hand_out(p.promise, std::move(out));
     pending_deadlines_.erase(pending_deadlines_.find(p.deadline));
     pending_.pop_front();
     fc_.metrics->waiting_receives.store(pending_.size(), std::memory_order_relaxed);
   }
 }
 
-void fairness_actor_impl::retry_or_dead_letter(message m, duration retry_after, bool force_dead,
-                                               timestamp t) {
+std::vector<store_op> fairness_actor_impl::retry_or_dead_letter(message m, duration retry_after,
+                                                                bool force_dead, timestamp t) {
   if (force_dead || m.attempts >= fc_.max_attempts) {
     auto reason = force_dead ? dead_letter_reason::requested : dead_letter_reason::max_attempts;
     queue_metrics::add(fc_.metrics->dead_lettered);
     std::vector<dead_letter> dl{dead_letter{std::move(m), reason, t}};
-    send(fc_.queue, dead_atom_v, std::move(dl));
-    return;
+    send(fc_.queue, dead_atom_v, std::move(dl));  // the queue actor records the move
+    return {};
   }
   m.not_before = t + retry_after;
+  std::vector<store_op> ops{fc_.storage->put_message(codec::lane_id{}, m)};
   sched_.on_ready(ready_item{std::move(m), group_id{}}, t);
+  return ops;
 }
 
 void fairness_actor_impl::rearm(timestamp t) {
@@ -114,11 +157,15 @@ void fairness_actor_impl::expire_leases(timestamp t) {
     if (auto strong = w.group.lock())
       send(caf::actor_cast<group_actor>(strong), tick_atom_v, w.lease);
   }
+  std::vector<store_op> ops;
   for (auto& m : leases_.expire_due(t)) {
     queue_metrics::add(fc_.metrics->lease_expired);
     fc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
-    retry_or_dead_letter(std::move(m), duration{0}, false, t);
+    if (fc_.storage->durable) ops.push_back(fc_.storage->erase_lease(m.id));
+    for (auto& op : retry_or_dead_letter(std::move(m), duration{0}, false, t))
+      ops.push_back(std::move(op));
   }
+  write(std::move(ops));
 }
 
 void fairness_actor_impl::catch_up(timestamp t) {
@@ -165,7 +212,9 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
         if (!out.empty() || req.wait_us == 0) {
           rearm(t);
           check();
-          return out;
+          auto promise = make_response_promise<std::vector<delivery>>();
+          hand_out(promise, std::move(out));
+          return promise;
         }
         if (pending_.size() >= limits::pending_receives_max)
           return to_caf(error{errc::limit_exceeded,
@@ -179,29 +228,33 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
         rearm(t);
         return promise;
       },
-      [this](ack_atom, const std::vector<lease_token>& leases) -> std::vector<lease_outcome> {
+      [this](ack_atom,
+             const std::vector<lease_token>& leases) -> caf::result<std::vector<lease_outcome>> {
         auto t = now();
         catch_up(t);
         std::vector<lease_outcome> failed;
-        std::vector<message_id> removed;
+        std::vector<store_op> ops;
+        std::size_t removed = 0;
         for (const auto& l : leases) {
           auto m = leases_.release(l);
           if (!m) {
             failed.push_back(lease_outcome{l, m.err()});
             continue;
           }
-          removed.push_back(l.msg);
+          ++removed;
+          ops.push_back(fc_.storage->erase_message(codec::lane_id{}, m.value().seq));
+          ops = end_attempt(l, std::move(ops));
         }
-        if (!removed.empty()) {
-          queue_metrics::add(fc_.metrics->acked, removed.size());
-          fc_.metrics->in_flight.fetch_sub(static_cast<std::int64_t>(removed.size()),
+        if (removed > 0) {
+          queue_metrics::add(fc_.metrics->acked, removed);
+          fc_.metrics->in_flight.fetch_sub(static_cast<std::int64_t>(removed),
                                            std::memory_order_relaxed);
-          caf::anon_send(fc_.store, remove_atom_v, fc_.store_key, std::move(removed));
         }
         serve_pending(t);  // expired leases may have made items ready
         rearm(t);
         check();
-        return failed;
+        // Confirmed once the deletes are durable: no redelivery after a confirmed ack.
+        return write_then(std::move(ops), std::move(failed));
       },
       [this](nack_atom, const lease_token& l,
              const nack_request& req) -> caf::result<caf::ok_atom> {
@@ -214,12 +267,13 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
         }
         queue_metrics::add(fc_.metrics->nacked);
         fc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
-        retry_or_dead_letter(std::move(m).value(), duration{req.retry_after_us},
-                             req.kind == nack_kind::dead_letter, t);
+        auto ops = end_attempt(l, retry_or_dead_letter(std::move(m).value(),
+                                                       duration{req.retry_after_us},
+                                                       req.kind == nack_kind::dead_letter, t));
         serve_pending(t);
         rearm(t);
         check();
-        return caf::ok_atom_v;
+        return write_then(std::move(ops), caf::ok_atom_v);
       },
       [this](extend_atom, const lease_token& l, std::int64_t by_us) -> caf::result<timestamp> {
         auto t = now();
@@ -228,7 +282,22 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
         rearm(t);
         check();
         if (!deadline) return to_caf(deadline.err());
-        return deadline.value();
+        if (!fc_.storage->durable) return deadline.value();
+        // Durable delivery: the new deadline is committed before it is promised.
+        const auto* m = leases_.leased(l);
+        std::vector<store_op> ops{
+            fc_.storage->put_lease(codec::lease_record{l, deadline.value(), m->seq})};
+        return write_then(std::move(ops), deadline.value());
+      },
+      [this](recover_atom, std::vector<message>& ready, std::vector<delivery>& leased) {
+        auto t = now();
+        for (auto& m : ready) sched_.on_ready(ready_item{std::move(m), group_id{}}, t);
+        for (auto& d : leased) leases_.grant(d.lease, std::move(d.msg), d.deadline, t);
+        fc_.metrics->in_flight.fetch_add(static_cast<std::int64_t>(leased.size()),
+                                         std::memory_order_relaxed);
+        catch_up(t);  // leases that ran out while the broker was down expire now
+        rearm(t);
+        check();
       },
       [this](waiting_atom) { return sched_.waiting(); },
       [this](extend_atom, const group_actor& g, const lease_token& lease, timestamp deadline) {

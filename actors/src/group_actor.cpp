@@ -3,8 +3,12 @@
 
 namespace laneq {
 
+using namespace std::chrono_literals;
+
 group_actor_impl::group_actor_impl(caf::actor_config& cfg, group_actor_config gc)
-    : group_actor::base(cfg), gc_(std::move(gc)), state_(gc_.id, gc_.max_attempts) {}
+    : group_actor::base(cfg),
+      gc_(std::move(gc)),
+      state_(gc_.id, gc_.max_attempts, gc_.storage->window) {}
 
 // Handles to peers are strong references: drop them so no cycle outlives the actor.
 void group_actor_impl::on_exit() {
@@ -19,36 +23,156 @@ void group_actor_impl::check() {
 #endif
 }
 
-void group_actor_impl::apply(group_effects fx) {
+std::vector<store_op> group_actor_impl::apply(group_effects fx) {
   auto& m = *gc_.metrics;
-  if (fx.offer)
-    send(gc_.fairness, offer_atom_v, gc_.id, caf::actor_cast<group_actor>(this), gc_.label,
-         std::move(*fx.offer));
-  if (!fx.removed.empty()) {
-    queue_metrics::add(m.acked, fx.removed.size());
-    caf::anon_send(gc_.store, remove_atom_v, gc_.store_key, std::move(fx.removed));
+  const auto& st = *gc_.storage;
+  std::vector<store_op> ops;
+  if (fx.offer) {
+    if (held_) {
+      held_ = std::move(fx.offer);  // still in the reclaim grace
+    } else {
+      send(gc_.fairness, offer_atom_v, gc_.id, caf::actor_cast<group_actor>(this), gc_.label,
+           std::move(*fx.offer));
+    }
   }
+  for (auto seq : fx.removed) ops.push_back(st.erase_message(gc_.lane, seq));
+  if (!fx.removed.empty()) queue_metrics::add(m.acked, fx.removed.size());
+  if (fx.updated) ops.push_back(st.put_message(gc_.lane, *fx.updated));
   if (!fx.dead_letters.empty()) {
     queue_metrics::add(m.dead_lettered, fx.dead_letters.size());
     send(gc_.queue, dead_atom_v, std::move(fx.dead_letters));
   }
-  if (fx.idle) send(gc_.queue, idle_atom_v, gc_.id, state_.received_total());
+  if (fx.fetch) fetch(*fx.fetch);
+  if (fx.idle) idle_due_ = true;
   check();
+  return ops;
+}
+
+void group_actor_impl::report_idle() {
+  // Not while a client still waits for one of this group's writes: the queue actor stops an
+  // idle group, and a stopped group could no longer answer.
+  if (!idle_due_ || writes_pending_ > 0) return;
+  idle_due_ = false;
+  if (state_.backlog() == 0 && state_.current_phase() == group_state::phase::empty)
+    send(gc_.queue, idle_atom_v, gc_.id, state_.received_total());
+}
+
+void group_actor_impl::write(std::vector<store_op> ops) {
+  if (!ops.empty()) caf::anon_send(gc_.store, write_atom_v, gc_.storage->write(std::move(ops)));
+  report_idle();
+}
+
+template <class T>
+caf::result<T> group_actor_impl::write_then(std::vector<store_op> ops, T answer) {
+  if (ops.empty()) {
+    report_idle();
+    return answer;
+  }
+  auto promise = make_response_promise<T>();
+  ++writes_pending_;
+  request(gc_.store, caf::infinite, write_atom_v, gc_.storage->write(std::move(ops)))
+      .then(
+          [this, promise, answer](caf::ok_atom) mutable {
+            promise.deliver(answer);
+            --writes_pending_;
+            report_idle();
+          },
+          [this, promise](caf::error& e) mutable {
+            promise.deliver(to_caf(storage_error(gc_.storage->name, e)));
+            --writes_pending_;
+            report_idle();
+          });
+  return promise;
+}
+
+void group_actor_impl::fetch(const fetch_request& req) {
+  auto [from, to] = codec::lane_range(gc_.storage->uid, gc_.lane, req.after);
+  auto max = static_cast<std::uint32_t>(std::min<std::size_t>(req.max, limits::store_scan_max));
+  request(gc_.store, caf::infinite, scan_atom_v, std::move(from), std::move(to), max)
+      .then(
+          [this](std::vector<store_entry>& page) {
+            std::vector<message> msgs;
+            msgs.reserve(page.size());
+            for (auto& e : page) {
+              auto m = codec::decode_message(e.value);
+              if (!m) {
+                // A record the store kept but cannot be trusted: stop reading this group rather
+                // than deliver out of order; the error is visible in the group's state.
+                state_.on_fetch_failed();
+                return;
+              }
+              msgs.push_back(std::move(m).value());
+            }
+            write(apply(state_.on_fetched(std::move(msgs), now())));
+          },
+          [this](caf::error&) {
+            // The store is degraded: try again shortly (it reopens itself).
+            state_.on_fetch_failed();
+            delayed_send(caf::actor_cast<group_actor>(this), 200ms, fetch_atom_v);
+          });
+}
+
+std::vector<store_op> group_actor_impl::end_attempt(const lease_token& lease,
+                                                    std::vector<store_op> ops) {
+  gc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
+  // Durable delivery: the attempt is over, and its committed lease goes with it.
+  if (gc_.storage->durable) ops.push_back(gc_.storage->erase_lease(lease.msg));
+  return ops;
 }
 
 void group_actor_impl::expire_if_due(timestamp t) {
   if (state_.current_phase() != group_state::phase::in_flight || state_.lease_deadline() > t)
     return;
   queue_metrics::add(gc_.metrics->lease_expired);
-  gc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
-  apply(state_.on_lease_timer(t));
+  auto lease = *state_.lease();
+  write(end_attempt(lease, apply(state_.on_lease_timer(t))));
+}
+
+void group_actor_impl::restore_lease(const lease_token& lease, timestamp deadline, timestamp t) {
+  held_.reset();
+  state_.on_restored_lease(lease, deadline, t);
+  gc_.metrics->in_flight.fetch_add(1, std::memory_order_relaxed);
+  send(gc_.fairness, extend_atom_v, caf::actor_cast<group_actor>(this), lease, deadline);
+}
+
+void group_actor_impl::reclaim(const lease_token& lease, timestamp t) {
+  const auto* head = state_.head();
+  if (!held_ || state_.lease() || !head || !gc_.storage->issued_before_restart(lease, *head))
+    return;
+  // The old holder is back: its lease runs on as if there had been no restart.
+  restore_lease(lease, t + limits::lease_default, t);
 }
 
 group_actor_impl::behavior_type group_actor_impl::make_behavior() {
   return {
       [this](enqueue_atom, std::vector<message>& msgs) {
-        apply(state_.on_enqueue(std::move(msgs), now()));
+        write(apply(state_.on_enqueue(std::move(msgs), now())));
       },
+      [this](recover_atom, group_recovery& gr) {
+        auto t = now();
+        auto fx = state_.on_enqueue(std::move(gr.window), t);
+        auto more = state_.on_stored_beyond(gr.beyond, t);
+        fx.fetch = std::move(more.fetch);
+        if (!gr.lease.empty() && fx.offer) {
+          // Durable delivery: the lease committed before the restart is honoured until its
+          // deadline; the fairness actor watches it as usual.
+          fx.offer.reset();
+          restore_lease(gr.lease.front(), gr.lease_deadline, t);
+          expire_if_due(t);
+        } else if (gr.hold_until > t && fx.offer) {
+          held_ = std::move(fx.offer);  // fast delivery: wait for the old lease holder
+          delayed_send(caf::actor_cast<group_actor>(this), gr.hold_until - t, release_atom_v);
+        }
+        write(apply(std::move(fx)));
+      },
+      [this](release_atom) {
+        if (!held_) return;
+        auto head = std::move(*held_);
+        held_.reset();
+        send(gc_.fairness, offer_atom_v, gc_.id, caf::actor_cast<group_actor>(this), gc_.label,
+             std::move(head));
+      },
+      [this](fetch_atom) { write(apply(state_.retry_fetch())); },
       [this](delivered_atom, const lease_token& lease, timestamp deadline) {
         auto t = now();
         state_.on_delivered(lease, deadline, t);  // the fairness actor watches the deadline
@@ -56,32 +180,36 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
       },
       [this](ack_atom, const lease_token& lease) -> caf::result<caf::ok_atom> {
         auto t = now();
+        reclaim(lease, t);
         expire_if_due(t);
         auto fx = state_.on_ack(lease, t);
         if (!fx) return to_caf(fx.err());
-        gc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
-        apply(std::move(fx).value());
-        return caf::ok_atom_v;
+        // The group moves on at once; the ack is confirmed once its delete is durable, so a
+        // confirmed ack is never followed by a redelivery after a crash.
+        return write_then(end_attempt(lease, apply(std::move(fx).value())), caf::ok_atom_v);
       },
       [this](nack_atom, const lease_token& lease,
              const nack_request& req) -> caf::result<caf::ok_atom> {
         auto t = now();
+        reclaim(lease, t);
         expire_if_due(t);
         auto fx = state_.on_nack(lease, req.kind, duration{req.retry_after_us}, t);
         if (!fx) return to_caf(fx.err());
         queue_metrics::add(gc_.metrics->nacked);
-        gc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
-        apply(std::move(fx).value());
-        return caf::ok_atom_v;
+        return write_then(end_attempt(lease, apply(std::move(fx).value())), caf::ok_atom_v);
       },
       [this](extend_atom, const lease_token& lease, std::int64_t by_us) -> caf::result<timestamp> {
         auto t = now();
+        reclaim(lease, t);
         expire_if_due(t);
         auto deadline = state_.on_extend(lease, duration{by_us}, t);
         if (!deadline) return to_caf(deadline.err());
         send(gc_.fairness, extend_atom_v, caf::actor_cast<group_actor>(this), lease,
              deadline.value());
-        return deadline.value();
+        if (!gc_.storage->durable) return deadline.value();
+        // Durable delivery: the new deadline is committed before it is promised.
+        codec::lease_record rec{lease, deadline.value(), state_.head()->seq};
+        return write_then(std::vector<store_op>{gc_.storage->put_lease(rec)}, deadline.value());
       },
       [this](describe_atom) -> group_info {
         auto info = state_.describe(now());

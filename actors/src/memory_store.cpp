@@ -1,66 +1,65 @@
 // The in-memory store (actors/include/laneq/actors/memory_store.hpp).
 #include "laneq/actors/memory_store.hpp"
 
+#include <bit>
+
 namespace laneq {
 
 memory_store_impl::memory_store_impl(caf::actor_config& cfg) : store_actor::base(cfg) {}
 
-caf::result<caf::ok_atom> memory_store_impl::join_window() {
-  // The window closes when the commit message, queued behind every write already in the
-  // mailbox, is processed: all those writes share one commit.
-  if (window_.empty()) send(caf::actor_cast<store_actor>(this), commit_atom_v);
-  auto promise = make_response_promise<caf::ok_atom>();
-  window_.push_back(promise);
-  return promise;
+void memory_store_impl::commit() {
+  if (batch_.empty()) return;
+  ++stats_.batches;
+  auto bucket = static_cast<std::size_t>(std::bit_width(batch_.size()) - 1);
+  if (stats_.batch_histogram.size() <= bucket) stats_.batch_histogram.resize(bucket + 1);
+  ++stats_.batch_histogram[bucket];
+  bool sync = false;
+  for (auto& p : batch_) {
+    sync = sync || p.write.sync;
+    ++stats_.writes;
+    for (auto& op : p.write.ops) {
+      ++stats_.ops;
+      stats_.bytes += op.key.size() + op.value.size();
+      switch (op.what) {
+        case store_op::kind::put: data_.insert_or_assign(std::move(op.key), std::move(op.value)); break;
+        case store_op::kind::erase: data_.erase(op.key); break;
+        case store_op::kind::erase_range:
+          data_.erase(data_.lower_bound(op.key), data_.lower_bound(op.value));
+          break;
+      }
+    }
+  }
+  if (sync) ++stats_.syncs;
+  for (auto& p : batch_) p.promise.deliver(caf::ok_atom_v);
+  batch_.clear();
+  ++generation_;
 }
 
 memory_store_impl::behavior_type memory_store_impl::make_behavior() {
   return {
-      [this](append_atom, const std::string& queue,
-             std::vector<message>& msgs) -> caf::result<caf::ok_atom> {
-        if (dropped_.count(queue))
-          return to_caf(error{errc::queue_deleted, "the queue was deleted"});
-        auto& q = queues_[queue];
-        records_ += msgs.size();
-        for (auto& m : msgs) {
-          q.dead.erase(m.id);  // a redrive moves the message back
-          auto id = m.id;
-          q.live.insert_or_assign(id, std::move(m));
+      [this](write_atom, store_write& w) -> caf::result<caf::ok_atom> {
+        // The batch closes when the commit message, queued behind every write already in the
+        // mailbox, is processed: all those writes share one commit.
+        if (batch_.empty()) send(caf::actor_cast<store_actor>(this), commit_atom_v, generation_);
+        auto promise = make_response_promise<caf::ok_atom>();
+        batch_.push_back(pending{std::move(w), promise});
+        if (batch_.size() >= limits::store_batch_writes_max) commit();
+        return promise;
+      },
+      [this](scan_atom, const std::string& from, const std::string& to, std::uint32_t max) {
+        std::vector<store_entry> out;
+        auto limit = std::min(max, limits::store_scan_max);
+        for (auto it = data_.lower_bound(from); it != data_.end() && it->first < to; ++it) {
+          if (out.size() >= limit) break;
+          out.push_back(store_entry{it->first, it->second});
         }
-        return join_window();
+        return out;
       },
-      [this](remove_atom, const std::string& queue,
-             const std::vector<message_id>& ids) -> caf::result<caf::ok_atom> {
-        auto it = queues_.find(queue);
-        if (it == queues_.end()) return caf::ok_atom_v;  // dropped: nothing left to remove
-        records_ += ids.size();
-        for (auto id : ids) it->second.live.erase(id);
-        return caf::ok_atom_v;  // acks are not waited for: a lost ack means a redelivery
+      [this](stats_atom) { return stats_; },
+      [this](commit_atom, std::uint64_t generation) {
+        if (generation == generation_) commit();
       },
-      [this](dead_atom, const std::string& queue,
-             std::vector<dead_letter>& dls) -> caf::result<caf::ok_atom> {
-        auto it = queues_.find(queue);
-        if (it == queues_.end()) return caf::ok_atom_v;  // dropped
-        auto& q = it->second;
-        records_ += dls.size();
-        for (auto& dl : dls) {
-          auto id = dl.msg.id;
-          q.live.erase(id);
-          q.dead.insert_or_assign(id, std::move(dl));
-        }
-        return caf::ok_atom_v;
-      },
-      [this](drop_atom, const std::string& queue) -> caf::result<caf::ok_atom> {
-        queues_.erase(queue);
-        dropped_.insert(queue);  // store keys are never reused (one per queue incarnation)
-        return caf::ok_atom_v;
-      },
-      [this](stats_atom) { return caf::make_result(commits_, records_); },
-      [this](commit_atom) {
-        ++commits_;
-        for (auto& p : window_) p.deliver(caf::ok_atom_v);
-        window_.clear();
-      },
+      [](reopen_atom) {},
   };
 }
 

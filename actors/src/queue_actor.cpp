@@ -56,7 +56,163 @@ void queue_actor_impl::on_exit() {
 }
 
 queue_actor_impl::queue_actor_impl(caf::actor_config& cfg, queue_actor_config qc)
-    : queue_actor::base(cfg), qc_(std::move(qc)) {}
+    : queue_actor::base(cfg), qc_(std::move(qc)) {
+  // Group ids of different broker runs never meet: a token from before a restart cannot name a
+  // group of this run by accident.
+  next_group_ = (qc_.storage->epoch << 32) + 1;
+}
+
+// -- recovery (docs/design/recovery.md) ----------------------------------------------------------
+
+struct queue_actor_impl::recovery {
+  struct lane_state {
+    std::vector<message> window;  // the first messages, payloads decoded
+    std::uint64_t beyond = 0;     // the rest: counted, left in the store
+  };
+  caf::typed_response_promise<caf::ok_atom> promise;
+  std::map<std::array<std::uint8_t, 16>, lane_state> lanes;
+  std::vector<message> unordered;
+  std::unordered_map<message_id, codec::lease_record> leases;
+  std::uint64_t messages = 0;
+};
+
+template <class Each, class Done>
+void queue_actor_impl::scan_all(std::string from, std::string to, Each each, Done finished) {
+  request(qc_.store, caf::infinite, scan_atom_v, from, to, limits::store_scan_max)
+      .then(
+          [this, to, each, finished](std::vector<store_entry>& page) mutable {
+            for (auto& e : page)
+              if (auto err = each(e)) {
+                finished(std::move(err));
+                return;
+              }
+            if (page.size() < limits::store_scan_max) {
+              finished(std::optional<error>{});
+              return;
+            }
+            auto next = std::move(page.back().key);
+            next.push_back('\0');  // the smallest key after the last one read
+            scan_all(std::move(next), std::move(to), std::move(each), std::move(finished));
+          },
+          [this, finished](caf::error& e) mutable {
+            finished(std::optional<error>{storage_error(qc_.spec.name(), e)});
+          });
+}
+
+void queue_actor_impl::recover(std::shared_ptr<recovery> r) {
+  const auto uid = qc_.storage->uid;
+  auto fail = [this, r](error err) {
+    err.message = "recovering queue '" + qc_.spec.name() + "': " + err.message;
+    r->promise.deliver(to_caf(err));
+  };
+  // Counters, then leases, dead letters and messages; each step starts when the last is done.
+  auto [cfrom, cto] = codec::queue_range(codec::tag::counters, uid);
+  auto [lfrom, lto] = codec::queue_range(codec::tag::lease, uid);
+  auto [dfrom, dto] = codec::queue_range(codec::tag::dead, uid);
+  auto [mfrom, mto] = codec::queue_range(codec::tag::message, uid);
+  auto on_message = [this, r](const store_entry& e) -> std::optional<error> {
+    auto key = codec::parse_message_key(e.key);
+    if (!key) return key.err();
+    ++r->messages;
+    if (key.value().lane.unordered()) {
+      auto m = codec::decode_message(e.value);
+      if (!m) return m.err();
+      r->unordered.push_back(std::move(m).value());
+      return std::nullopt;
+    }
+    auto& lane = r->lanes[key.value().lane.bytes];
+    if (lane.beyond > 0 || lane.window.size() >= qc_.storage->window) {
+      ++lane.beyond;  // memory follows live groups: the payload stays in the store
+      return std::nullopt;
+    }
+    auto m = codec::decode_message(e.value);
+    if (!m) return m.err();
+    lane.window.push_back(std::move(m).value());
+    return std::nullopt;
+  };
+  auto on_dead = [this](const store_entry& e) -> std::optional<error> {
+    auto d = codec::decode_dead_letter(e.value);
+    if (!d) return d.err();
+    auto order = codec::parse_uid(std::string_view{e.key}.substr(8));  // the order after the uid
+    if (!order) return order.err();
+    dead_letter_order_[d.value().msg.id] = order.value();
+    dead_letters_.emplace(order.value(), std::move(d).value());
+    return std::nullopt;
+  };
+  auto on_lease = [r](const store_entry& e) -> std::optional<error> {
+    auto l = codec::decode_lease(e.value);
+    if (!l) return l.err();
+    r->leases.emplace(l.value().lease.msg, std::move(l).value());
+    return std::nullopt;
+  };
+  auto on_counters = [this](const store_entry& e) -> std::optional<error> {
+    auto c = codec::decode_counters(e.value);
+    if (!c) return c.err();
+    next_id_ = c.value().next_id;
+    next_seq_ = c.value().next_seq;
+    next_dead_letter_ = c.value().next_dead;
+    return std::nullopt;
+  };
+  auto messages = [=, this](std::optional<error> err) {
+    if (err) return fail(*err);
+    scan_all(mfrom, mto, on_message, [this, r, fail](std::optional<error> err2) {
+      if (err2) return fail(*err2);
+      finish_recovery(*r);
+      r->promise.deliver(caf::ok_atom_v);
+    });
+  };
+  auto dead = [=, this](std::optional<error> err) {
+    if (err) return fail(*err);
+    scan_all(dfrom, dto, on_dead, messages);
+  };
+  auto leases = [=, this](std::optional<error> err) {
+    if (err) return fail(*err);
+    scan_all(lfrom, lto, on_lease, dead);
+  };
+  scan_all(cfrom, cto, on_counters, leases);
+}
+
+void queue_actor_impl::finish_recovery(recovery& r) {
+  const auto& st = *qc_.storage;
+  auto t = now();
+  queue_metrics::add(qc_.metrics->recovered, r.messages);
+  bool hold = !st.durable && st.reclaim_grace > duration{0};
+  for (auto& [bytes, lane] : r.lanes) {
+    // Every message of a lane has the same placement; the head's stands for all of them.
+    auto& head = lane.window.front();
+    auto where = place(qc_.spec, head);
+    LANEQ_ASSERT(where.ok() && where.value().ordered, "a stored lane is an ordering group");
+    group_recovery gr;
+    group_id id{};
+    if (auto it = r.leases.find(head.id); it != r.leases.end() && it->second.seq == head.seq) {
+      gr.lease.push_back(it->second.lease);
+      gr.lease_deadline = it->second.deadline;
+      id = it->second.lease.group;  // the token keeps naming its group after the restart
+    }
+    if (hold) gr.hold_until = t + st.reclaim_grace;
+    auto& g = group_for(where.value().group_key, where.value().group_label, id);
+    if (hold) reclaimable_.emplace(head.id, g.id);
+    gr.beyond = lane.beyond;
+    g.routed = lane.window.size() + lane.beyond;
+    gr.window = std::move(lane.window);
+    send(g.handle, recover_atom_v, std::move(gr));
+  }
+  std::vector<message> ready;
+  std::vector<delivery> leased;
+  for (auto& m : r.unordered) {
+    auto it = r.leases.find(m.id);
+    if (it != r.leases.end() && it->second.seq == m.seq) {
+      m.attempts = it->second.lease.attempt;
+      leased.push_back(delivery{std::move(m), it->second.lease, it->second.deadline, {}});
+    } else {
+      ready.push_back(std::move(m));
+    }
+  }
+  if (!ready.empty() || !leased.empty())
+    send(fairness_, recover_atom_v, std::move(ready), std::move(leased));
+  if (hold && !reclaimable_.empty())
+    delayed_send(caf::actor_cast<queue_actor>(this), st.reclaim_grace, release_atom_v);
+}
 
 result<std::vector<queue_actor_impl::placed>> queue_actor_impl::admit(
     std::vector<outgoing_message>& batch, timestamp t) {
@@ -67,6 +223,11 @@ result<std::vector<queue_actor_impl::placed>> queue_actor_impl::admit(
                                              " messages, got " + std::to_string(batch.size())};
   for (std::size_t i = 0; i < batch.size(); ++i)
     if (auto err = check_message(batch[i], i)) return *err;
+  if (qc_.hook_missing)
+    return error{errc::enqueue_rejected,
+                 "queue '" + spec.name() +
+                     "' was recovered without its on_enqueue hook; create it again with the hook "
+                     "before enqueueing"};
   std::vector<placed> out;
   out.reserve(batch.size());
   std::uint64_t missing_total = 0;
@@ -110,7 +271,8 @@ result<std::vector<queue_actor_impl::placed>> queue_actor_impl::admit(
       err.message = field(i, "") + ": " + err.message;
       return err;
     }
-    out.push_back(placed{std::move(m), std::move(where).value()});
+    auto lane = lane_of(where.value());
+    out.push_back(placed{std::move(m), std::move(where).value(), lane});
   }
   queue_metrics::add(qc_.metrics->key_missing, missing_total);
   // Ids and seqs only once the whole batch is accepted: a rejected batch leaves no gap.
@@ -119,38 +281,61 @@ result<std::vector<queue_actor_impl::placed>> queue_actor_impl::admit(
   return out;
 }
 
+codec::lane_id queue_actor_impl::lane_of(const placement& where) const {
+  if (!where.ordered) return codec::lane_id{};
+  if (auto it = group_by_key_.find(where.group_key); it != group_by_key_.end()) {
+    // A live group knows its lane already; hashing once per group, not per message.
+    return lanes_.at(it->second);
+  }
+  return codec::make_lane_id(qc_.spec.name(), where.group_key);
+}
+
+std::vector<store_op> queue_actor_impl::counters_op() const {
+  codec::counters_record c{next_id_, next_seq_, next_dead_letter_};
+  return {store_op{store_op::kind::put, codec::counters_key(qc_.storage->uid),
+                   codec::encode_counters(c)}};
+}
+
 template <class Done>
-void queue_actor_impl::persist_and_route(std::vector<placed> batch, Done finish) {
-  std::vector<message> records;
-  records.reserve(batch.size());
-  for (const auto& p : batch) records.push_back(p.msg);
-  request(qc_.store, caf::infinite, append_atom_v, qc_.store_key, std::move(records))
+void queue_actor_impl::persist_and_route(std::vector<placed> batch, std::vector<store_op> ops,
+                                         Done finish) {
+  ops.reserve(ops.size() + batch.size() + 1);
+  for (const auto& p : batch) ops.push_back(qc_.storage->put_message(p.lane, p.msg));
+  for (auto& op : counters_op()) ops.push_back(std::move(op));
+  request(qc_.store, caf::infinite, write_atom_v, qc_.storage->write(std::move(ops)))
       .then(
           [this, batch = std::move(batch), finish](caf::ok_atom) mutable {
             route(std::move(batch));
             finish(std::optional<error>{});
           },
           [this, finish](caf::error& e) mutable {
-            auto err = from_caf(e);
-            if (err.code == errc::unavailable) err.code = errc::storage_failed;
-            err.message = "queue '" + qc_.spec.name() + "': " + err.message;
-            finish(std::optional<error>{err});
+            finish(std::optional<error>{storage_error(qc_.spec.name(), e)});
           });
 }
 
 queue_actor_impl::group_entry& queue_actor_impl::group_for(const std::string& key,
-                                                           const std::string& label) {
+                                                           const std::string& label,
+                                                           group_id id) {
   auto it = group_by_key_.find(key);
   if (it != group_by_key_.end()) return groups_.at(it->second);
-  group_id id{next_group_++};
-  group_actor_config gc{qc_.ctx,       qc_.metrics,
-                        qc_.store_key, id,
-                        label,         qc_.spec.attempts_max(),
-                        fairness_,     caf::actor_cast<queue_actor>(this),
+  if (!id) id = group_id{next_group_++};
+  auto lane = codec::make_lane_id(qc_.spec.name(), key);
+  group_actor_config gc{qc_.ctx,   qc_.metrics, qc_.storage,
+                        id,        lane,        label,
+                        qc_.spec.attempts_max(), fairness_, caf::actor_cast<queue_actor>(this),
                         qc_.store};
   auto handle = spawn<group_actor_impl, caf::linked>(std::move(gc));
   group_by_key_.emplace(key, id);
+  lanes_.emplace(id, lane);
   return groups_.emplace(id, group_entry{id, std::move(handle), key, 0}).first->second;
+}
+
+queue_actor_impl::group_entry* queue_actor_impl::owner_of(const lease_token& l) {
+  if (auto* entry = find_group(l.group)) return entry;
+  // Fast delivery after a restart: the token names a group of the previous run; its head
+  // waits for it during the reclaim grace.
+  if (auto it = reclaimable_.find(l.msg); it != reclaimable_.end()) return find_group(it->second);
+  return nullptr;
 }
 
 queue_actor_impl::group_entry* queue_actor_impl::find_group(group_id id) {
@@ -191,7 +376,8 @@ queue_stats queue_actor_impl::stats() const {
   s.redriven = queue_metrics::get(m.redriven);
   s.key_missing = queue_metrics::get(m.key_missing);
   s.rejected = queue_metrics::get(m.rejected);
-  auto in = s.enqueued + s.redriven;
+  s.recovered = queue_metrics::get(m.recovered);
+  auto in = s.recovered + s.enqueued + s.redriven;
   auto out = s.acked + s.dead_lettered;
   s.backlog = in > out ? in - out : 0;
   auto inflight = m.in_flight.load(std::memory_order_relaxed);
@@ -259,7 +445,7 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
   fairness_actor_config fc{qc_.ctx,
                            qc_.metrics,
                            qc_.spec.name(),
-                           qc_.store_key,
+                           qc_.storage,
                            qc_.spec.throttles(),
                            qc_.spec.lease_duration(),
                            qc_.spec.attempts_max(),
@@ -279,8 +465,8 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
         for (const auto& p : placed_batch.value()) ids.push_back(p.msg.id);
         auto n = ids.size();
         auto promise = make_response_promise<std::vector<message_id>>();
-        persist_and_route(std::move(placed_batch).value(), [this, promise, ids = std::move(ids),
-                                                            n](std::optional<error> err) mutable {
+        persist_and_route(std::move(placed_batch).value(), {},
+                          [this, promise, ids = std::move(ids), n](std::optional<error> err) mutable {
           if (err) {
             promise.deliver(to_caf(*err));
             return;
@@ -314,7 +500,7 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
         for (const auto& l : leases) {
           if (!l.group) {
             unordered.push_back(l);
-          } else if (auto* entry = find_group(l.group)) {
+          } else if (auto* entry = owner_of(l)) {
             grouped.emplace_back(entry->handle, l);
           } else {
             g->failed.push_back(lease_outcome{
@@ -354,7 +540,7 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
                               "nack: retry_after_ms must be between 0 and " +
                                   std::to_string(limits::retry_after_max.count() / 1000)});
         if (!l.group) return delegate(fairness_, nack_atom_v, l, req);
-        if (auto* entry = find_group(l.group)) return delegate(entry->handle, nack_atom_v, l, req);
+        if (auto* entry = owner_of(l)) return delegate(entry->handle, nack_atom_v, l, req);
         return to_caf(error{errc::lease_not_found, "no lease " + to_string(l) + " is in flight"});
       },
       [this](extend_atom, const lease_token& l, std::int64_t by_us) -> caf::result<timestamp> {
@@ -364,8 +550,7 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
                                   std::to_string(limits::lease_min.count() / 1000) + " and " +
                                   std::to_string(limits::lease_max.count() / 1000)});
         if (!l.group) return delegate(fairness_, extend_atom_v, l, by_us);
-        if (auto* entry = find_group(l.group))
-          return delegate(entry->handle, extend_atom_v, l, by_us);
+        if (auto* entry = owner_of(l)) return delegate(entry->handle, extend_atom_v, l, by_us);
         return to_caf(error{errc::lease_not_found, "no lease " + to_string(l) + " is in flight"});
       },
       [this](dlq_atom, std::uint32_t max) {
@@ -399,11 +584,14 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
         // A redriven message is a new arrival: a new seq, after everything that arrived
         // meanwhile; its id, enqueued_at and not-before time stay (O7, O9).
         std::vector<placed> batch;
+        std::vector<store_op> erase_dead;
         std::vector<std::pair<std::uint64_t, dead_letter>> taken;  // restored if the store fails
         for (auto order : orders) {
           auto node = dead_letters_.extract(order);
           if (node.empty()) continue;  // listed twice
           taken.emplace_back(order, node.mapped());
+          erase_dead.push_back(
+              store_op{store_op::kind::erase, codec::dead_key(qc_.storage->uid, order), {}});
           auto m = std::move(node.mapped().msg);
           dead_letter_order_.erase(m.id);
           m.seq = message_seq{next_seq_++};
@@ -411,13 +599,15 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
           m.not_before = m.delay_until;
           auto where = place(qc_.spec, m);
           LANEQ_ASSERT(where.ok(), "a message that was placed once is placed again");
-          batch.push_back(placed{std::move(m), std::move(where).value()});
+          auto lane = lane_of(where.value());
+          batch.push_back(placed{std::move(m), std::move(where).value(), lane});
         }
         auto n = static_cast<std::uint64_t>(batch.size());
         if (n == 0) return std::uint64_t{0};
         auto promise = make_response_promise<std::uint64_t>();
-        persist_and_route(std::move(batch), [this, promise, n, taken = std::move(taken)](
-                                                std::optional<error> err) mutable {
+        persist_and_route(std::move(batch), std::move(erase_dead),
+                          [this, promise, n, taken = std::move(taken)](
+                              std::optional<error> err) mutable {
           if (err) {
             for (auto& [order, dl] : taken) {  // nothing was redriven: they stay dead letters
               dead_letter_order_[dl.msg.id] = order;
@@ -434,20 +624,44 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
       [this](stats_atom) { return stats(); },
       [this](groups_atom, bool blocked_only) { return describe_groups(blocked_only); },
       [this](dead_atom, std::vector<dead_letter>& dls) {
-        // The dead-letter move is recorded by the store (fire and forget in memory).
-        caf::anon_send(qc_.store, dead_atom_v, qc_.store_key, dls);
+        // The move is not waited for: if it is lost, the message is still stored as live and
+        // comes back after a restart (at least once), never lost.
+        std::vector<store_op> ops;
         for (auto& dl : dls) {
           auto order = next_dead_letter_++;
+          auto where = place(qc_.spec, dl.msg);
+          LANEQ_ASSERT(where.ok(), "a message that was placed once is placed again");
+          ops.push_back(qc_.storage->erase_message(lane_of(where.value()), dl.msg.seq));
+          ops.push_back(store_op{store_op::kind::put, codec::dead_key(qc_.storage->uid, order),
+                                 codec::encode_dead_letter(dl)});
           dead_letter_order_[dl.msg.id] = order;
           dead_letters_.emplace(order, std::move(dl));
         }
+        for (auto& op : counters_op()) ops.push_back(std::move(op));
+        caf::anon_send(qc_.store, write_atom_v, qc_.storage->write(std::move(ops)));
       },
       [this](idle_atom, group_id id, std::uint64_t received) {
         auto* entry = find_group(id);
         if (!entry || entry->routed != received) return;  // more messages are on their way
         send(entry->handle, stop_atom_v);
         group_by_key_.erase(entry->key);
+        lanes_.erase(id);
         groups_.erase(id);
+      },
+      [this](recover_atom) -> caf::result<caf::ok_atom> {
+        auto r = std::make_shared<recovery>();
+        r->promise = make_response_promise<caf::ok_atom>();
+        recover(r);
+        return r->promise;
+      },
+      [this](create_atom, queue_spec& spec) {
+        // The same queue created again after a restart brings back its hook.
+        qc_.spec = std::move(spec);
+        qc_.hook_missing = false;
+      },
+      [this](release_atom) {
+        // The reclaim grace is over: tokens of the previous run no longer name anything.
+        reclaimable_.clear();
       },
   };
 }

@@ -2,6 +2,9 @@
 #include "laneq/codec.hpp"
 
 #include <array>
+#include <bit>
+
+#include <openssl/evp.h>
 
 #include "laneq/limits.hpp"
 
@@ -34,6 +37,7 @@ class writer {
     u32(static_cast<std::uint32_t>(s.size()));
     out_.append(s);
   }
+  void raw(std::string_view s) { out_.append(s); }
   std::string& out() { return out_; }
 
  private:
@@ -60,6 +64,15 @@ class reader {
   std::uint32_t u32() { return static_cast<std::uint32_t>(uint(4)); }
   std::uint64_t u64() { return uint(8); }
   std::int64_t i64() { return static_cast<std::int64_t>(uint(8)); }
+  std::string_view raw(std::size_t n) {
+    if (!ok_ || in_.size() < n) {
+      ok_ = false;
+      return {};
+    }
+    auto out = in_.substr(0, n);
+    in_.remove_prefix(n);
+    return out;
+  }
   std::string bytes(std::size_t max) {
     auto n = u32();
     if (!ok_ || n > max || in_.size() < n) {
@@ -76,8 +89,125 @@ class reader {
   bool ok_ = true;
 };
 
-error corrupt(const std::string& what) {
-  return error{errc::corrupt_record, "message record: " + what};
+error corrupt(std::string_view kind, const std::string& what) {
+  return error{errc::corrupt_record, std::string{kind} + " record: " + what};
+}
+
+/// Version byte, CRC32C of the body, body.
+std::string seal(writer& body) {
+  writer out;
+  out.u8(message_format_version);
+  out.u32(crc32c(body.out()));
+  out.raw(body.out());
+  return std::move(out.out());
+}
+
+/// The body of a sealed record, or why it cannot be trusted.
+result<std::string_view> unseal(std::string_view kind, std::string_view record) {
+  if (record.size() < 5) return corrupt(kind, "shorter than its header");
+  auto version = static_cast<std::uint8_t>(record[0]);
+  if (version != message_format_version)
+    return corrupt(kind, "format version " + std::to_string(version) +
+                             " is not known (this build reads " +
+                             std::to_string(message_format_version) + ")");
+  reader head{record.substr(1, 4)};
+  auto crc = head.u32();
+  auto payload = record.substr(5);
+  if (crc32c(payload) != crc) return corrupt(kind, "checksum mismatch");
+  return payload;
+}
+
+/// Checks that a reader consumed its record exactly.
+result<ok_t> finish(std::string_view kind, const reader& r) {
+  if (!r.ok()) return corrupt(kind, "a field runs past the end of the record");
+  if (!r.done()) return corrupt(kind, "trailing bytes after the last field");
+  return ok_t{};
+}
+
+std::string key_prefix(tag t, std::uint64_t uid) {
+  writer w;
+  w.u8(static_cast<std::uint8_t>(t));
+  w.u64(uid);
+  return std::move(w.out());
+}
+
+void put_message(writer& w, const message& m) {
+  w.u64(m.id.value);
+  w.u64(m.seq.value);
+  w.i64(m.enqueued_at.us);
+  w.i64(m.delay_until.us);
+  w.i64(m.not_before.us);
+  w.u32(m.attempts);
+  w.bytes(m.fairness_key);
+  w.bytes(m.body);
+  w.u32(static_cast<std::uint32_t>(m.headers.size()));
+  for (const auto& h : m.headers) {
+    w.bytes(h.name);
+    w.bytes(h.value);
+  }
+  w.u32(static_cast<std::uint32_t>(m.attributes.size()));
+  for (const auto& a : m.attributes) {
+    w.bytes(a.name);
+    w.bytes(a.value);
+  }
+}
+
+result<message> get_message(reader& r) {
+  message m;
+  m.id = message_id{r.u64()};
+  m.seq = message_seq{r.u64()};
+  m.enqueued_at = timestamp{r.i64()};
+  m.delay_until = timestamp{r.i64()};
+  m.not_before = timestamp{r.i64()};
+  m.attempts = r.u32();
+  m.fairness_key = r.bytes(limits::fairness_key_bytes_max);
+  m.body = r.bytes(limits::body_bytes_max);
+  auto headers = r.u32();
+  if (headers > limits::headers_max) return corrupt("message", "too many headers");
+  for (std::uint32_t i = 0; i < headers && r.ok(); ++i) {
+    auto name = r.bytes(limits::header_name_bytes_max);
+    auto value = r.bytes(limits::header_value_bytes_max);
+    m.headers.push_back(header_field{std::move(name), std::move(value)});
+  }
+  auto attributes = r.u32();
+  if (attributes > limits::attributes_max) return corrupt("message", "too many attributes");
+  for (std::uint32_t i = 0; i < attributes && r.ok(); ++i) {
+    auto name = r.bytes(limits::key_component_name_bytes_max);
+    auto value = r.bytes(limits::header_value_bytes_max);
+    m.attributes.push_back(attribute{std::move(name), std::move(value)});
+  }
+  return m;
+}
+
+void put_components(writer& w, const std::vector<key_component>& cs) {
+  w.u32(static_cast<std::uint32_t>(cs.size()));
+  for (const auto& c : cs) {
+    w.u8(static_cast<std::uint8_t>(c.which()));
+    w.bytes(c.name());
+  }
+}
+
+result<std::vector<key_component>> get_components(reader& r) {
+  auto n = r.u32();
+  if (n > limits::key_components_max) return corrupt("queue", "too many key components");
+  std::vector<key_component> out;
+  for (std::uint32_t i = 0; i < n && r.ok(); ++i) {
+    auto k = static_cast<std::uint8_t>(r.uint(1));
+    if (k < 1 || k > 3) return corrupt("queue", "unknown key component kind");
+    out.emplace_back(static_cast<key_component::kind>(k), r.bytes(limits::header_name_bytes_max));
+  }
+  return out;
+}
+
+void put_lane(writer& w, const lane_id& lane) {
+  w.raw(std::string_view{reinterpret_cast<const char*>(lane.bytes.data()), lane.bytes.size()});
+}
+
+lane_id get_lane(reader& r) {
+  lane_id lane;
+  auto raw = r.raw(lane.bytes.size());
+  for (std::size_t i = 0; i < raw.size(); ++i) lane.bytes[i] = static_cast<std::uint8_t>(raw[i]);
+  return lane;
 }
 
 }  // namespace
@@ -89,87 +219,261 @@ std::uint32_t crc32c(std::string_view bytes, std::uint32_t crc) {
   return ~crc;
 }
 
-std::string message_key(std::uint64_t queue_uid, message_seq seq) {
+// -- lanes ------------------------------------------------------------------------------------
+
+bool lane_id::unordered() const {
+  for (auto b : bytes)
+    if (b != 0) return false;
+  return true;
+}
+
+lane_id make_lane_id(std::string_view queue_name, std::string_view group_key) {
+  std::string input;
+  input.reserve(queue_name.size() + 1 + group_key.size());
+  input.append(queue_name);
+  input.push_back('\0');  // queue names hold no NUL, so (name, key) pairs cannot run together
+  input.append(group_key);
+  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
+  unsigned int len = 0;
+  EVP_Digest(input.data(), input.size(), md.data(), &len, EVP_sha256(), nullptr);
+  lane_id lane;
+  for (std::size_t i = 0; i < lane.bytes.size(); ++i) lane.bytes[i] = md[i];
+  if (lane.unordered()) lane.bytes.back() = 1;  // lane 0 is reserved for unordered messages
+  return lane;
+}
+
+// -- keys -------------------------------------------------------------------------------------
+
+std::string meta_key(std::string_view name) {
+  std::string out(1, static_cast<char>(tag::meta));
+  out.append(name);
+  return out;
+}
+
+std::string queue_key(std::uint64_t uid) { return key_prefix(tag::queue, uid); }
+std::string counters_key(std::uint64_t uid) { return key_prefix(tag::counters, uid); }
+
+std::string message_key(std::uint64_t uid, const lane_id& lane, message_seq seq) {
   writer w;
-  w.u64(queue_uid);
+  w.raw(key_prefix(tag::message, uid));
+  put_lane(w, lane);
   w.u64(seq.value);
   return std::move(w.out());
 }
 
-result<std::pair<std::uint64_t, message_seq>> parse_message_key(std::string_view key) {
-  if (key.size() != 16)
-    return corrupt("a message key is 16 bytes, got " + std::to_string(key.size()));
-  reader r{key};
-  auto uid = r.u64();
-  auto seq = r.u64();
-  return std::pair{uid, message_seq{seq}};
+std::string dead_key(std::uint64_t uid, std::uint64_t order) {
+  writer w;
+  w.raw(key_prefix(tag::dead, uid));
+  w.u64(order);
+  return std::move(w.out());
 }
+
+std::string lease_key(std::uint64_t uid, message_id id) {
+  writer w;
+  w.raw(key_prefix(tag::lease, uid));
+  w.u64(id.value);
+  return std::move(w.out());
+}
+
+std::pair<std::string, std::string> tag_range(tag t) {
+  auto c = static_cast<char>(t);
+  return {std::string(1, c), std::string(1, static_cast<char>(c + 1))};
+}
+
+std::pair<std::string, std::string> queue_range(tag t, std::uint64_t uid) {
+  // uid + 1 cannot overflow in practice (uids count queue creations from 1).
+  return {key_prefix(t, uid), key_prefix(t, uid + 1)};
+}
+
+std::pair<std::string, std::string> lane_range(std::uint64_t uid, const lane_id& lane,
+                                               message_seq after) {
+  auto first = message_key(uid, lane, message_seq{after.value + 1});
+  auto last = message_key(uid, lane, message_seq{0});
+  // The end of the lane: the same prefix with every seq byte 0xFF, plus one byte.
+  for (std::size_t i = last.size() - 8; i < last.size(); ++i) last[i] = '\xFF';
+  last.push_back('\0');
+  return {std::move(first), std::move(last)};
+}
+
+result<message_key_parts> parse_message_key(std::string_view key) {
+  if (key.size() != 33 || key[0] != static_cast<char>(tag::message))
+    return corrupt("message key", "a message key is 33 bytes starting with 'M', got " +
+                                      std::to_string(key.size()) + " bytes");
+  reader r{key.substr(1)};
+  message_key_parts parts;
+  parts.uid = r.u64();
+  parts.lane = get_lane(r);
+  parts.seq = message_seq{r.u64()};
+  return parts;
+}
+
+result<std::uint64_t> parse_uid(std::string_view key) {
+  if (key.size() < 9) return corrupt("key", "shorter than a tag and a queue uid");
+  reader r{key.substr(1, 8)};
+  return r.u64();
+}
+
+// -- records ----------------------------------------------------------------------------------
 
 std::string encode_message(const message& m) {
   writer body;
-  body.u64(m.id.value);
-  body.u64(m.seq.value);
-  body.i64(m.enqueued_at.us);
-  body.i64(m.delay_until.us);
-  body.i64(m.not_before.us);
-  body.u32(m.attempts);
-  body.bytes(m.fairness_key);
-  body.bytes(m.body);
-  body.u32(static_cast<std::uint32_t>(m.headers.size()));
-  for (const auto& h : m.headers) {
-    body.bytes(h.name);
-    body.bytes(h.value);
-  }
-  body.u32(static_cast<std::uint32_t>(m.attributes.size()));
-  for (const auto& a : m.attributes) {
-    body.bytes(a.name);
-    body.bytes(a.value);
-  }
-  writer out;
-  out.u8(message_format_version);
-  out.u32(crc32c(body.out()));
-  out.out().append(body.out());
-  return std::move(out.out());
+  put_message(body, m);
+  return seal(body);
 }
 
 result<message> decode_message(std::string_view record) {
-  if (record.size() < 5) return corrupt("shorter than its header");
-  auto version = static_cast<std::uint8_t>(record[0]);
-  if (version != message_format_version)
-    return corrupt("format version " + std::to_string(version) +
-                   " is not known (this build reads " + std::to_string(message_format_version) +
-                   ")");
-  reader head{record.substr(1, 4)};
-  auto crc = head.u32();
-  auto payload = record.substr(5);
-  if (crc32c(payload) != crc) return corrupt("checksum mismatch");
-  reader r{payload};
-  message m;
-  m.id = message_id{r.u64()};
-  m.seq = message_seq{r.u64()};
-  m.enqueued_at = timestamp{r.i64()};
-  m.delay_until = timestamp{r.i64()};
-  m.not_before = timestamp{r.i64()};
-  m.attempts = r.u32();
-  m.fairness_key = r.bytes(limits::fairness_key_bytes_max);
-  m.body = r.bytes(limits::body_bytes_max);
-  auto headers = r.u32();
-  if (headers > limits::headers_max) return corrupt("too many headers");
-  for (std::uint32_t i = 0; i < headers && r.ok(); ++i) {
-    auto name = r.bytes(limits::header_name_bytes_max);
-    auto value = r.bytes(limits::header_value_bytes_max);
-    m.headers.push_back(header_field{std::move(name), std::move(value)});
-  }
-  auto attributes = r.u32();
-  if (attributes > limits::attributes_max) return corrupt("too many attributes");
-  for (std::uint32_t i = 0; i < attributes && r.ok(); ++i) {
-    auto name = r.bytes(limits::key_component_name_bytes_max);
-    auto value = r.bytes(limits::header_value_bytes_max);
-    m.attributes.push_back(attribute{std::move(name), std::move(value)});
-  }
-  if (!r.ok()) return corrupt("a field runs past the end of the record");
-  if (!r.done()) return corrupt("trailing bytes after the last field");
+  auto payload = unseal("message", record);
+  if (!payload) return payload.err();
+  reader r{payload.value()};
+  auto m = get_message(r);
+  if (!m) return m;
+  if (auto done = finish("message", r); !done) return done.err();
   return m;
+}
+
+std::string encode_queue(const queue_record& q) {
+  const auto& s = q.spec;
+  writer w;
+  w.u64(q.uid);
+  w.bytes(s.name());
+  w.u8(static_cast<std::uint8_t>(s.ordering()));
+  put_components(w, s.ordering_key());
+  w.u8(static_cast<std::uint8_t>(s.missing_key_policy()));
+  w.i64(s.lease_duration().count());
+  w.u32(s.attempts_max());
+  w.u32(static_cast<std::uint32_t>(s.throttles().size()));
+  for (const auto& t : s.throttles()) {
+    put_components(w, t.key);
+    w.u64(std::bit_cast<std::uint64_t>(t.rate_per_s));
+    w.u32(t.burst);
+  }
+  w.u8(static_cast<std::uint8_t>(s.delivery_mode()));
+  w.u8(s.syncs_writes() ? 1 : 0);
+  w.u8(q.had_hook ? 1 : 0);
+  return seal(w);
+}
+
+result<queue_record> decode_queue(std::string_view record) {
+  auto payload = unseal("queue", record);
+  if (!payload) return payload.err();
+  reader r{payload.value()};
+  queue_record q;
+  q.uid = r.u64();
+  queue_spec spec{r.bytes(limits::queue_name_bytes_max)};
+  auto mode = r.uint(1);
+  auto key = get_components(r);
+  if (!key) return key.err();
+  auto missing = r.uint(1);
+  if (mode > 2 || missing > 2) return corrupt("queue", "unknown ordering mode or policy");
+  if (mode == static_cast<std::uint8_t>(ordering_mode::queue)) spec.ordered();
+  if (mode == static_cast<std::uint8_t>(ordering_mode::key)) {
+    spec.ordered_by(std::move(key).value());
+    spec.when_ordering_key_missing(static_cast<missing_ordering_key>(missing));
+  }
+  spec.lease(duration{r.i64()});
+  spec.max_attempts(r.u32());
+  auto throttles = r.u32();
+  if (throttles > limits::throttles_max) return corrupt("queue", "too many throttles");
+  for (std::uint32_t i = 0; i < throttles && r.ok(); ++i) {
+    auto tkey = get_components(r);
+    if (!tkey) return tkey.err();
+    auto rate = std::bit_cast<double>(r.u64());
+    auto burst = r.u32();
+    spec.throttle(std::move(tkey).value(), rate, burst);
+  }
+  auto delivery = r.uint(1);
+  if (delivery > 1) return corrupt("queue", "unknown delivery durability");
+  spec.delivery(static_cast<delivery_durability>(delivery));
+  spec.sync_writes(r.uint(1) != 0);
+  q.had_hook = r.uint(1) != 0;
+  if (auto done = finish("queue", r); !done) return done.err();
+  q.spec = std::move(spec);
+  return q;
+}
+
+std::string encode_counters(const counters_record& c) {
+  writer w;
+  w.u64(c.next_id);
+  w.u64(c.next_seq);
+  w.u64(c.next_dead);
+  return seal(w);
+}
+
+result<counters_record> decode_counters(std::string_view record) {
+  auto payload = unseal("counters", record);
+  if (!payload) return payload.err();
+  reader r{payload.value()};
+  counters_record c;
+  c.next_id = r.u64();
+  c.next_seq = r.u64();
+  c.next_dead = r.u64();
+  if (auto done = finish("counters", r); !done) return done.err();
+  return c;
+}
+
+std::string encode_dead_letter(const dead_letter& d) {
+  writer w;
+  w.u8(static_cast<std::uint8_t>(d.reason));
+  w.i64(d.at.us);
+  put_message(w, d.msg);
+  return seal(w);
+}
+
+result<dead_letter> decode_dead_letter(std::string_view record) {
+  auto payload = unseal("dead letter", record);
+  if (!payload) return payload.err();
+  reader r{payload.value()};
+  dead_letter d;
+  auto reason = r.uint(1);
+  if (reason < 1 || reason > 2) return corrupt("dead letter", "unknown reason");
+  d.reason = static_cast<dead_letter_reason>(reason);
+  d.at = timestamp{r.i64()};
+  auto m = get_message(r);
+  if (!m) return m.err();
+  d.msg = std::move(m).value();
+  if (auto done = finish("dead letter", r); !done) return done.err();
+  return d;
+}
+
+std::string encode_lease(const lease_record& l) {
+  writer w;
+  w.u64(l.lease.group.value);
+  w.u64(l.lease.msg.value);
+  w.u32(l.lease.attempt);
+  w.u64(l.lease.nonce);
+  w.i64(l.deadline.us);
+  w.u64(l.seq.value);
+  return seal(w);
+}
+
+result<lease_record> decode_lease(std::string_view record) {
+  auto payload = unseal("lease", record);
+  if (!payload) return payload.err();
+  reader r{payload.value()};
+  lease_record l;
+  l.lease.group = group_id{r.u64()};
+  l.lease.msg = message_id{r.u64()};
+  l.lease.attempt = r.u32();
+  l.lease.nonce = r.u64();
+  l.deadline = timestamp{r.i64()};
+  l.seq = message_seq{r.u64()};
+  if (auto done = finish("lease", r); !done) return done.err();
+  return l;
+}
+
+std::string encode_u64(std::uint64_t x) {
+  writer w;
+  w.u64(x);
+  return seal(w);
+}
+
+result<std::uint64_t> decode_u64(std::string_view record) {
+  auto payload = unseal("metadata", record);
+  if (!payload) return payload.err();
+  reader r{payload.value()};
+  auto x = r.u64();
+  if (auto done = finish("metadata", r); !done) return done.err();
+  return x;
 }
 
 }  // namespace laneq::codec

@@ -26,16 +26,79 @@ std::string_view to_string(group_status x) {
 group_effects group_state::on_enqueue(std::vector<message> msgs, timestamp now) {
   group_effects fx;
   for (auto& m : msgs) {
-    LANEQ_ASSERT(messages_.empty() || messages_.back().seq < m.seq,
-                 "messages enter a group in arrival order");
-    messages_.push_back(std::move(m));
+    LANEQ_ASSERT(loaded_ < m.seq, "messages enter a group in arrival order");
     ++received_;
+    if (stored_only_ > 0 || messages_.size() >= window_) {
+      ++stored_only_;  // the store has it; it is read back in order when the window drains
+      continue;
+    }
+    loaded_ = m.seq;
+    messages_.push_back(std::move(m));
   }
   if (phase_ == phase::empty && !messages_.empty()) {
     since_ = now;
     offer_head(fx);
   }
   return fx;
+}
+
+group_effects group_state::on_stored_beyond(std::size_t count, timestamp now) {
+  stored_only_ += count;
+  received_ += count;
+  group_effects fx;
+  if (phase_ == phase::empty) since_ = now;
+  maybe_fetch(fx);
+  return fx;
+}
+
+group_effects group_state::on_fetched(std::vector<message> msgs, timestamp now) {
+  fetching_ = false;
+  group_effects fx;
+  for (auto& m : msgs) {
+    if (stored_only_ == 0) break;  // later arrivals the group has not been told about yet
+    if (m.seq <= loaded_) continue;
+    loaded_ = m.seq;
+    --stored_only_;
+    messages_.push_back(std::move(m));
+  }
+  if (msgs.empty() && stored_only_ > 0) {
+    // The store holds fewer messages than the group counted: they were deleted under it (the
+    // queue was dropped). Nothing more can arrive from the store.
+    stored_only_ = 0;
+  }
+  if (phase_ == phase::empty) {
+    since_ = now;
+    if (messages_.empty()) {
+      fx.idle = true;
+    } else {
+      offer_head(fx);
+    }
+  }
+  maybe_fetch(fx);
+  return fx;
+}
+
+group_effects group_state::retry_fetch() {
+  group_effects fx;
+  maybe_fetch(fx);
+  return fx;
+}
+
+void group_state::maybe_fetch(group_effects& fx) {
+  if (fetching_ || stored_only_ == 0 || messages_.size() > window_ / 2) return;
+  fetching_ = true;
+  fx.fetch = fetch_request{loaded_, std::min(stored_only_, window_ - messages_.size())};
+}
+
+void group_state::on_restored_lease(const lease_token& lease, timestamp deadline, timestamp now) {
+  LANEQ_ASSERT(phase_ == phase::offered && !messages_.empty() &&
+                   messages_.front().id == lease.msg,
+               "a restored lease is on the offered head");
+  messages_.front().attempts = lease.attempt;
+  phase_ = phase::in_flight;
+  lease_ = lease;
+  deadline_ = deadline;
+  since_ = now;
 }
 
 void group_state::offer_head(group_effects& fx) {
@@ -70,7 +133,7 @@ result<ok_t> group_state::check_lease(const lease_token& lease) const {
 result<group_effects> group_state::on_ack(const lease_token& lease, timestamp now) {
   if (auto ok = check_lease(lease); !ok) return ok.err();
   group_effects fx;
-  fx.removed.push_back(messages_.front().id);
+  fx.removed.push_back(messages_.front().seq);
   return advance(std::move(fx), now);
 }
 
@@ -116,6 +179,7 @@ group_effects group_state::fail_head(timestamp now, duration retry_after, dead_l
   head.not_before = now + retry_after;
   since_ = now;
   group_effects fx;
+  fx.updated = head;
   offer_head(fx);
   return fx;
 }
@@ -128,19 +192,20 @@ group_effects group_state::advance(group_effects fx, timestamp now) {
   since_ = now;
   if (messages_.empty()) {
     phase_ = phase::empty;
-    fx.idle = true;
+    fx.idle = stored_only_ == 0;  // otherwise the next head is being read back
   } else {
     offer_head(fx);
   }
+  maybe_fetch(fx);
   return fx;
 }
 
 group_info group_state::describe(timestamp now) const {
   group_info info;
-  info.backlog = messages_.size();
+  info.backlog = backlog();
   info.since = since_;
   if (messages_.empty()) {
-    info.state = group_status::idle;
+    info.state = group_status::idle;  // or reading its next head back from the store
     return info;
   }
   const auto& head = messages_.front();
@@ -166,6 +231,9 @@ void group_state::check_invariants() const {
     LANEQ_ASSERT(lease_->msg == messages_.front().id, "the lease is on the head");
     LANEQ_ASSERT(lease_->attempt == messages_.front().attempts, "the lease is the head's attempt");
   }
+  LANEQ_ASSERT(messages_.size() <= window_, "a group keeps at most its window in memory");
+  if (!messages_.empty())
+    LANEQ_ASSERT(messages_.back().seq == loaded_, "the last loaded message is the window's last");
   for (std::size_t i = 1; i < messages_.size(); ++i) {
     LANEQ_ASSERT(messages_[i - 1].seq < messages_[i].seq, "a group is in arrival order");
     LANEQ_ASSERT(messages_[i].attempts == 0, "only the head has been delivered");

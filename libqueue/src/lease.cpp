@@ -90,4 +90,14 @@ std::uint64_t nonce_source::siphash(std::uint64_t word) const {
   return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
 }
 
+std::uint64_t nonce_source::lease_nonce(const lease_subject& s) const {
+  // A PRF chained over fixed-length input (like CBC-MAC): each word is mixed into the keyed
+  // hash of everything before it.
+  auto h = siphash(s.queue_uid);
+  h = siphash(h ^ s.msg.value);
+  h = siphash(h ^ s.seq.value);
+  h = siphash(h ^ (static_cast<std::uint64_t>(s.attempt) | (s.epoch << 32)));
+  return h;
+}
+
 }  // namespace laneq

@@ -94,4 +94,9 @@ void lease_table::check_invariants() const {
   }
 }
 
+const message* lease_table::leased(const lease_token& lease) const {
+  auto it = leases_.find(lease.msg);
+  return it != leases_.end() && it->second.lease == lease ? &it->second.msg : nullptr;
+}
+
 }  // namespace laneq

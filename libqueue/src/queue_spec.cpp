@@ -24,6 +24,14 @@ std::string_view to_string(missing_ordering_key x) {
   return "?";
 }
 
+std::string_view to_string(delivery_durability x) {
+  switch (x) {
+    case delivery_durability::fast: return "fast";
+    case delivery_durability::durable: return "durable";
+  }
+  return "?";
+}
+
 queue_spec& queue_spec::ordered() {
   ordering_ = ordering_mode::queue;
   key_.clear();
@@ -60,6 +68,16 @@ queue_spec& queue_spec::throttle(std::vector<key_component> key, double rate_per
 
 queue_spec& queue_spec::on_enqueue(enqueue_hook hook) {
   hook_ = std::move(hook);
+  return *this;
+}
+
+queue_spec& queue_spec::delivery(delivery_durability d) {
+  delivery_ = d;
+  return *this;
+}
+
+queue_spec& queue_spec::sync_writes(bool on) {
+  sync_ = on;
   return *this;
 }
 
@@ -181,6 +199,7 @@ bool queue_spec::same_ordering(const queue_spec& other) const {
 bool queue_spec::same_definition(const queue_spec& other) const {
   return name_ == other.name_ && same_ordering(other) && lease_ == other.lease_ &&
          max_attempts_ == other.max_attempts_ && throttles_ == other.throttles_ &&
+         delivery_ == other.delivery_ && sync_ == other.sync_ &&
          static_cast<bool>(hook_) == static_cast<bool>(other.hook_);
 }
 
@@ -194,6 +213,8 @@ std::string queue_spec::describe() const {
     }
     out += "] when_key_missing=" + std::string{to_string(missing_)};
   }
+  if (delivery_ != delivery_durability::fast) out += " delivery=" + std::string{to_string(delivery_)};
+  if (!sync_) out += " sync=false";
   return out;
 }
 

@@ -172,7 +172,8 @@ TEST_F(ordering, an_ordered_queue_is_one_group_in_arrival_order) {
     ASSERT_EQ(ds.size(), 1u) << "one group: one message at a time";
     EXPECT_EQ(ds[0].ordering_key, "whole queue");
     order.push_back(ds[0].msg.body);
-    EXPECT_TRUE(h.ack(q, ds[0].lease).ok());
+    auto acked = h.ack(q, ds[0].lease);
+    EXPECT_TRUE(acked.ok()) << acked.err().message;
   }
   EXPECT_EQ(order, (strings{"x1", "x2", "x3", "x4", "x5"}));
 }

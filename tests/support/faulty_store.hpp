@@ -1,17 +1,19 @@
 // A store for tests that fails writes on demand (storage_failed), to prove that nothing is
-// acknowledged or lost when the store cannot make a write durable.
+// acknowledged or lost when the store cannot make a write durable. Everything else is passed
+// to an in-memory store.
 #pragma once
 
 #include <atomic>
 #include <memory>
 
+#include "laneq/actors/memory_store.hpp"
 #include "laneq/actors/protocol.hpp"
 
 namespace laneq::test {
 
 /// Switches shared between a test and its faulty_store.
 struct store_faults {
-  std::atomic<bool> fail_appends{false};
+  std::atomic<bool> fail_appends{false};  ///< fail every write while set
 };
 
 class faulty_store : public store_actor::base {
@@ -20,29 +22,31 @@ class faulty_store : public store_actor::base {
       : store_actor::base(cfg), faults_(std::move(faults)) {}
 
   const char* name() const override { return "laneq.test.faulty_store"; }
+  void on_exit() override {
+    anon_send_exit(inner_, caf::exit_reason::user_shutdown);
+    inner_ = nullptr;
+  }
 
   behavior_type make_behavior() override {
+    inner_ = spawn<memory_store_impl>();
     return {
-        [this](append_atom, const std::string&,
-               const std::vector<message>&) -> caf::result<caf::ok_atom> {
+        [this](write_atom, store_write& w) -> caf::result<caf::ok_atom> {
           if (faults_->fail_appends.load())
             return to_caf(error{errc::storage_failed, "injected: the disk is full"});
-          return caf::ok_atom_v;
+          return delegate(inner_, write_atom_v, std::move(w));
         },
-        [](remove_atom, const std::string&, const std::vector<message_id>&) {
-          return caf::ok_atom_v;
+        [this](scan_atom, std::string& from, std::string& to, std::uint32_t max) {
+          return delegate(inner_, scan_atom_v, std::move(from), std::move(to), max);
         },
-        [](dead_atom, const std::string&, const std::vector<dead_letter>&) {
-          return caf::ok_atom_v;
-        },
-        [](drop_atom, const std::string&) { return caf::ok_atom_v; },
-        [](stats_atom) { return caf::make_result(std::uint64_t{0}, std::uint64_t{0}); },
-        [](commit_atom) {},
+        [this](stats_atom) { return delegate(inner_, stats_atom_v); },
+        [](commit_atom, std::uint64_t) {},
+        [](reopen_atom) {},
     };
   }
 
  private:
   std::shared_ptr<store_faults> faults_;
+  store_actor inner_;
 };
 
 }  // namespace laneq::test

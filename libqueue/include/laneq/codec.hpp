@@ -1,33 +1,126 @@
-// The storage codec: how messages are laid out as RocksDB keys and values (docs/design/
-// persistence.md, issue 3). Pure: bytes in, bytes out. Every record carries a format version and
-// a CRC32C of its contents, checked on every read.
+// The storage layout: how laneq's state is laid out as keys and values in an ordered key-value
+// store (docs/design/persistence.md). Pure: bytes in, bytes out. Every key starts with a one-byte
+// tag; queue data continues with the queue's uid (8 bytes, big-endian), so a queue's records of
+// one kind form one contiguous range. Every record carries a format version and a CRC32C of its
+// contents, checked on every read.
+//
+//   'A' name                   broker metadata (nonce key, boot epoch, next queue uid)
+//   'Q' uid                    queue record: the spec (without its hook)
+//   'C' uid                    counters: next message id, next arrival seq, next dead-letter order
+//   'M' uid lane(16) seq       message record; one lane per ordering group, lane 0 = unordered
+//   'D' uid order              dead letter (dead-letter list order)
+//   'E' uid message-id         lease record (delivery durability `durable` only)
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "laneq/error.hpp"
+#include "laneq/group_state.hpp"
 #include "laneq/ids.hpp"
+#include "laneq/lease.hpp"
 #include "laneq/message.hpp"
+#include "laneq/queue_spec.hpp"
 
 namespace laneq::codec {
 
-/// Version of the message record format; a reader refuses versions it does not know.
+/// Version of the record formats; a reader refuses versions it does not know.
 inline constexpr std::uint8_t message_format_version = 1;
 
 /// CRC32C (Castagnoli), as used by RocksDB and iSCSI.
 std::uint32_t crc32c(std::string_view bytes, std::uint32_t crc = 0);
 
-/// Key of a message: (queue incarnation, arrival seq), both big-endian, so a prefix scan over a
-/// queue returns its messages in arrival order.
-std::string message_key(std::uint64_t queue_uid, message_seq seq);
-/// Parses `message_key`'s output.
-result<std::pair<std::uint64_t, message_seq>> parse_message_key(std::string_view key);
+// -- lanes ------------------------------------------------------------------------------------
 
-/// Record of a message: version, CRC32C, then the fields.
+/// A lane: the store's fixed-width name for an ordering group. All zero: unordered messages.
+struct lane_id {
+  std::array<std::uint8_t, 16> bytes{};
+  bool unordered() const;
+  friend bool operator==(const lane_id&, const lane_id&) = default;
+};
+
+/// The lane of an ordering group: the first 16 bytes of SHA-256(queue name, 0, encoded group
+/// key), never all zero. Two keys can share a lane only by a SHA-256 prefix collision; they
+/// would then share one ordering group (merged, never split).
+lane_id make_lane_id(std::string_view queue_name, std::string_view group_key);
+
+// -- keys -------------------------------------------------------------------------------------
+
+enum class tag : char {
+  meta = 'A',
+  queue = 'Q',
+  counters = 'C',
+  message = 'M',
+  dead = 'D',
+  lease = 'E',
+};
+
+std::string meta_key(std::string_view name);
+std::string queue_key(std::uint64_t uid);
+std::string counters_key(std::uint64_t uid);
+std::string message_key(std::uint64_t uid, const lane_id& lane, message_seq seq);
+std::string dead_key(std::uint64_t uid, std::uint64_t order);
+std::string lease_key(std::uint64_t uid, message_id id);
+
+/// [first, last) of every key with this tag (and uid, for queue data).
+std::pair<std::string, std::string> tag_range(tag t);
+std::pair<std::string, std::string> queue_range(tag t, std::uint64_t uid);
+/// [first, last) of one lane's messages with seq > `after`.
+std::pair<std::string, std::string> lane_range(std::uint64_t uid, const lane_id& lane,
+                                               message_seq after);
+
+struct message_key_parts {
+  std::uint64_t uid = 0;
+  lane_id lane;
+  message_seq seq;
+};
+result<message_key_parts> parse_message_key(std::string_view key);
+/// The uid in any 'Q', 'C', 'M', 'D' or 'E' key.
+result<std::uint64_t> parse_uid(std::string_view key);
+
+// -- records ----------------------------------------------------------------------------------
+
 std::string encode_message(const message& m);
 /// Decodes a record; corrupt_record on a bad checksum, an unknown version or a malformed body.
 result<message> decode_message(std::string_view record);
+
+/// A queue as stored: its spec without the hook, and whether it had one.
+struct queue_record {
+  std::uint64_t uid = 0;
+  queue_spec spec;
+  bool had_hook = false;
+};
+std::string encode_queue(const queue_record& q);
+result<queue_record> decode_queue(std::string_view record);
+
+/// Where a queue's numbering continues after a restart.
+struct counters_record {
+  std::uint64_t next_id = 1;
+  std::uint64_t next_seq = 1;
+  std::uint64_t next_dead = 1;
+  friend bool operator==(const counters_record&, const counters_record&) = default;
+};
+std::string encode_counters(const counters_record& c);
+result<counters_record> decode_counters(std::string_view record);
+
+std::string encode_dead_letter(const dead_letter& d);
+result<dead_letter> decode_dead_letter(std::string_view record);
+
+/// A lease committed before its delivery (durable delivery mode).
+struct lease_record {
+  lease_token lease;
+  timestamp deadline;
+  message_seq seq;  ///< of the leased message (a redriven message has a new one)
+  friend bool operator==(const lease_record&, const lease_record&) = default;
+};
+std::string encode_lease(const lease_record& l);
+result<lease_record> decode_lease(std::string_view record);
+
+/// A 64-bit metadata value (boot epoch, next uid, nonce key halves).
+std::string encode_u64(std::uint64_t x);
+result<std::uint64_t> decode_u64(std::string_view record);
 
 }  // namespace laneq::codec

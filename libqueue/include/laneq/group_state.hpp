@@ -12,6 +12,7 @@
 #include "laneq/error.hpp"
 #include "laneq/ids.hpp"
 #include "laneq/lease.hpp"
+#include "laneq/limits.hpp"
 #include "laneq/message.hpp"
 #include "laneq/time.hpp"
 
@@ -68,27 +69,58 @@ auto inspect(Inspector& f, group_info& x) {
   return f(x.key, x.backlog, x.state, x.since, x.until, x.head);
 }
 
+/// Messages of the group to read back from the store: up to `max` with seq > `after`.
+struct fetch_request {
+  message_seq after;
+  std::size_t max = 0;
+};
+
 /// Effects the group actor carries out after an input.
 struct group_effects {
   std::optional<message> offer;           ///< hand this head to the fairness actor
   std::vector<dead_letter> dead_letters;  ///< messages that left the group
-  std::vector<message_id> removed;        ///< acked messages (delete from the store)
+  std::vector<message_seq> removed;       ///< acked messages (delete from the store)
+  std::optional<message> updated;         ///< the head after a failed attempt (store it again)
+  std::optional<fetch_request> fetch;     ///< refill the in-memory window from the store
   bool idle = false;                      ///< group is empty and has nothing in flight
 };
 
 /// One ordering group.
 ///
-/// Phases: `empty` (no messages), `offered` (head handed to the fairness actor, not yet
+/// Phases: `empty` (no message in memory), `offered` (head handed to the fairness actor, not yet
 /// delivered), `in_flight` (head delivered under a lease). Only the head ever leaves the group,
 /// and only one at a time (invariants O3, O4).
+///
+/// Memory follows live groups, not backlog (docs/design/persistence.md): the group keeps at
+/// most `window` messages in memory, its head first; later arrivals are counted but their
+/// payloads stay in the store, and the group reads them back in arrival order (`fetch`) when
+/// its window runs half empty.
 class group_state {
  public:
   enum class phase : std::uint8_t { empty, offered, in_flight };
 
-  group_state(group_id id, std::uint32_t max_attempts) : id_(id), max_attempts_(max_attempts) {}
+  group_state(group_id id, std::uint32_t max_attempts,
+              std::size_t window = limits::group_window_default)
+      : id_(id), max_attempts_(max_attempts), window_(window < 2 ? 2 : window) {}
 
   /// Appends messages in arrival (seq) order. Offers the head if the group was empty.
   group_effects on_enqueue(std::vector<message> msgs, timestamp now);
+
+  /// A recovered group: `count` more of its messages are in the store, after every message
+  /// given so far (in arrival order). Returns the fetch that reads them back.
+  group_effects on_stored_beyond(std::size_t count, timestamp now);
+
+  /// A fetch came back: the stored messages after the requested seq, in arrival order.
+  group_effects on_fetched(std::vector<message> msgs, timestamp now);
+
+  /// A fetch failed (the store is degraded): the actor retries later with `retry_fetch`.
+  void on_fetch_failed() { fetching_ = false; }
+  group_effects retry_fetch();
+
+  /// After a restart: the head is `in flight` under a lease from before the restart (durable
+  /// delivery: the committed lease; fast delivery: a reclaimed token).
+  /// Precondition: phase offered or empty with the head in memory; `lease` names the head.
+  void on_restored_lease(const lease_token& lease, timestamp deadline, timestamp now);
 
   /// The fairness actor delivered the offered head under `lease`, due back by `deadline`.
   /// Precondition: phase offered, `lease` names the head and its next attempt.
@@ -113,7 +145,9 @@ class group_state {
 
   group_id id() const { return id_; }
   phase current_phase() const { return phase_; }
-  std::size_t backlog() const { return messages_.size(); }
+  std::size_t backlog() const { return messages_.size() + stored_only_; }
+  /// Messages whose payload is in memory (at most the window).
+  std::size_t in_memory() const { return messages_.size(); }
   const message* head() const { return messages_.empty() ? nullptr : &messages_.front(); }
   std::optional<lease_token> lease() const { return lease_; }
   timestamp lease_deadline() const { return deadline_; }
@@ -130,6 +164,7 @@ class group_state {
                           bool force_dead_letter);
   group_effects advance(group_effects fx, timestamp now);
   void offer_head(group_effects& fx);
+  void maybe_fetch(group_effects& fx);
 
   group_id id_;
   std::uint32_t max_attempts_;
@@ -140,6 +175,10 @@ class group_state {
   timestamp since_;                        // start of the current phase
   std::optional<lease_token> last_lease_;  // the previous lease of the head, for lease_expired
   std::uint64_t received_ = 0;
+  std::size_t window_;
+  std::size_t stored_only_ = 0;  // messages beyond the window: counted, payload in the store
+  message_seq loaded_;           // seq of the last message whose payload was in memory
+  bool fetching_ = false;
 };
 
 }  // namespace laneq

@@ -31,6 +31,15 @@ std::string to_string(const lease_token& x);
 /// Parses `to_string`'s output; nullopt when malformed.
 std::optional<lease_token> parse_lease_token(std::string_view text);
 
+/// Identifies one delivery for `lease_nonce`.
+struct lease_subject {
+  std::uint64_t queue_uid = 0;
+  message_id msg;
+  message_seq seq;  ///< new on redrive, so a redriven message never repeats an old nonce
+  std::uint32_t attempt = 0;
+  std::uint64_t epoch = 0;  ///< broker run; distinguishes attempts re-issued after a restart
+};
+
 /// Source of lease nonces: SipHash-2-4, a keyed pseudo-random function, over a counter. Without
 /// the 128-bit key, seeing any number of nonces does not reveal the next one, so a lease token
 /// cannot be forged from tokens seen earlier. Deterministic for a given key (tests).
@@ -38,6 +47,10 @@ class nonce_source {
  public:
   nonce_source(std::uint64_t key0, std::uint64_t key1) : k0_(key0), k1_(key1) {}
   std::uint64_t next() { return siphash(counter_++); }
+  /// The nonce of a delivery: a keyed MAC of the subject, so a broker that kept its key can
+  /// check after a restart that it issued a token (fast delivery's reclaim), and nobody
+  /// without the key can forge one.
+  std::uint64_t lease_nonce(const lease_subject& s) const;
   /// SipHash-2-4 of one 64-bit word under this source's key.
   std::uint64_t siphash(std::uint64_t word) const;
 

@@ -33,6 +33,8 @@ class lease_table {
   std::optional<timestamp> next_deadline() const;
 
   std::size_t size() const { return leases_.size(); }
+  /// The in-flight message leased under `lease`, or nullptr.
+  const message* leased(const lease_token& lease) const;
   /// Delivery time and deadline of the lease on `id`, if in flight.
   std::optional<std::pair<timestamp, timestamp>> window(message_id id) const;
 

@@ -28,7 +28,14 @@ enum class missing_ordering_key : std::uint8_t {
   keyless_lane = 2,  ///< the message joins the queue's one shared keyless group
 };
 
+/// Whether leases survive a restart (the seed's "delivery durability", ARCHITECTURE.md §4).
+enum class delivery_durability : std::uint8_t {
+  fast = 0,     ///< leases live in memory; after a restart heads wait a reclaim grace period
+  durable = 1,  ///< a lease is committed before the message is handed out, honoured after restart
+};
+
 std::string_view to_string(ordering_mode x);
+std::string_view to_string(delivery_durability x);
 std::string_view to_string(missing_ordering_key x);
 
 /// A token bucket applied per distinct value of `key` (empty key: one bucket for the queue).
@@ -65,6 +72,11 @@ class queue_spec {
   /// Adds a token bucket: at most `burst` at once and `rate_per_s` sustained per key value.
   queue_spec& throttle(std::vector<key_component> key, double rate_per_s, std::uint32_t burst);
   queue_spec& on_enqueue(enqueue_hook hook);
+  /// Lease durability across restarts (default fast).
+  queue_spec& delivery(delivery_durability d);
+  /// Whether writes are synced before they are acknowledged (default true). false: an
+  /// acknowledged enqueue survives a process crash, not a power loss.
+  queue_spec& sync_writes(bool on);
 
   const std::string& name() const { return name_; }
   ordering_mode ordering() const { return ordering_; }
@@ -74,6 +86,8 @@ class queue_spec {
   std::uint32_t attempts_max() const { return max_attempts_; }
   const std::vector<throttle_spec>& throttles() const { return throttles_; }
   const enqueue_hook& hook() const { return hook_; }
+  delivery_durability delivery_mode() const { return delivery_; }
+  bool syncs_writes() const { return sync_; }
   bool ordered_by_key() const { return ordering_ == ordering_mode::key; }
 
   /// Every broken rule, one error each, naming the queue and the field. Empty when valid.
@@ -99,6 +113,8 @@ class queue_spec {
   std::uint32_t max_attempts_ = limits::max_attempts_default;
   std::vector<throttle_spec> throttles_;
   enqueue_hook hook_;
+  delivery_durability delivery_ = delivery_durability::fast;
+  bool sync_ = true;
 };
 
 /// Where an accepted message goes.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "laneq/actors/context.hpp"
+#include "laneq/actors/persistence.hpp"
 #include "laneq/actors/protocol.hpp"
 
 namespace laneq {
@@ -20,15 +21,38 @@ namespace laneq {
 /// Registers laneq's message types with a CAF config (call before creating the actor system).
 void add_message_types(caf::actor_system_config& cfg);
 
+/// How a broker stores and restarts (docs/design/persistence.md, recovery.md).
+struct broker_options {
+  /// RocksDB data directory; empty: an in-memory store (nothing survives the process).
+  std::string data_dir;
+  /// false: no queue syncs its writes; an acknowledged write survives a process crash, not a
+  /// power loss. true: each queue's own `sync_writes` decides (default on).
+  bool sync = true;
+  /// Fast delivery after a restart: how long recovered heads wait for their old lease holders.
+  duration reclaim_grace = limits::reclaim_grace_default;
+  /// Messages a group keeps in memory; the rest of its backlog stays in the store.
+  std::size_t group_window = limits::group_window_default;
+  /// Group-commit bounds and the RocksDB environment; `dir` is taken from `data_dir`.
+  persistence_options persistence;
+};
+
 /// An in-process broker. Owns its actors: they stop when the broker is destroyed.
 class broker {
  public:
-  /// Production time base (wall clock) and a random nonce seed.
+  /// Opens a broker: its store (the data directory, or memory), then rebuilds every stored
+  /// queue before it returns. Fails (storage_failed, corrupt_record) rather than start with
+  /// fewer messages than were stored.
+  static result<std::unique_ptr<broker>> open(caf::actor_system& sys, broker_options opts = {});
+
+  /// In memory, production time base (wall clock) and a random nonce seed.
   explicit broker(caf::actor_system& sys);
-  /// A given context (tests pass a fixed epoch and seed).
+  /// In memory with a given context (tests pass a fixed epoch and seed).
   broker(caf::actor_system& sys, context_ptr ctx);
-  /// A given context and store (tests inject a store that fails on demand).
-  broker(caf::actor_system& sys, context_ptr ctx, store_actor store);
+  /// A given context and store (tests inject a store that fails on demand, or keep a store
+  /// across brokers to crash and recover: `owns_store` false leaves it running when the broker
+  /// goes). Stored queues are rebuilt only on `recover_atom` to the admin actor.
+  broker(caf::actor_system& sys, context_ptr ctx, store_actor store, broker_options opts = {},
+         bool owns_store = true);
   ~broker();
   broker(const broker&) = delete;
   broker& operator=(const broker&) = delete;
@@ -41,6 +65,7 @@ class broker {
   context_ptr ctx_;
   store_actor store_;
   admin_actor admin_;
+  bool owns_store_ = true;
 };
 
 /// Default time a blocking call waits for the broker.

@@ -11,6 +11,7 @@
 
 #include "laneq/actors/context.hpp"
 #include "laneq/actors/protocol.hpp"
+#include "laneq/actors/queue_storage.hpp"
 #include "laneq/fair_scheduler.hpp"
 #include "laneq/lease_table.hpp"
 
@@ -20,7 +21,7 @@ struct fairness_actor_config {
   context_ptr ctx;
   metrics_ptr metrics;
   std::string queue_name;
-  std::string store_key;  ///< the queue incarnation's key in the store
+  storage_ptr storage;
   std::vector<throttle_spec> throttles;
   duration lease_default = limits::lease_default;
   std::uint32_t max_attempts = limits::max_attempts_default;
@@ -58,10 +59,21 @@ class fairness_actor_impl : public fairness_actor::base {
   timestamp now() const { return fc_.ctx->time.now(clock()); }
   /// Picks up to `max` items and leases them.
   std::vector<delivery> take(std::uint32_t max, duration lease, timestamp t);
+  /// Answers a receive. Durable delivery commits the leases first (ARCHITECTURE.md §4).
+  void hand_out(caf::typed_response_promise<std::vector<delivery>> promise,
+                std::vector<delivery> out);
+  /// Writes without waiting / answers once durable.
+  void write(std::vector<store_op> ops);
+  template <class T>
+  caf::result<T> write_then(std::vector<store_op> ops, T answer);
+  /// Store operations that end the attempt of an unordered message under `lease`.
+  std::vector<store_op> end_attempt(const lease_token& lease, std::vector<store_op> ops) const;
   /// Answers waiting receives while items are ready.
   void serve_pending(timestamp t);
-  /// Returns an unordered message to the scheduler or dead-letters it.
-  void retry_or_dead_letter(message m, duration retry_after, bool force_dead, timestamp t);
+  /// Returns an unordered message to the scheduler or dead-letters it; returns the store
+  /// operations (the updated attempt count and not-before time).
+  std::vector<store_op> retry_or_dead_letter(message m, duration retry_after, bool force_dead,
+                                             timestamp t);
   void rearm(timestamp t);
   /// Ends every unordered lease whose deadline has passed: a failed attempt each (O5). Runs on
   /// the timer and before any ack, nack or extend.
@@ -76,7 +88,6 @@ class fairness_actor_impl : public fairness_actor::base {
   fairness_actor_config fc_;
   fair_scheduler sched_;
   lease_table leases_;
-  nonce_source nonces_;
   std::unordered_map<group_id, offered_group> offered_;
   std::vector<lease_watch> watches_;  // min-heap by deadline
   std::deque<pending_receive> pending_;

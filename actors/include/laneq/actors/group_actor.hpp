@@ -1,14 +1,18 @@
 // The group actor: one per non-empty ordering group, a thin adapter over `group_state`
-// (docs/design/ordering.md O3-O7). It holds the group's messages, offers its head to the
-// fairness actor, and tells the queue actor when it has gone idle. Its lease deadline is watched
-// by the fairness actor (one timer per queue, weak references), so a stopped group is freed at
-// once instead of living on inside a pending CAF timer until its lease would have ended.
+// (docs/design/ordering.md O3-O7). It holds the group's head and a bounded window of the next
+// messages (the rest stay in the store and are read back in order), offers its head to the
+// fairness actor, writes what its state machine decides to the store, and tells the queue actor
+// when it has gone idle. Its lease deadline is watched by the fairness actor (one timer per
+// queue, weak references), so a stopped group is freed at once instead of living on inside a
+// pending CAF timer until its lease would have ended.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "laneq/actors/context.hpp"
 #include "laneq/actors/protocol.hpp"
+#include "laneq/actors/queue_storage.hpp"
 #include "laneq/group_state.hpp"
 
 namespace laneq {
@@ -17,9 +21,10 @@ namespace laneq {
 struct group_actor_config {
   context_ptr ctx;
   metrics_ptr metrics;
-  std::string store_key;  ///< the queue incarnation's key in the store
+  storage_ptr storage;
   group_id id;
-  std::string label;  ///< printable ordering key
+  codec::lane_id lane;  ///< the group's messages in the store
+  std::string label;    ///< printable ordering key
   std::uint32_t max_attempts = limits::max_attempts_default;
   fairness_actor fairness;
   queue_actor queue;
@@ -36,14 +41,34 @@ class group_actor_impl : public group_actor::base {
 
  private:
   timestamp now() const { return gc_.ctx->time.now(clock()); }
-  void apply(group_effects fx);
+  /// Carries out `fx` and returns the store operations it implies (the caller writes them,
+  /// waiting for them when a client is owed an answer).
+  std::vector<store_op> apply(group_effects fx);
+  /// Writes without waiting (lease expiry, retries the client does not wait for).
+  void write(std::vector<store_op> ops);
+  /// Answers `promise` once `ops` are durable (or with the storage error).
+  template <class T>
+  caf::result<T> write_then(std::vector<store_op> ops, T answer);
+  void fetch(const fetch_request& req);
+  /// Tells the queue actor the group is idle, once nothing is owed to a client.
+  void report_idle();
+  /// Accounts for the end of the attempt under `lease` and adds its store operations.
+  std::vector<store_op> end_attempt(const lease_token& lease, std::vector<store_op> ops);
   /// Ends the lease if its deadline has passed: a failed attempt (O5). Runs on the lease timer
   /// and before any ack, nack or extend, so no answer ever depends on timer latency.
   void expire_if_due(timestamp t);
+  /// During the reclaim grace after a restart: adopts a lease token of the previous run for the
+  /// held head, if this broker issued it (fast delivery, ARCHITECTURE.md §4).
+  void reclaim(const lease_token& lease, timestamp t);
+  void restore_lease(const lease_token& lease, timestamp deadline, timestamp t);
   void check();
 
   group_actor_config gc_;
   group_state state_;
+  /// The head, held back from the fairness actor until the reclaim grace ends.
+  std::optional<message> held_;
+  bool idle_due_ = false;
+  std::size_t writes_pending_ = 0;  ///< writes a client waits for
 };
 
 }  // namespace laneq

@@ -1,12 +1,12 @@
-// The in-memory store: the store interface's reference implementation. It keeps the same
-// commit-window shape the RocksDB persistence actor will have (ARCHITECTURE.md §4): writes that
-// arrive before the window closes are answered together when it closes.
+// The in-memory store: the store interface's reference implementation, for tests and for a
+// broker without a data directory. An ordered map with the same group-commit shape as the
+// RocksDB persistence actor (docs/design/persistence.md): writes that arrive before a batch
+// closes are applied and answered together when it closes. It survives its brokers: the
+// simulation's crash steps stop every other actor and recover a new broker from it.
 #pragma once
 
 #include <map>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "laneq/actors/protocol.hpp"
@@ -21,18 +21,16 @@ class memory_store_impl : public store_actor::base {
   const char* name() const override { return "laneq.memory_store"; }
 
  private:
-  struct queue_data {
-    std::unordered_map<message_id, message> live;
-    std::unordered_map<message_id, dead_letter> dead;
+  struct pending {
+    store_write write;
+    caf::typed_response_promise<caf::ok_atom> promise;
   };
-  /// Joins the open commit window; the promise is answered when the window closes.
-  caf::result<caf::ok_atom> join_window();
+  void commit();
 
-  std::unordered_map<std::string, queue_data> queues_;
-  std::unordered_set<std::string> dropped_;  ///< deleted queue incarnations: late writes refused
-  std::vector<caf::typed_response_promise<caf::ok_atom>> window_;
-  std::uint64_t commits_ = 0;
-  std::uint64_t records_ = 0;
+  std::map<std::string, std::string, std::less<>> data_;
+  std::vector<pending> batch_;
+  std::uint64_t generation_ = 0;
+  store_stats stats_;
 };
 
 }  // namespace laneq

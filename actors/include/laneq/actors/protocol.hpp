@@ -85,6 +85,17 @@ struct store_stats {
   std::string reason;     ///< why it is degraded
 };
 
+/// What a group actor of a recovered queue starts from (queue_actor recovery).
+struct group_recovery {
+  std::vector<message> window;  ///< the first messages of the group, in arrival order
+  std::uint64_t beyond = 0;     ///< further messages left in the store
+  /// A lease on the head committed before the restart (durable delivery), if any.
+  std::vector<lease_token> lease;  ///< zero or one
+  timestamp lease_deadline;
+  /// Fast delivery: the head waits for its old lease holder until then (reclaim grace).
+  timestamp hold_until;
+};
+
 /// Counters and gauges of one queue.
 struct queue_stats {
   std::string name;
@@ -98,6 +109,7 @@ struct queue_stats {
   std::uint64_t redriven = 0;
   std::uint64_t key_missing = 0;  ///< messages that lacked an ordering key component
   std::uint64_t rejected = 0;     ///< enqueues refused (missing key, hook, limits)
+  std::uint64_t recovered = 0;    ///< messages found in the store at start
   // Gauges.
   std::uint64_t backlog = 0;  ///< messages in the queue, in flight included
   std::uint64_t in_flight = 0;
@@ -141,6 +153,10 @@ auto inspect(Inspector& f, waiting_item& x) {
   return f(x.group, x.id, x.throttled, x.since, x.until);
 }
 template <class Inspector>
+auto inspect(Inspector& f, group_recovery& x) {
+  return f(x.window, x.beyond, x.lease, x.lease_deadline, x.hold_until);
+}
+template <class Inspector>
 auto inspect(Inspector& f, store_op& x) {
   return f(x.what, x.key, x.value);
 }
@@ -160,7 +176,7 @@ auto inspect(Inspector& f, store_stats& x) {
 template <class Inspector>
 auto inspect(Inspector& f, queue_stats& x) {
   return f(x.name, x.enqueued, x.delivered, x.acked, x.nacked, x.lease_expired, x.dead_lettered,
-           x.redriven, x.key_missing, x.rejected, x.backlog, x.in_flight, x.live_groups,
+           x.redriven, x.key_missing, x.rejected, x.recovered, x.backlog, x.in_flight, x.live_groups,
            x.dead_letters, x.waiting_receives);
 }
 template <class Inspector>
@@ -209,6 +225,7 @@ CAF_ADD_TYPE_ID(laneq, (laneq::store_write))
 CAF_ADD_TYPE_ID(laneq, (laneq::store_entry))
 CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::store_entry>))
 CAF_ADD_TYPE_ID(laneq, (laneq::store_stats))
+CAF_ADD_TYPE_ID(laneq, (laneq::group_recovery))
 CAF_ADD_ATOM(laneq, laneq, enqueue_atom, "enqueue")
 CAF_ADD_ATOM(laneq, laneq, receive_atom, "receive")
 CAF_ADD_ATOM(laneq, laneq, ack_atom, "ack")
@@ -229,13 +246,14 @@ CAF_ADD_ATOM(laneq, laneq, drop_atom, "drop")
 CAF_ADD_ATOM(laneq, laneq, lookup_atom, "lookup")
 CAF_ADD_ATOM(laneq, laneq, dead_atom, "dead")
 CAF_ADD_ATOM(laneq, laneq, waiting_atom, "waiting")
-CAF_ADD_ATOM(laneq, laneq, append_atom, "append")
-CAF_ADD_ATOM(laneq, laneq, remove_atom, "remove")
 CAF_ADD_ATOM(laneq, laneq, commit_atom, "commit")
 CAF_ADD_ATOM(laneq, laneq, stop_atom, "stop")
 CAF_ADD_ATOM(laneq, laneq, write_atom, "write")
 CAF_ADD_ATOM(laneq, laneq, scan_atom, "scan")
 CAF_ADD_ATOM(laneq, laneq, reopen_atom, "reopen")
+CAF_ADD_ATOM(laneq, laneq, recover_atom, "recover")
+CAF_ADD_ATOM(laneq, laneq, fetch_atom, "fetch")
+CAF_ADD_ATOM(laneq, laneq, release_atom, "release")
 CAF_END_TYPE_ID_BLOCK(laneq)
 
 namespace laneq {
@@ -265,6 +283,9 @@ using group_actor =
                      caf::replies_to<extend_atom, lease_token, std::int64_t>::with<timestamp>,
                      caf::replies_to<describe_atom>::with<group_info>,
                      caf::reacts_to<tick_atom, lease_token>,  // lease deadline reached
+                     caf::reacts_to<recover_atom, group_recovery>,
+                     caf::reacts_to<fetch_atom>,    // retry reading the window back
+                     caf::reacts_to<release_atom>,  // the reclaim grace is over
                      caf::reacts_to<stop_atom>>;
 
 /// The fairness actor: holds deliverable heads and unordered messages, serves receives.
@@ -278,6 +299,7 @@ using fairness_actor = caf::typed_actor<
     caf::replies_to<waiting_atom>::with<std::vector<waiting_item>>,
     caf::reacts_to<extend_atom, group_actor, lease_token, timestamp>,  // a group head's new
                                                                        // deadline
+    caf::reacts_to<recover_atom, std::vector<message>, std::vector<delivery>>,  // after a restart
     caf::reacts_to<tick_atom, std::uint64_t>>;
 
 /// A queue as clients see it (in process, and later over CAF's middleman).
@@ -293,8 +315,12 @@ using queue_api = caf::typed_actor<
     caf::replies_to<groups_atom, bool>::with<std::vector<group_info>>>;
 
 /// The queue actor: the client API plus what its group and fairness actors report.
-using queue_actor = queue_api::extend<caf::reacts_to<dead_atom, std::vector<dead_letter>>,
-                                      caf::reacts_to<idle_atom, group_id, std::uint64_t>>;
+using queue_actor = queue_api::extend<
+    caf::reacts_to<dead_atom, std::vector<dead_letter>>,
+    caf::reacts_to<idle_atom, group_id, std::uint64_t>,
+    caf::replies_to<recover_atom>::with<caf::ok_atom>,  // load the queue from the store
+    caf::reacts_to<create_atom, queue_spec>,            // adopt a spec (its hook)
+    caf::reacts_to<release_atom>>;                      // the reclaim grace is over
 
 /// The admin actor: creates, finds, lists and deletes queues.
 using admin_actor = caf::typed_actor<
@@ -302,6 +328,7 @@ using admin_actor = caf::typed_actor<
     caf::replies_to<lookup_atom, std::string>::with<queue_api>,
     caf::replies_to<list_atom>::with<std::vector<std::string>>,
     caf::replies_to<describe_atom, std::string>::with<queue_description>,
-    caf::replies_to<drop_atom, std::string>::with<caf::ok_atom>>;
+    caf::replies_to<drop_atom, std::string>::with<caf::ok_atom>,
+    caf::replies_to<recover_atom>::with<std::uint64_t>>;  // load every queue; answers how many
 
 }  // namespace laneq

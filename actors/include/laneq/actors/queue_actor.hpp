@@ -2,8 +2,9 @@
 // places each enqueued message (ordering key, missing-key policy, on_enqueue hook), assigns its
 // id and arrival seq, has the store make it durable, then routes it to its group actor (spawned on
 // the group's first message) or, unordered, straight to the fairness actor. It routes acks, nacks
-// and extends by the group named in the lease, keeps the dead-letter list, and answers stats and
-// per-group introspection.
+// and extends by the group named in the lease, keeps the dead-letter list, answers stats and
+// per-group introspection, and rebuilds the queue from the store after a restart
+// (docs/design/recovery.md).
 #pragma once
 
 #include <map>
@@ -12,6 +13,7 @@
 
 #include "laneq/actors/context.hpp"
 #include "laneq/actors/protocol.hpp"
+#include "laneq/actors/queue_storage.hpp"
 #include "laneq/queue_spec.hpp"
 
 namespace laneq {
@@ -21,9 +23,11 @@ struct queue_actor_config {
   metrics_ptr metrics;
   queue_spec spec;
   store_actor store;
-  /// This incarnation's key in the store ("<name>#<uid>"): a queue deleted and created again
-  /// under the same name never sees a late write of its predecessor.
-  std::string store_key;
+  /// Storage settings; `uid` names this incarnation in the store, so a queue deleted and created
+  /// again under the same name never sees a late write of its predecessor.
+  storage_ptr storage;
+  /// Recovered without the on_enqueue hook it had: enqueues wait until the hook is given again.
+  bool hook_missing = false;
 };
 
 class queue_actor_impl : public queue_actor::base {
@@ -44,17 +48,31 @@ class queue_actor_impl : public queue_actor::base {
   struct placed {
     message msg;
     placement where;
+    codec::lane_id lane;
   };
+  struct recovery;  // state of a running recovery (queue_actor.cpp)
 
   timestamp now() const { return qc_.ctx->time.now(clock()); }
   /// Validates a batch and turns it into placed messages, or the first error.
   result<std::vector<placed>> admit(std::vector<outgoing_message>& batch, timestamp t);
-  /// Makes `batch` durable, then routes it; `done` runs after routing (or with the error).
+  /// Makes `batch` durable together with `ops`, then routes it; `finish` runs after routing (or
+  /// with the error).
   template <class Done>
-  void persist_and_route(std::vector<placed> batch, Done finish);
+  void persist_and_route(std::vector<placed> batch, std::vector<store_op> ops, Done finish);
   void route(std::vector<placed> batch);
-  group_entry& group_for(const std::string& key, const std::string& label);
+  group_entry& group_for(const std::string& key, const std::string& label,
+                         group_id id = group_id{});
+  codec::lane_id lane_of(const placement& where) const;
+  std::vector<store_op> counters_op() const;
+  /// Reads every record of one kind of this queue, page by page; `each` may stop it with an
+  /// error, and `done` gets the outcome.
+  template <class Each, class Done>
+  void scan_all(std::string from, std::string to, Each each, Done finished);
+  void recover(std::shared_ptr<recovery> r);
+  void finish_recovery(recovery& r);
   group_entry* find_group(group_id id);
+  /// The group holding the lease: its live incarnation, or a held head after a restart.
+  group_entry* owner_of(const lease_token& l);
   caf::result<std::vector<group_info>> describe_groups(bool blocked_only);
   queue_stats stats() const;
 
@@ -63,8 +81,11 @@ class queue_actor_impl : public queue_actor::base {
   std::uint64_t next_id_ = 1;
   std::uint64_t next_seq_ = 1;
   std::uint64_t next_group_ = 1;
+  /// Fast delivery after a restart: heads held for their old lease holders, by message id.
+  std::unordered_map<message_id, group_id> reclaimable_;
   std::unordered_map<std::string, group_id> group_by_key_;
   std::unordered_map<group_id, group_entry> groups_;
+  std::unordered_map<group_id, codec::lane_id> lanes_;  // of live groups
   std::map<std::uint64_t, dead_letter> dead_letters_;  // by dead-letter order
   std::unordered_map<message_id, std::uint64_t> dead_letter_order_;
   std::uint64_t next_dead_letter_ = 1;
