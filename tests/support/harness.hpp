@@ -13,6 +13,7 @@
 
 #include "faulty_store.hpp"
 #include "laneq/actors/broker.hpp"
+#include "laneq/actors/memory_store.hpp"
 
 namespace laneq::test {
 
@@ -31,12 +32,15 @@ struct test_config : caf::actor_system_config {
 /// job order, or in an order drawn from `shuffle` when one is set), then reads the reply.
 class harness {
  public:
-  explicit harness(std::uint64_t seed = 1)
+  /// A broker on an in-memory store that outlives it (see `restart`).
+  explicit harness(std::uint64_t seed = 1, broker_options opts = {})
       : sys_(cfg_),
         sched_(dynamic_cast<caf::scheduler::test_coordinator&>(sys_.scheduler())),
         self_(sys_, true),
-        broker_(std::in_place, sys_, make_context(sys_, sim_epoch, seed)) {
-    run();
+        seed_(seed),
+        store_(sys_.spawn<memory_store_impl>()) {
+    auto recovered = start(sim_epoch, std::move(opts));
+    LANEQ_ASSERT(recovered.ok(), "a new broker starts on an empty store");
   }
 
   /// A broker whose store fails writes when `faults` says so.
@@ -44,17 +48,31 @@ class harness {
       : sys_(cfg_),
         sched_(dynamic_cast<caf::scheduler::test_coordinator&>(sys_.scheduler())),
         self_(sys_, true),
-        broker_(std::in_place, sys_, make_context(sys_, sim_epoch, seed),
-                sys_.spawn<faulty_store>(std::move(faults))) {
-    run();
+        seed_(seed),
+        store_(sys_.spawn<faulty_store>(std::move(faults))) {
+    auto recovered = start(sim_epoch, {});
+    LANEQ_ASSERT(recovered.ok(), "a new broker starts on an empty store");
   }
 
-  /// Stops the broker's actors and runs them until they are gone (the actor system's
-  /// destructor waits for every actor, and only `run` moves them on the test coordinator).
+  /// Stops the broker's actors and the store and runs them until they are gone (the actor
+  /// system's destructor waits for every actor, and only `run` moves them on the test
+  /// coordinator).
   ~harness() {
     rng_ = nullptr;
     broker_.reset();
+    caf::anon_send_exit(store_, caf::exit_reason::user_shutdown);
     run();
+  }
+
+  /// A crash and a restart: every actor of the broker stops (writes the store has not
+  /// committed are not answered), then a new broker on the same store rebuilds every queue,
+  /// on the same timeline. Returns how many queues it recovered. Queue handles from before
+  /// the restart are dead: look the queues up again.
+  result<std::uint64_t> restart(broker_options opts = {}) {
+    auto t = now();
+    broker_.reset();
+    run();
+    return start(t, std::move(opts));
   }
 
   /// Draw the order in which ready actors run from `rng` (nullptr: FIFO).
@@ -198,7 +216,12 @@ class harness {
     return ask<std::vector<group_info>>(q, groups_atom_v, blocked_only);
   }
 
+  result<queue_api> lookup(const std::string& name) {
+    return ask<queue_api>(broker_->admin(), lookup_atom_v, name);
+  }
+
   caf::actor_system& system() { return sys_; }
+  const store_actor& store() const { return store_; }
   broker& brk() { return *broker_; }
   caf::scheduler::test_coordinator& sched() { return sched_; }
 
@@ -207,8 +230,16 @@ class harness {
   caf::actor_system sys_;
   caf::scheduler::test_coordinator& sched_;
   caf::scoped_actor self_;
+  std::uint64_t seed_;
+  store_actor store_;
   std::optional<broker> broker_;
   std::mt19937_64* rng_ = nullptr;
+
+  result<std::uint64_t> start(timestamp epoch, broker_options opts) {
+    broker_.emplace(sys_, make_context(sys_, epoch, seed_), store_, std::move(opts), false);
+    run();
+    return ask<std::uint64_t>(broker_->admin(), recover_atom_v);
+  }
 };
 
 /// A message with a body and optional headers and fairness key.
