@@ -49,6 +49,7 @@ queue_actor admin_actor_impl::spawn_queue(const queue_spec& spec, std::uint64_t 
   st->epoch = epoch_;
   st->nonces = nonces_;
   st->reclaim_grace = ac_.reclaim_grace;
+  st->lease_default = spec.lease_duration();
   queue_actor_config qc{ac_.ctx,  std::make_shared<queue_metrics>(), spec, ac_.store,
                         std::move(st), hook_missing};
   return spawn<queue_actor_impl>(std::move(qc));
@@ -149,7 +150,9 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
         }
         if (auto it = queues_.find(spec.name()); it != queues_.end()) {
           auto& have = it->second;
-          if (have.spec.same_definition(spec)) return {queue_api{have.handle}, false};
+          // A queue recovered without its hook matches only a spec that brings the hook back.
+          if (!have.hook_missing && have.spec.same_definition(spec))
+            return {queue_api{have.handle}, false};
           if (have.hook_missing && spec.hook()) {
             // Recovered without its hook: the same definition with a hook brings it back.
             auto without = have.spec;

@@ -86,6 +86,7 @@ caf::result<T> group_actor_impl::write_then(std::vector<store_op> ops, T answer)
 }
 
 void group_actor_impl::fetch(const fetch_request& req) {
+  if (fetch_broken_) return;
   auto [from, to] = codec::lane_range(gc_.storage->uid, gc_.lane, req.after);
   auto max = static_cast<std::uint32_t>(std::min<std::size_t>(req.max, limits::store_scan_max));
   request(gc_.store, caf::infinite, scan_atom_v, std::move(from), std::move(to), max)
@@ -96,8 +97,9 @@ void group_actor_impl::fetch(const fetch_request& req) {
             for (auto& e : page) {
               auto m = codec::decode_message(e.value);
               if (!m) {
-                // A record the store kept but cannot be trusted: stop reading this group rather
-                // than deliver out of order; the error is visible in the group's state.
+                // A record the store kept but cannot be trusted: the group stops reading rather
+                // than skip it and deliver out of order (fail-stop, docs/design/recovery.md).
+                fetch_broken_ = true;
                 state_.on_fetch_failed();
                 return;
               }
@@ -140,7 +142,7 @@ void group_actor_impl::reclaim(const lease_token& lease, timestamp t) {
   if (!held_ || state_.lease() || !head || !gc_.storage->issued_before_restart(lease, *head))
     return;
   // The old holder is back: its lease runs on as if there had been no restart.
-  restore_lease(lease, t + limits::lease_default, t);
+  restore_lease(lease, t + gc_.storage->lease_default, t);
 }
 
 group_actor_impl::behavior_type group_actor_impl::make_behavior() {
@@ -161,6 +163,7 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
           expire_if_due(t);
         } else if (gr.hold_until > t && fx.offer) {
           held_ = std::move(fx.offer);  // fast delivery: wait for the old lease holder
+          fx.offer.reset();
           delayed_send(caf::actor_cast<group_actor>(this), gr.hold_until - t, release_atom_v);
         }
         write(apply(std::move(fx)));

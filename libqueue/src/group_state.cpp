@@ -30,6 +30,7 @@ group_effects group_state::on_enqueue(std::vector<message> msgs, timestamp now) 
     ++received_;
     if (stored_only_ > 0 || messages_.size() >= window_) {
       ++stored_only_;  // the store has it; it is read back in order when the window drains
+      told_ = m.seq;
       continue;
     }
     loaded_ = m.seq;
@@ -45,6 +46,7 @@ group_effects group_state::on_enqueue(std::vector<message> msgs, timestamp now) 
 group_effects group_state::on_stored_beyond(std::size_t count, timestamp now) {
   stored_only_ += count;
   received_ += count;
+  told_ = message_seq{~std::uint64_t{0}};  // a recovered lane: the count bounds the fetch
   group_effects fx;
   if (phase_ == phase::empty) since_ = now;
   maybe_fetch(fx);
@@ -54,14 +56,17 @@ group_effects group_state::on_stored_beyond(std::size_t count, timestamp now) {
 group_effects group_state::on_fetched(std::vector<message> msgs, timestamp now) {
   fetching_ = false;
   group_effects fx;
+  const bool short_answer = msgs.size() < fetch_max_;
+  const bool ran_past = !msgs.empty() && msgs.back().seq > told_;
   for (auto& m : msgs) {
-    if (stored_only_ == 0) break;  // later arrivals the group has not been told about yet
+    // Later arrivals the group has not been told about yet come with their own enqueue.
+    if (stored_only_ == 0 || m.seq > told_) break;
     if (m.seq <= loaded_) continue;
     loaded_ = m.seq;
     --stored_only_;
     messages_.push_back(std::move(m));
   }
-  if (msgs.empty() && stored_only_ > 0) {
+  if (stored_only_ > 0 && (short_answer || ran_past)) {
     // The store holds fewer messages than the group counted: they were deleted under it (the
     // queue was dropped). Nothing more can arrive from the store.
     stored_only_ = 0;
@@ -69,7 +74,7 @@ group_effects group_state::on_fetched(std::vector<message> msgs, timestamp now) 
   if (phase_ == phase::empty) {
     since_ = now;
     if (messages_.empty()) {
-      fx.idle = true;
+      fx.idle = stored_only_ == 0;
     } else {
       offer_head(fx);
     }
@@ -87,7 +92,8 @@ group_effects group_state::retry_fetch() {
 void group_state::maybe_fetch(group_effects& fx) {
   if (fetching_ || stored_only_ == 0 || messages_.size() > window_ / 2) return;
   fetching_ = true;
-  fx.fetch = fetch_request{loaded_, std::min(stored_only_, window_ - messages_.size())};
+  fetch_max_ = std::min(stored_only_, window_ - messages_.size());
+  fx.fetch = fetch_request{loaded_, fetch_max_};
 }
 
 void group_state::on_restored_lease(const lease_token& lease, timestamp deadline, timestamp now) {

@@ -199,5 +199,26 @@ TEST(lease_table, a_regranted_message_expires_only_at_its_new_deadline) {
   EXPECT_EQ(expired[0].attempts, 2u);
 }
 
+TEST(lease_table, leased_finds_the_message_under_its_exact_token_only) {
+  lease_table t;
+  auto m = make_message(1, 2);
+  auto other = make_message(2, 1);
+  t.grant(lease_of(m, 5), m, t0 + 30s, t0);
+  t.grant(lease_of(other, 6), other, t0 + 30s, t0);
+  const auto* found = t.leased(lease_of(m, 5));
+  ASSERT_NE(found, nullptr);
+  EXPECT_EQ(*found, m);
+  EXPECT_EQ(t.leased(lease_of(m, 6)), nullptr) << "another nonce";
+  EXPECT_EQ(t.leased(lease_token{group_id{0}, m.id, 1, 5}), nullptr) << "an earlier attempt";
+  EXPECT_EQ(t.leased(lease_token{group_id{0}, m.id, 3, 5}), nullptr) << "a later attempt";
+  EXPECT_EQ(t.leased(lease_token{group_id{1}, m.id, 2, 5}), nullptr) << "another group";
+  EXPECT_EQ(t.leased(lease_of(make_message(3), 5)), nullptr) << "a message never leased";
+  EXPECT_EQ(t.size(), 2u) << "a lookup changes nothing";
+  ASSERT_TRUE(t.release(lease_of(m, 5)).ok());
+  EXPECT_EQ(t.leased(lease_of(m, 5)), nullptr) << "released";
+  ASSERT_EQ(t.expire_due(t0 + 30s).size(), 1u);
+  EXPECT_EQ(t.leased(lease_of(other, 6)), nullptr) << "expired";
+}
+
 }  // namespace
 }  // namespace laneq

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support.hpp"
@@ -86,6 +87,88 @@ TEST(lease, nonce_source_is_siphash_2_4) {
   nonce_source s{0x0706050403020100ULL, 0x0f0e0d0c0b0a0908ULL};
   // vectors.h of the reference implementation, entry 8: 62 24 93 9a 79 f5 f5 93.
   EXPECT_EQ(s.siphash(0x0706050403020100ULL), 0x93f5f5799a932462ULL);
+}
+
+// -- lease_nonce: a keyed MAC of the delivery ----------------------------------------------------
+
+lease_subject subject() {
+  lease_subject s;
+  s.queue_uid = 3;
+  s.msg = message_id{42};
+  s.seq = message_seq{17};
+  s.attempt = 2;
+  s.epoch = 5;
+  return s;
+}
+
+TEST(lease, lease_nonce_is_deterministic_for_a_key_and_subject) {
+  nonce_source a{7, 1};
+  nonce_source b{7, 1};
+  EXPECT_EQ(a.lease_nonce(subject()), b.lease_nonce(subject()));
+  EXPECT_EQ(a.lease_nonce(subject()), a.lease_nonce(subject())) << "it reads no counter";
+  auto before = a.lease_nonce(subject());
+  (void)a.next();
+  EXPECT_EQ(a.lease_nonce(subject()), before) << "next() does not disturb it";
+}
+
+TEST(lease, lease_nonce_changes_with_every_field_of_the_subject) {
+  nonce_source key{0x0123456789abcdefULL, 0xfedcba9876543210ULL};
+  const auto base = key.lease_nonce(subject());
+  std::vector<std::pair<std::string, lease_subject>> variants;
+  auto vary = [&variants](std::string name, auto change) {
+    auto s = subject();
+    change(s);
+    variants.emplace_back(std::move(name), s);
+  };
+  vary("queue_uid", [](lease_subject& s) { s.queue_uid = 4; });
+  vary("msg", [](lease_subject& s) { s.msg = message_id{43}; });
+  vary("seq", [](lease_subject& s) { s.seq = message_seq{18}; });
+  vary("attempt", [](lease_subject& s) { s.attempt = 3; });
+  vary("epoch", [](lease_subject& s) { s.epoch = 6; });
+  vary("queue_uid 0", [](lease_subject& s) { s.queue_uid = 0; });
+  vary("attempt high bit", [](lease_subject& s) { s.attempt |= 0x8000'0000u; });
+  vary("epoch low bit", [](lease_subject& s) { s.epoch = 4; });
+  std::set<std::uint64_t> seen{base};
+  for (const auto& [name, s] : variants) {
+    auto nonce = key.lease_nonce(s);
+    EXPECT_NE(nonce, base) << "changing " << name << " kept the nonce";
+    seen.insert(nonce);
+  }
+  EXPECT_EQ(seen.size(), variants.size() + 1) << "every variant has its own nonce";
+}
+
+TEST(lease, lease_nonce_moves_words_between_fields_without_colliding) {
+  // The words are chained, not xored together: swapping values between fields changes the MAC.
+  nonce_source key{11, 12};
+  lease_subject a = subject();
+  lease_subject b = subject();
+  b.queue_uid = a.msg.value;
+  b.msg = message_id{a.queue_uid};
+  EXPECT_NE(key.lease_nonce(a), key.lease_nonce(b));
+  lease_subject c = subject();
+  c.seq = message_seq{a.msg.value};
+  c.msg = message_id{a.seq.value};
+  EXPECT_NE(key.lease_nonce(a), key.lease_nonce(c));
+}
+
+TEST(lease, lease_nonce_depends_on_the_key) {
+  nonce_source a{7, 1};
+  EXPECT_NE(a.lease_nonce(subject()), nonce_source(7, 2).lease_nonce(subject()));
+  EXPECT_NE(a.lease_nonce(subject()), nonce_source(8, 1).lease_nonce(subject()));
+  EXPECT_NE(a.lease_nonce(subject()), nonce_source(1, 7).lease_nonce(subject()));
+}
+
+TEST(lease, lease_nonces_of_many_subjects_do_not_collide) {
+  nonce_source key{99, 100};
+  std::set<std::uint64_t> seen;
+  int n = 0;
+  for (std::uint64_t uid = 1; uid <= 4; ++uid)
+    for (std::uint64_t msg = 1; msg <= 10; ++msg)
+      for (std::uint32_t attempt = 1; attempt <= 5; ++attempt)
+        for (std::uint64_t epoch = 1; epoch <= 5; ++epoch, ++n)
+          seen.insert(
+              key.lease_nonce({uid, message_id{msg}, message_seq{msg + 100}, attempt, epoch}));
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(n));
 }
 
 }  // namespace

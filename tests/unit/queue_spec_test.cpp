@@ -71,8 +71,31 @@ TEST(queue_spec, defaults_are_unordered_reject_and_the_limits_defaults) {
   EXPECT_EQ(spec.attempts_max(), limits::max_attempts_default);
   EXPECT_TRUE(spec.throttles().empty());
   EXPECT_FALSE(static_cast<bool>(spec.hook()));
+  EXPECT_EQ(spec.delivery_mode(), delivery_durability::fast);
+  EXPECT_TRUE(spec.syncs_writes());
   EXPECT_TRUE(spec.validate().empty());
   EXPECT_EQ(spec.describe(), "queue 'jobs' ordering=none");
+}
+
+TEST(queue_spec, builder_records_delivery_durability_and_sync_writes) {
+  auto spec = queue_spec("q").delivery(delivery_durability::durable).sync_writes(false);
+  EXPECT_EQ(spec.delivery_mode(), delivery_durability::durable);
+  EXPECT_FALSE(spec.syncs_writes());
+  EXPECT_TRUE(spec.validate().empty());
+  spec.delivery(delivery_durability::fast).sync_writes(true);
+  EXPECT_EQ(spec.delivery_mode(), delivery_durability::fast);
+  EXPECT_TRUE(spec.syncs_writes());
+}
+
+TEST(queue_spec, describe_mentions_delivery_and_sync_only_when_not_default) {
+  EXPECT_EQ(queue_spec("q").delivery(delivery_durability::fast).sync_writes(true).describe(),
+            "queue 'q' ordering=none");
+  EXPECT_EQ(queue_spec("q").delivery(delivery_durability::durable).describe(),
+            "queue 'q' ordering=none delivery=durable");
+  EXPECT_EQ(queue_spec("q").sync_writes(false).describe(), "queue 'q' ordering=none sync=false");
+  EXPECT_EQ(account_events().delivery(delivery_durability::durable).sync_writes(false).describe(),
+            "queue 'account-events' ordering=key key=[fairness_key, header:account] "
+            "when_key_missing=unordered delivery=durable sync=false");
 }
 
 TEST(queue_spec, ordered_makes_the_whole_queue_one_group_and_drops_a_key) {
@@ -267,6 +290,20 @@ TEST(queue_spec, any_field_but_the_hook_identity_changes_the_definition) {
   EXPECT_FALSE(base.same_definition(account_events().lease(5s)));
   EXPECT_FALSE(base.same_definition(account_events().max_attempts(3)));
   EXPECT_FALSE(base.same_definition(account_events().throttle({}, 1.0, 1)));
+  EXPECT_FALSE(base.same_definition(account_events().delivery(delivery_durability::durable)));
+  EXPECT_FALSE(base.same_definition(account_events().sync_writes(false)));
+  EXPECT_FALSE(account_events()
+                   .delivery(delivery_durability::durable)
+                   .same_definition(account_events().sync_writes(false)))
+      << "delivery and sync are separate fields";
+  EXPECT_TRUE(
+      base.same_definition(account_events().delivery(delivery_durability::fast).sync_writes(true)))
+      << "setting the defaults explicitly changes nothing";
+  EXPECT_TRUE(account_events()
+                  .delivery(delivery_durability::durable)
+                  .sync_writes(false)
+                  .same_definition(
+                      account_events().sync_writes(false).delivery(delivery_durability::durable)));
   EXPECT_FALSE(base.same_definition(account_events().on_enqueue(some_hook())))
       << "whether a hook is present counts";
   EXPECT_FALSE(
@@ -282,6 +319,8 @@ TEST(queue_spec, any_field_but_the_hook_identity_changes_the_definition) {
 TEST(queue_spec, same_ordering_ignores_everything_but_mode_key_and_policy) {
   auto base = account_events();
   EXPECT_TRUE(base.same_ordering(account_events().lease(5s).max_attempts(2)));
+  EXPECT_TRUE(base.same_ordering(
+      account_events().delivery(delivery_durability::durable).sync_writes(false)));
   EXPECT_FALSE(base.same_ordering(queue_spec("account-events")
                                       .ordered_by({key::header("account"), key::fairness_key()})
                                       .when_ordering_key_missing(missing_ordering_key::unordered)))
@@ -393,6 +432,8 @@ TEST(queue_spec, enum_names_are_stable) {
   EXPECT_EQ(to_string(missing_ordering_key::reject), "reject");
   EXPECT_EQ(to_string(missing_ordering_key::unordered), "unordered");
   EXPECT_EQ(to_string(missing_ordering_key::keyless_lane), "keyless_lane");
+  EXPECT_EQ(to_string(delivery_durability::fast), "fast");
+  EXPECT_EQ(to_string(delivery_durability::durable), "durable");
 }
 
 }  // namespace

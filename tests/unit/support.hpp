@@ -1,7 +1,10 @@
 // Shared helpers for the libqueue unit tests: GoogleTest printers and a message builder.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <cstdlib>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -32,6 +35,20 @@ inline void PrintTo(const message& x, std::ostream* os) {
 }
 
 namespace test {
+
+/// The seed of a randomized test: LANEQ_UNIT_SEED when set, `fallback` otherwise.
+inline std::uint64_t seed_from_env(std::uint64_t fallback) {
+  if (const char* s = std::getenv("LANEQ_UNIT_SEED")) return std::strtoull(s, nullptr, 10);
+  return fallback;
+}
+
+/// The seed and a one-line command that reruns the current test with it, for failure messages.
+inline std::string rerun_hint(std::uint64_t seed) {
+  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+  std::string filter = info ? std::string{info->test_suite_name()} + "." + info->name() : "*";
+  return "seed " + std::to_string(seed) + "; rerun: LANEQ_UNIT_SEED=" + std::to_string(seed) +
+         " build/dev/bin/laneq_unit_tests --gtest_filter='" + filter + "'";
+}
 
 /// A message with id = seq = `n`, enqueued at `at`, deliverable from `at`.
 inline message make_message(std::uint64_t n, timestamp at = {}, std::string fairness_key = {},

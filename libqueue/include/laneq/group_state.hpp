@@ -178,7 +178,9 @@ class group_state {
   std::size_t window_;
   std::size_t stored_only_ = 0;  // messages beyond the window: counted, payload in the store
   message_seq loaded_;           // seq of the last message whose payload was in memory
+  message_seq told_;             // seq of the last message counted as stored only
   bool fetching_ = false;
+  std::size_t fetch_max_ = 0;    // what the outstanding fetch asked for
 };
 
 }  // namespace laneq

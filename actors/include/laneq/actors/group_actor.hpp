@@ -68,6 +68,7 @@ class group_actor_impl : public group_actor::base {
   /// The head, held back from the fairness actor until the reclaim grace ends.
   std::optional<message> held_;
   bool idle_due_ = false;
+  bool fetch_broken_ = false;  ///< a stored record failed its checksum: the group stops reading
   std::size_t writes_pending_ = 0;  ///< writes a client waits for
 };
 

@@ -99,7 +99,7 @@ struct group_recovery {
 /// Counters and gauges of one queue.
 struct queue_stats {
   std::string name;
-  // Counters (since the queue was created).
+  // Counters (since this broker started; `recovered` counts what it found in the store).
   std::uint64_t enqueued = 0;
   std::uint64_t delivered = 0;
   std::uint64_t acked = 0;
