@@ -8,6 +8,7 @@
 #include <bit>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -79,9 +80,11 @@ std::string describe(const rocksdb::Status& s) {
 // file as a torn tail, but only in the WAL's last (partial) 32 KiB block; elsewhere it reports
 // corruption. So one flipped length byte in that last block made RocksDB open "OK" and silently
 // drop every later record, acknowledged ones included (measured: 25 of 50 synced keys). A real
-// torn tail has nothing intact after the damaged record; a corrupted record has. Before every
-// open we read the last block of each WAL and refuse when a damaged record is followed by an
-// intact one. Format (RocksDB db/log_format.h, stable since LevelDB): 32 KiB blocks of physical
+// torn tail has nothing intact after the damaged record, and the damaged record's checksum
+// matches no prefix of what is left of it. Before every open we read the last block of each WAL
+// and refuse when a damaged record is followed by an intact one, or when its body is complete
+// (only its length field is damaged: a flip in the very last record's length, otherwise
+// indistinguishable from a torn tail). Format (RocksDB db/log_format.h, stable since LevelDB): 32 KiB blocks of physical
 // records; header = masked CRC32C (4 bytes LE), length (2 bytes LE), type (1 byte), plus the log
 // number (4 bytes) for the recyclable types 5-8; the CRC covers type, log number and payload.
 namespace wal {
@@ -114,7 +117,27 @@ std::size_t intact_record_at(std::string_view d, std::size_t pos) {
   return hsize + len;
 }
 
-/// Corruption if the last block of this WAL holds a damaged record with an intact one after it.
+/// For a damaged record at `pos`: the payload length whose CRC matches the stored checksum, if
+/// any. A torn record never matches (its checksum covers bytes that never reached the disk); a
+/// complete record whose length field was damaged does.
+std::optional<std::size_t> complete_body_length(std::string_view d, std::size_t pos) {
+  if (d.size() - pos < header_size) return std::nullopt;
+  auto type = static_cast<std::uint8_t>(d[pos + 6]);
+  std::size_t hsize = type >= 5 && type <= 8 ? header_size + 4 : header_size;
+  if (d.size() - pos < hsize) return std::nullopt;
+  auto rot = get_u32(d, pos) - crc_mask_delta;
+  auto expected = (rot >> 17) | (rot << 15);
+  auto crc = codec::crc32c(d.substr(pos + 6, hsize - 6));
+  auto block_end = std::min(d.size(), (pos / block_size + 1) * block_size);
+  for (auto i = pos + hsize;; ++i) {
+    if (crc == expected) return i - pos - hsize;
+    if (i >= block_end) return std::nullopt;
+    crc = codec::crc32c(d.substr(i, 1), crc);
+  }
+}
+
+/// Corruption if the last block of this WAL holds a damaged record that is not a torn tail: an
+/// intact record follows it, or its own body is complete.
 rocksdb::Status check_last_block(std::string_view d, const std::string& name,
                                  std::uint64_t block_offset) {
   std::size_t pos = 0;
@@ -126,6 +149,11 @@ rocksdb::Status check_last_block(std::string_view d, const std::string& name,
     }
     if (d.size() - pos >= header_size && d[pos + 6] == 0 && d[pos + 4] == 0 && d[pos + 5] == 0)
       break;  // zero padding: RocksDB skips the rest of the block
+    if (auto len = complete_body_length(d, pos))
+      return rocksdb::Status::Corruption(
+          "WAL " + name + ": the record at offset " + std::to_string(block_offset + pos) +
+          " is complete (its checksum matches " + std::to_string(*len) +
+          " payload bytes) but its length field is damaged (not a torn tail)");
     for (auto q = pos + 1; q + header_size <= d.size(); ++q) {
       if (intact_record_at(d, q))
         return rocksdb::Status::Corruption(
