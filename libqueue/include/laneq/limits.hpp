@@ -45,7 +45,7 @@ inline constexpr std::size_t pending_receives_max = 10'000;
 inline constexpr std::size_t redrive_batch_max = 10'000;
 
 // Store (persistence.md): a group-commit batch closes at whichever bound comes first.
-inline constexpr std::size_t store_batch_writes_max = 4096;         ///< write requests per batch
+inline constexpr std::size_t store_batch_writes_max = 4096;  ///< write requests per batch
 inline constexpr std::size_t store_batch_bytes_max = 16 * 1024 * 1024;  ///< key+value bytes
 inline constexpr duration store_batch_linger_default = 0us;  ///< extra wait for more writers
 inline constexpr std::uint32_t store_scan_max = 10'000;      ///< entries per scan answer

@@ -72,13 +72,13 @@ struct store_entry {
 
 /// What the store reports about itself (persistence.md: metrics, health).
 struct store_stats {
-  std::uint64_t batches = 0;     ///< committed write batches
-  std::uint64_t writes = 0;      ///< store_write requests committed
-  std::uint64_t ops = 0;         ///< operations committed
-  std::uint64_t bytes = 0;       ///< key and value bytes committed
-  std::uint64_t syncs = 0;       ///< batches written with sync
+  std::uint64_t batches = 0;  ///< committed write batches
+  std::uint64_t writes = 0;   ///< store_write requests committed
+  std::uint64_t ops = 0;      ///< operations committed
+  std::uint64_t bytes = 0;    ///< key and value bytes committed
+  std::uint64_t syncs = 0;    ///< batches written with sync
   std::uint64_t failed_batches = 0;
-  std::uint64_t reopens = 0;     ///< successful close-and-reopen after a failure
+  std::uint64_t reopens = 0;  ///< successful close-and-reopen after a failure
   /// Batch sizes in writes: counts of batches with 1, 2-3, 4-7, ... 2^k..2^(k+1)-1 writes.
   std::vector<std::uint64_t> batch_histogram;
   bool degraded = false;  ///< the last batch failed and the store has not reopened since
@@ -266,13 +266,14 @@ namespace laneq {
 ///   write: answered once the write is durable (its batch committed); a failed batch answers
 ///          every member with storage_failed and nothing of it is visible.
 ///   scan:  up to `max` entries with from <= key < to, in key order.
-using store_actor = caf::typed_actor<
-    caf::replies_to<write_atom, store_write>::with<caf::ok_atom>,
-    caf::replies_to<scan_atom, std::string, std::string, std::uint32_t>::with<
-        std::vector<store_entry>>,
-    caf::replies_to<stats_atom>::with<store_stats>,
-    caf::reacts_to<commit_atom, std::uint64_t>,  // closes the batch of that generation
-    caf::reacts_to<reopen_atom>>;                // retries opening a failed store
+using store_actor =
+    caf::typed_actor<caf::replies_to<write_atom, store_write>::with<caf::ok_atom>,
+                     caf::replies_to<scan_atom, std::string, std::string,
+                                     std::uint32_t>::with<std::vector<store_entry>>,
+                     caf::replies_to<stats_atom>::with<store_stats>,
+                     caf::reacts_to<commit_atom, std::uint64_t>,  // closes the batch of that
+                                                                  // generation
+                     caf::reacts_to<reopen_atom>>;                // retries opening a failed store
 
 /// One ordering group (one per non-empty group).
 using group_actor =
