@@ -84,9 +84,10 @@ std::string describe(const rocksdb::Status& s) {
 // matches no prefix of what is left of it. Before every open we read the last block of each WAL
 // and refuse when a damaged record is followed by an intact one, or when its body is complete
 // (only its length field is damaged: a flip in the very last record's length, otherwise
-// indistinguishable from a torn tail). Format (RocksDB db/log_format.h, stable since LevelDB): 32 KiB blocks of physical
-// records; header = masked CRC32C (4 bytes LE), length (2 bytes LE), type (1 byte), plus the log
-// number (4 bytes) for the recyclable types 5-8; the CRC covers type, log number and payload.
+// indistinguishable from a torn tail). Format (RocksDB db/log_format.h, stable since LevelDB): 32
+// KiB blocks of physical records; header = masked CRC32C (4 bytes LE), length (2 bytes LE), type (1
+// byte), plus the log number (4 bytes) for the recyclable types 5-8; the CRC covers type, log
+// number and payload.
 namespace wal {
 
 constexpr std::size_t block_size = 32768;
@@ -156,10 +157,10 @@ rocksdb::Status check_last_block(std::string_view d, const std::string& name,
           " payload bytes) but its length field is damaged (not a torn tail)");
     for (auto q = pos + 1; q + header_size <= d.size(); ++q) {
       if (intact_record_at(d, q))
-        return rocksdb::Status::Corruption(
-            "WAL " + name + ": the record at offset " + std::to_string(block_offset + pos) +
-            " is damaged but an intact record follows at offset " +
-            std::to_string(block_offset + q) + " (not a torn tail)");
+        return rocksdb::Status::Corruption("WAL " + name + ": the record at offset " +
+                                           std::to_string(block_offset + pos) +
+                                           " is damaged but an intact record follows at offset " +
+                                           std::to_string(block_offset + q) + " (not a torn tail)");
     }
     break;  // nothing intact follows: a torn tail, which RocksDB tolerates
   }
@@ -255,10 +256,8 @@ class persistence_impl : public store_actor::base {
         [this](write_atom, store_write& w) -> caf::result<caf::ok_atom> {
           return on_write(std::move(w));
         },
-        [this](scan_atom, const std::string& from, const std::string& to,
-               std::uint32_t max) -> caf::result<std::vector<store_entry>> {
-          return on_scan(from, to, max);
-        },
+        [this](scan_atom, const std::string& from, const std::string& to, std::uint32_t max)
+            -> caf::result<std::vector<store_entry>> { return on_scan(from, to, max); },
         [this](stats_atom) -> store_stats { return stats_; },
         [this](commit_atom, std::uint64_t generation) {
           if (generation == generation_ && !members_.empty()) commit();
@@ -275,8 +274,7 @@ class persistence_impl : public store_actor::base {
     if (!members_.empty()) commit();
     auto s = close_db(db_);
     if (!s.ok() && !stats_.degraded)
-      std::cerr << "laneq.persistence: closing " << opts_.dir << " failed: " << describe(s)
-                << "\n";
+      std::cerr << "laneq.persistence: closing " << opts_.dir << " failed: " << describe(s) << "\n";
     store_actor::base::on_exit();
   }
 
@@ -301,15 +299,13 @@ class persistence_impl : public store_actor::base {
         case store_op::kind::erase_range:
           if (op.value < op.key) {
             rollback();
-            return to_caf(error{errc::invalid_argument,
-                                "store erase_range: end key sorts before start key"});
+            return to_caf(
+                error{errc::invalid_argument, "store erase_range: end key sorts before start key"});
           }
           if (op.key == op.value) continue;  // empty range
           s = batch_.DeleteRange(op.key, op.value);
           break;
-        default:
-          rollback();
-          return to_caf(error{errc::invalid_argument, "store op: unknown kind"});
+        default: rollback(); return to_caf(error{errc::invalid_argument, "store op: unknown kind"});
       }
       if (!s.ok()) {
         rollback();
@@ -399,8 +395,7 @@ class persistence_impl : public store_actor::base {
     for (it->Seek(from); it->Valid() && out.size() < n; it->Next())
       out.push_back(store_entry{it->key().ToString(), it->value().ToString()});
     auto s = it->status();
-    if (s.IsCorruption())
-      return to_caf(error{errc::corrupt_record, "store scan: " + describe(s)});
+    if (s.IsCorruption()) return to_caf(error{errc::corrupt_record, "store scan: " + describe(s)});
     if (!s.ok()) return storage_failed("store scan: " + describe(s));
     return out;
   }
@@ -454,8 +449,8 @@ result<store_actor> spawn_persistence(caf::actor_system& sys, persistence_option
   std::unique_ptr<rocksdb::DB> db;
   auto s = open_db(db_opts, opts.dir, db);
   if (s.IsCorruption())
-    return error{errc::corrupt_record, "refusing to start: the store in " + opts.dir +
-                                           " is corrupt: " + describe(s)};
+    return error{errc::corrupt_record,
+                 "refusing to start: the store in " + opts.dir + " is corrupt: " + describe(s)};
   if (!s.ok())
     return error{errc::storage_failed, "cannot open the store in " + opts.dir + ": " + describe(s)};
   return sys.spawn<persistence_impl, caf::detached>(std::move(opts), std::move(db_opts),

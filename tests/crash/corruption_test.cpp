@@ -58,7 +58,8 @@ class Corruption : public ::testing::Test {
     for (auto& e : stdfs::directory_iterator(db)) {
       if (e.path().extension() == ".log" && stdfs::file_size(e.path()) > 0)
         wals.push_back(e.path().string());
-      EXPECT_NE(e.path().extension(), ".sst") << "data reached an SST: the WAL is not the only copy";
+      EXPECT_NE(e.path().extension(), ".sst")
+          << "data reached an SST: the WAL is not the only copy";
     }
     EXPECT_EQ(wals.size(), 1u);
     return wals.empty() ? std::string{} : wals.front();
@@ -146,7 +147,8 @@ TEST_F(Corruption, any_flipped_wal_byte_refuses_to_start_or_loses_nothing) {
     flip_byte((stdfs::path{work} / wal_name).string(), offset);
     auto r = open_and_read(work);
     if (!r.ok()) {
-      EXPECT_EQ(r.err().code, errc::corrupt_record) << "byte " << offset << ": " << to_string(r.err());
+      EXPECT_EQ(r.err().code, errc::corrupt_record)
+          << "byte " << offset << ": " << to_string(r.err());
       ++refused;
     } else if (acknowledged_present(r.value()) == n_keys) {
       ++intact;
@@ -157,9 +159,10 @@ TEST_F(Corruption, any_flipped_wal_byte_refuses_to_start_or_loses_nothing) {
     }
     stdfs::remove_all(work);
   }
-  std::printf("WAL of %ju bytes, %ju flipped positions: %d refused (corrupt_record), %d opened "
-              "with every key, %d opened with fewer\n",
-              size, positions, refused, intact, fewer);
+  std::printf(
+      "WAL of %ju bytes, %ju flipped positions: %d refused (corrupt_record), %d opened "
+      "with every key, %d opened with fewer\n",
+      size, positions, refused, intact, fewer);
   EXPECT_GT(refused, 0);
 }
 

@@ -64,7 +64,9 @@ struct crash_config : caf::actor_system_config {
 inline store_op put(std::string key, std::string value) {
   return store_op{store_op::kind::put, std::move(key), std::move(value)};
 }
-inline store_op erase(std::string key) { return store_op{store_op::kind::erase, std::move(key), {}}; }
+inline store_op erase(std::string key) {
+  return store_op{store_op::kind::erase, std::move(key), {}};
+}
 inline store_op erase_range(std::string from, std::string to) {
   return store_op{store_op::kind::erase_range, std::move(from), std::move(to)};
 }
@@ -79,8 +81,7 @@ class store_client {
   status write(std::vector<store_op> ops, bool sync = true) {
     status out = error{errc::unavailable, "no answer"};
     self_->request(store_, timeout, write_atom_v, store_write{std::move(ops), sync})
-        .receive([&](caf::ok_atom) { out = ok_t{}; },
-                 [&](caf::error& e) { out = from_caf(e); });
+        .receive([&](caf::ok_atom) { out = ok_t{}; }, [&](caf::error& e) { out = from_caf(e); });
     return out;
   }
 
@@ -112,7 +113,8 @@ class store_client {
     using handle = decltype(self_->request(store_, timeout, write_atom_v, store_write{}));
     std::vector<handle> handles;
     handles.reserve(ws.size());
-    for (auto& w : ws) handles.push_back(self_->request(store_, timeout, write_atom_v, std::move(w)));
+    for (auto& w : ws)
+      handles.push_back(self_->request(store_, timeout, write_atom_v, std::move(w)));
     std::vector<status> out;
     out.reserve(handles.size());
     for (auto& h : handles) {

@@ -80,7 +80,8 @@ TEST_F(Persistence, batch_closes_at_batch_bytes_max) {
   auto store = spawn(opts);
   store_client c{sys_, store};
   std::vector<store_write> ws;
-  for (int i = 0; i < 40; ++i) ws.push_back(store_write{{put(key(i), std::string(294, 'x'))}, false});
+  for (int i = 0; i < 40; ++i)
+    ws.push_back(store_write{{put(key(i), std::string(294, 'x'))}, false});
   for (auto& st : c.write_many(std::move(ws))) ASSERT_TRUE(st.ok());
   auto s = c.stats();
   EXPECT_EQ(s.bytes, 40u * 300u);
@@ -103,12 +104,12 @@ TEST_F(Persistence, scan_respects_bounds_and_max) {
     for (auto& e : r.value()) out += e.key;
     return out;
   };
-  EXPECT_EQ(keys(c.scan("b", "e", 100)), "bcd");            // from inclusive, to exclusive
-  EXPECT_EQ(keys(c.scan("", "\x7f", 3)), "abc");            // at most max, in key order
-  EXPECT_EQ(keys(c.scan("bb", "d", 100)), "c");             // bounds between keys
-  EXPECT_EQ(keys(c.scan("e", "e", 100)), "");               // empty range
-  EXPECT_EQ(keys(c.scan("f", "b", 100)), "");               // inverted range
-  EXPECT_EQ(keys(c.scan("a", "z", 0)), "");                 // max 0
+  EXPECT_EQ(keys(c.scan("b", "e", 100)), "bcd");             // from inclusive, to exclusive
+  EXPECT_EQ(keys(c.scan("", "\x7f", 3)), "abc");             // at most max, in key order
+  EXPECT_EQ(keys(c.scan("bb", "d", 100)), "c");              // bounds between keys
+  EXPECT_EQ(keys(c.scan("e", "e", 100)), "");                // empty range
+  EXPECT_EQ(keys(c.scan("f", "b", 100)), "");                // inverted range
+  EXPECT_EQ(keys(c.scan("a", "z", 0)), "");                  // max 0
   EXPECT_EQ(c.scan("c", "d", 1).value().at(0).value, "cc");  // values come back
 
   ASSERT_TRUE(c.write({erase("a"), erase_range("c", "f")}).ok());
@@ -120,7 +121,8 @@ TEST_F(Persistence, scan_max_is_capped_at_the_limit) {
   auto store = spawn();
   store_client c{sys_, store};
   std::vector<store_op> ops;
-  for (int i = 0; i < static_cast<int>(limits::store_scan_max) + 5; ++i) ops.push_back(put(key(i), ""));
+  for (int i = 0; i < static_cast<int>(limits::store_scan_max) + 5; ++i)
+    ops.push_back(put(key(i), ""));
   ASSERT_TRUE(c.write(std::move(ops), false).ok());
   auto r = c.scan("", "\x7f", std::numeric_limits<std::uint32_t>::max());
   ASSERT_TRUE(r.ok());

@@ -47,7 +47,7 @@ struct writer_log {
 struct totals {
   std::uint64_t iterations = 0;
   std::uint64_t acked_writes = 0;
-  std::uint64_t pending_writes = 0;  ///< unanswered or failed at the power loss
+  std::uint64_t pending_writes = 0;   ///< unanswered or failed at the power loss
   std::uint64_t pending_applied = 0;  ///< of those, found applied after the reboot
   std::uint64_t batches = 0;
   std::uint64_t lost = 0;        ///< keys whose acknowledged value is missing or stale
@@ -73,13 +73,13 @@ class power_loss_fixture : public ::testing::Test {
     ASSERT_TRUE(spawned.ok()) << to_string(spawned.err());
     auto store = spawned.value();
 
-    auto n_writers = pick(2, 6);
+    auto n_writers = pick(2, 5);
     std::vector<writer_log> logs(n_writers);
     std::vector<std::uint64_t> planned(n_writers), seeds(n_writers);
     std::uint64_t planned_total = 0;
     for (std::size_t w = 0; w < n_writers; ++w) {
       logs[w].prefix = "w" + std::to_string(w) + "/";
-      planned[w] = pick(0, 30);
+      planned[w] = pick(0, 20);
       seeds[w] = rng();
       planned_total += planned[w];
     }
@@ -267,9 +267,8 @@ TEST_P(PowerLossShard, acknowledged_synced_writes_survive) {
   auto seed = base + static_cast<std::uint64_t>(GetParam());
   auto iterations = env_u64("LANEQ_CRASH_ITERATIONS", 200) / power_loss_shards;
   auto again = rerun(base, current_test());
-  std::printf("seed %llu (shard %d of base seed %llu); %s\n",
-              static_cast<unsigned long long>(seed), GetParam(),
-              static_cast<unsigned long long>(base), again.c_str());
+  std::printf("seed %llu (shard %d of base seed %llu); %s\n", static_cast<unsigned long long>(seed),
+              GetParam(), static_cast<unsigned long long>(base), again.c_str());
   std::string failure;
   auto t = run("T4", seed, iterations, true, failure);
   EXPECT_EQ(t.lost, 0u) << failure << "\n" << again;

@@ -21,7 +21,9 @@ struct fault_case {
   const char* reason_text;  ///< what the degraded reason must name
 };
 
-std::ostream& operator<<(std::ostream& os, const fault_case& c) { return os << c.name; }
+std::ostream& operator<<(std::ostream& os, const fault_case& c) {
+  return os << c.name;
+}
 
 class StorageFault : public ::testing::TestWithParam<fault_case> {
  protected:

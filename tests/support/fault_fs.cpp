@@ -101,8 +101,7 @@ class fault_file : public rocksdb::FSWritableFileOwnerWrapper {
 
 }  // namespace
 
-fault_fs::fault_fs(std::shared_ptr<rocksdb::FileSystem> base)
-    : rocksdb::FileSystemWrapper(base) {}
+fault_fs::fault_fs(std::shared_ptr<rocksdb::FileSystem> base) : rocksdb::FileSystemWrapper(base) {}
 
 void fault_fs::inject(fault_kind kind, fault_scope scope) {
   std::lock_guard<std::mutex> guard{mu_};
@@ -134,7 +133,8 @@ std::uint64_t fault_fs::drop_unsynced() {
     if (!st->ever_synced) {
       dropped += size;
       auto s = target()->DeleteFile(path, io, nullptr);
-      if (!s.ok()) throw std::runtime_error("fault_fs: cannot delete " + path + ": " + s.ToString());
+      if (!s.ok())
+        throw std::runtime_error("fault_fs: cannot delete " + path + ": " + s.ToString());
     } else if (size > st->synced) {
       dropped += size - st->synced;
       // RocksDB's POSIX file system does not implement Truncate: cut the real file directly.
