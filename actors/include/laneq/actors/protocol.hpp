@@ -264,7 +264,9 @@ namespace laneq {
 /// (`laneq/storage.hpp`); the store knows nothing of queues. Two implementations: the in-memory
 /// store (tests, and a broker without a data directory) and the RocksDB persistence actor.
 ///   write: answered once the write is durable (its batch committed); a failed batch answers
-///          every member with storage_failed and nothing of it is visible.
+///          every member with storage_failed. A failed write is applied wholly or not at all
+///          (when only the sync failed, its record may be back after a restart): callers
+///          treat it as "may have happened", never as done.
 ///   scan:  up to `max` entries with from <= key < to, in key order.
 using store_actor =
     caf::typed_actor<caf::replies_to<write_atom, store_write>::with<caf::ok_atom>,
