@@ -46,9 +46,13 @@ broker::broker(caf::actor_system& sys, context_ptr ctx)
 
 broker::broker(caf::actor_system& sys, context_ptr ctx, store_actor store, broker_options opts,
                bool owns_store)
-    : ctx_(std::move(ctx)), store_(std::move(store)), owns_store_(owns_store) {
+    : sys_(sys), ctx_(std::move(ctx)), store_(std::move(store)), owns_store_(owns_store) {
   admin_ = sys.spawn<admin_actor_impl>(
       admin_actor_config{ctx_, store_, opts.sync, opts.reclaim_grace, opts.group_window});
+}
+
+result<store_stats> broker::storage_stats(caf::timespan timeout) const {
+  return call<store_stats>(sys_, store_, timeout, stats_atom_v);
 }
 
 result<std::unique_ptr<broker>> broker::open(caf::actor_system& sys, broker_options opts) {
@@ -75,7 +79,13 @@ result<std::unique_ptr<broker>> broker::open(caf::actor_system& sys, broker_opti
 
 broker::~broker() {
   caf::anon_send_exit(admin_, caf::exit_reason::user_shutdown);
-  if (owns_store_) caf::anon_send_exit(store_, caf::exit_reason::user_shutdown);
+  if (!owns_store_) return;
+  // Wait until the store has closed its database, so a broker opened next on the same data
+  // directory finds it unlocked.
+  caf::scoped_actor self{sys_};
+  self->monitor(store_);
+  self->send_exit(store_, caf::exit_reason::user_shutdown);
+  self->receive([](const caf::down_msg&) {});
 }
 
 blocking_admin::blocking_admin(caf::actor_system& sys, admin_actor admin, caf::timespan timeout)

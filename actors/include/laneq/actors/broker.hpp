@@ -21,6 +21,9 @@ namespace laneq {
 /// Registers laneq's message types with a CAF config (call before creating the actor system).
 void add_message_types(caf::actor_system_config& cfg);
 
+/// Default time a blocking call waits for the broker.
+inline constexpr std::chrono::seconds blocking_timeout_default{30};
+
 /// How a broker stores and restarts (docs/design/persistence.md, recovery.md).
 struct broker_options {
   /// RocksDB data directory; empty: an in-memory store (nothing survives the process).
@@ -59,17 +62,18 @@ class broker {
 
   admin_actor admin() const { return admin_; }
   store_actor store() const { return store_; }
+  /// The store's counters and health (`degraded` with its reason after a storage fault).
+  /// Blocking: not for use inside an actor.
+  result<store_stats> storage_stats(caf::timespan timeout = blocking_timeout_default) const;
   const context_ptr& context() const { return ctx_; }
 
  private:
+  caf::actor_system& sys_;
   context_ptr ctx_;
   store_actor store_;
   admin_actor admin_;
   bool owns_store_ = true;
 };
-
-/// Default time a blocking call waits for the broker.
-inline constexpr std::chrono::seconds blocking_timeout_default{30};
 
 /// Blocking admin calls. Not for use inside an actor (it would block a scheduler thread).
 class blocking_admin {

@@ -1,0 +1,135 @@
+// Storage faults seen from a client of the whole broker (RELIABILITY.md T5, G7): with the disk
+// full or failing, enqueues, acks and redrives get storage_failed and never an answer that
+// claims a write; the broker reports degraded, keeps serving what it holds, and recovers by
+// reopening the store; after a restart every acknowledged enqueue is there and no confirmed ack
+// comes back.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <thread>
+
+#include "crash_support.hpp"
+#include "fault_fs.hpp"
+#include "laneq/actors/broker.hpp"
+
+namespace laneq::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+outgoing_message in_account(std::string body, std::string account) {
+  outgoing_message m;
+  m.body = std::move(body);
+  m.headers.push_back(header_field{"account", std::move(account)});
+  return m;
+}
+
+queue_spec ledger_spec() {
+  return queue_spec("ledger").ordered_by({key::header("account")});
+}
+
+class BrokerFault : public ::testing::TestWithParam<fault_kind> {
+ protected:
+  broker_options options() {
+    broker_options opts;
+    opts.data_dir = dir_.sub("db");
+    opts.reclaim_grace = duration{0};
+    opts.persistence.env = make_env(fs_);
+    opts.persistence.reopen_interval = 50ms;
+    return opts;
+  }
+
+  temp_dir dir_;
+  std::shared_ptr<fault_fs> fs_ = std::make_shared<fault_fs>();
+  crash_config cfg_;
+  caf::actor_system sys_{cfg_};
+};
+
+TEST_P(BrokerFault, no_write_is_acknowledged_while_the_disk_fails_and_the_broker_recovers) {
+  std::set<std::string> acknowledged;  // bodies whose enqueue was answered with ids
+  {
+    auto opened = broker::open(sys_, options());
+    ASSERT_TRUE(opened.ok()) << opened.err().message;
+    auto& brk = *opened.value();
+    blocking_admin admin{sys_, brk.admin()};
+    auto q = admin.create_queue(ledger_spec());
+    ASSERT_TRUE(q.ok()) << q.err().message;
+    blocking_queue client{sys_, q.value()};
+    for (int i = 0; i < 10; ++i) {
+      auto body = "a" + std::to_string(i);
+      ASSERT_TRUE(client.enqueue(in_account(body, "A")).ok());
+      acknowledged.insert(body);
+    }
+    auto first = client.receive({1, 0, 0});
+    ASSERT_TRUE(first.ok());
+    ASSERT_EQ(first.value().size(), 1u);
+
+    fs_->inject(GetParam());
+    auto failed = client.enqueue(in_account("lost", "B"));
+    ASSERT_FALSE(failed.ok()) << "an enqueue was acknowledged although the disk fails";
+    EXPECT_EQ(failed.err().code, errc::storage_failed);
+    EXPECT_NE(failed.err().message.find("ledger"), std::string::npos) << failed.err().message;
+    auto ack = client.ack(first.value()[0].lease);
+    ASSERT_FALSE(ack.ok()) << "an ack was confirmed although its erase was not stored";
+    EXPECT_EQ(ack.err().code, errc::storage_failed);
+    auto health = brk.storage_stats();
+    ASSERT_TRUE(health.ok());
+    EXPECT_TRUE(health.value().degraded);
+    EXPECT_FALSE(health.value().reason.empty());
+    if (GetParam() == fault_kind::no_space) {
+      EXPECT_NE(health.value().reason.find("out of space"), std::string::npos)
+          << health.value().reason;
+    }
+    // What the broker holds in memory is still served: the next head of the group.
+    auto next = client.receive({1, 0, 0});
+    ASSERT_TRUE(next.ok()) << next.err().message;
+
+    fs_->clear_fault();
+    // The store reopens by itself; then writes are acknowledged again.
+    bool recovered = false;
+    for (int i = 0; i < 100 && !recovered; ++i) {
+      std::this_thread::sleep_for(20ms);
+      auto h = brk.storage_stats();
+      recovered = h.ok() && !h.value().degraded && h.value().reopens >= 1;
+    }
+    ASSERT_TRUE(recovered) << "the store did not reopen after the fault cleared";
+    ASSERT_TRUE(client.enqueue(in_account("later", "B")).ok());
+    acknowledged.insert("later");
+  }  // the broker and the store close
+  auto reopened = broker::open(sys_, options());
+  ASSERT_TRUE(reopened.ok()) << reopened.err().message;
+  blocking_admin admin{sys_, reopened.value()->admin()};
+  auto q = admin.lookup("ledger");
+  ASSERT_TRUE(q.ok());
+  blocking_queue client{sys_, q.value()};
+  std::set<std::string> seen;
+  std::string last_a;
+  for (int round = 0; round < 100; ++round) {
+    auto ds = client.receive({100, 0, 0});
+    ASSERT_TRUE(ds.ok());
+    if (ds.value().empty()) break;
+    for (const auto& d : ds.value()) {
+      seen.insert(d.msg.body);
+      if (d.msg.body[0] == 'a') {
+        EXPECT_GT(d.msg.body, last_a) << "group A out of order";  // a0..a9 sort as strings
+        last_a = d.msg.body;
+      }
+      ASSERT_TRUE(client.ack(d.lease).ok());
+    }
+  }
+  for (const auto& body : acknowledged)
+    EXPECT_TRUE(seen.count(body)) << "acknowledged enqueue '" << body << "' was lost";
+  for (const auto& body : seen)
+    EXPECT_TRUE(acknowledged.count(body) || body == "lost") << "unexpected '" << body << "'";
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, BrokerFault,
+                         ::testing::Values(fault_kind::no_space, fault_kind::io_error),
+                         [](const ::testing::TestParamInfo<fault_kind>& p) {
+                           return p.param == fault_kind::no_space ? std::string{"no_space"}
+                                                                  : std::string{"io_error"};
+                         });
+
+}  // namespace
+}  // namespace laneq::test
