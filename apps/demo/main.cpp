@@ -197,7 +197,11 @@ struct demo {
     out.line("producer: enqueued a1 a2 (account A), s1 (no account), b1 b2 (account B) as " +
              ids_text(ids));
 
-    auto first = must(q.receive({10, 0, 0}), "receive");
+    // Group heads reach the consumers a moment after the enqueue is answered (the group actor
+    // offers them): collect the three heads with short long polls.
+    std::vector<laneq::delivery> first;
+    for (int i = 0; i < 10 && first.size() < 3; ++i)
+      for (auto& d : must(q.receive({10, 0, 200'000}), "receive")) first.push_back(std::move(d));
     for (const auto& d : first) out.line("consumer-1: got " + describe(d));
     out.line("a2 and b2 are not offered: their groups have a message in flight");
     print_blocked_groups(q);
@@ -213,7 +217,7 @@ struct demo {
     out.line("consumer-1: dead-letter b1 (poison message); group B moves on to b2");
     print_blocked_groups(q);
 
-    auto second = must(q.receive({10, 0, 0}), "receive");
+    auto second = must(q.receive({10, 0, 200'000}), "receive");
     for (const auto& d : second) out.line("consumer-2: got " + describe(d));
     if (second.size() != 1 || second.front().msg.body != "b2")
       throw demo_failure{"expected only b2 while group A waits for its retry"};
@@ -368,7 +372,6 @@ struct demo {
   }
 };
 
-}  // namespace
 
 /// The restart chapter, part 1: a durable ledger queue with messages waiting and one in flight.
 laneq::delivery before_restart(caf::actor_system& sys, laneq::broker& broker, printer& out) {
@@ -403,7 +406,7 @@ void after_restart(caf::actor_system& sys, laneq::broker& broker, printer& out,
   out.line("recovered " + d.summary + " with " + std::to_string(d.stats.recovered) +
            " messages, " + std::to_string(d.stats.in_flight) + " in flight");
   laneq::blocking_queue q{sys, must(admin.lookup("ledger"), "lookup ledger")};
-  auto ds = must(q.receive({10, 0, 0}), "receive ledger");
+  auto ds = must(q.receive({10, 0, 500'000}), "receive ledger");
   for (const auto& x : ds) out.line("delivered " + describe(x));
   for (const auto& x : ds)
     if (x.ordering_key == open.ordering_key)
@@ -416,7 +419,7 @@ void after_restart(caf::actor_system& sys, laneq::broker& broker, printer& out,
   (open.msg.body[0] == 'a' ? last_a : last_b) = open.msg.body;
   for (const auto& x : ds) (x.msg.body[0] == 'a' ? last_a : last_b) = x.msg.body;
   for (int round = 0; round < 10; ++round) {
-    auto more = must(q.receive({10, 0, 0}), "receive ledger");
+    auto more = must(q.receive({10, 0, 300'000}), "receive ledger");
     if (more.empty()) break;
     for (const auto& x : more) {
       out.line("delivered " + describe(x));
@@ -434,13 +437,20 @@ void after_restart(caf::actor_system& sys, laneq::broker& broker, printer& out,
 
 }  // namespace
 
+/// CAF's config plus the demo's own option.
+struct demo_config : caf::actor_system_config {
+  std::string data_dir = "laneq-demo-data";
+  demo_config() {
+    opt_group{custom_options_, "global"}.add(data_dir, "data-dir",
+                                             "RocksDB data directory (default ./laneq-demo-data)");
+  }
+};
+
 int main(int argc, char** argv) {
-  caf::actor_system_config cfg;
+  demo_config cfg;
   laneq::add_message_types(cfg);
   cfg.set("scheduler.max-threads", 2);
-  std::string data_dir = "laneq-demo-data";
-  cfg.opt_group{cfg.custom_options_, "global"}.add(
-      data_dir, "data-dir", "RocksDB data directory (default ./laneq-demo-data)");
+  const auto& data_dir = cfg.data_dir;
   if (auto err = cfg.parse(argc, argv)) {
     std::cerr << "laneq_demo: " << caf::actor_system_config::render(err) << "\n";
     return 2;
