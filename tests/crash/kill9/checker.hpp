@@ -1,0 +1,132 @@
+// The kill -9 test's client-side journal and its checker (RELIABILITY.md T3; promises G1-G4 of
+// docs/guarantees.md). Pure: no CAF, no processes, no clock reads, so the checker is tested on
+// synthetic journals (checker_test.cpp) as well as on real runs (kill9_test.cpp).
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "laneq/ids.hpp"
+#include "laneq/lease.hpp"
+
+namespace laneq::kill9 {
+
+/// What one journal entry records.
+enum class event_kind : std::uint8_t {
+  restart = 1,          ///< a broker process was started (incarnation, start_us)
+  enqueue_ok = 2,       ///< an enqueue the broker acknowledged (id)
+  enqueue_unknown = 3,  ///< an enqueue that failed or got no answer: may or may not exist
+  deliver = 4,          ///< a delivery our consumer received (id, lease, grant_us, deadline_us)
+  ack_sent = 5,         ///< an ack about to be sent (lease, request)
+  ack_ok = 6,           ///< the broker confirmed that ack (request)
+  ack_failed = 7,       ///< the broker refused that ack, e.g. lease_expired (request)
+  ack_unknown = 8,      ///< that ack got no answer: it may or may not have been applied (request)
+};
+
+/// One journal entry. Fields not named for a kind are left at their defaults.
+struct event {
+  std::uint64_t seq = 0;  ///< position in the journal (set by `journal::record`)
+  event_kind kind = event_kind::restart;
+  std::string queue{};
+  std::string body{};  ///< the message body (enqueues, deliveries, acks)
+  message_id id{};
+  lease_token lease{};
+  std::int64_t grant_us = 0;      ///< deliver: broker time the lease began (deadline - lease)
+  std::int64_t deadline_us = 0;   ///< deliver: broker time the lease ends
+  std::int64_t start_us = 0;      ///< restart: wall clock (us) just before the process started
+  std::uint32_t incarnation = 0;  ///< broker run (1 for the first) the event happened in
+  std::uint32_t consumer = 0;     ///< deliver, ack: which consumer
+  std::uint64_t request = 0;      ///< ack_*: pairs an ack_sent with its outcome
+};
+
+/// The journal: every client-visible event in one total order (thread-safe). An event is
+/// recorded before the request it describes is sent, and after the answer it describes arrived,
+/// so a broker action caused by a request always comes after the request in the journal.
+class journal {
+ public:
+  /// Appends `e` with the next sequence number; returns that number.
+  std::uint64_t record(event e);
+  /// A copy of every event so far, in order.
+  std::vector<event> events() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<event> events_;
+};
+
+/// How a queue under test behaves.
+struct queue_traits {
+  std::string name{};
+  bool ordered = false;  ///< ordered by key: the order and in-flight checks apply
+  bool durable = false;  ///< durable delivery: no in-flight exception after a restart
+};
+
+struct checker_options {
+  std::vector<queue_traits> queues{};
+  /// The brokers' reclaim grace (fast delivery: heads wait that long after a restart).
+  std::int64_t reclaim_grace_us = 0;
+  /// Slack when comparing times of different broker runs (each run maps its own clock onto the
+  /// wall clock at start). Applies only across runs, and only in the broker's favour.
+  std::int64_t clock_tolerance_us = 5'000;
+};
+
+/// What the checker found. The five T3 counts must all be 0.
+struct check_report {
+  std::uint64_t restarts = 0;
+  std::uint64_t acknowledged = 0;       ///< acknowledged enqueues
+  std::uint64_t unknown_enqueues = 0;   ///< enqueues with an unknown outcome
+  std::uint64_t unknown_delivered = 0;  ///< ... of which a delivery showed they were stored
+  std::uint64_t deliveries = 0;
+  std::uint64_t redeliveries = 0;
+  std::uint64_t confirmed_acks = 0;               ///< messages with a confirmed ack
+  std::uint64_t acks_unknown = 0;                 ///< ack requests without an answer
+  std::uint64_t acks_failed = 0;                  ///< ack requests the broker refused
+  std::uint64_t fast_overlaps_after_restart = 0;  ///< allowed (ARCHITECTURE.md §4)
+  /// Coverage: leases never acked whose deadline outlived their broker run (the in-flight
+  /// check across a restart has something to check), in all queues and in durable ones.
+  std::uint64_t leases_across_restart = 0;
+  std::uint64_t durable_leases_across_restart = 0;
+
+  std::uint64_t lost = 0;
+  std::uint64_t unexpected = 0;
+  std::uint64_t order_violations = 0;
+  std::uint64_t in_flight_violations = 0;
+  std::uint64_t duplicates_after_ack = 0;
+
+  /// The first few findings of each kind, one line each.
+  std::vector<std::string> findings;
+
+  bool clean() const {
+    return lost == 0 && unexpected == 0 && order_violations == 0 && in_flight_violations == 0 &&
+           duplicates_after_ack == 0;
+  }
+};
+
+/// Replays `events` (in journal order) and counts, with these definitions:
+/// - lost: an acknowledged enqueue that was never delivered;
+/// - unexpected: a delivery whose body we never enqueued, or whose id differs from the id the
+///   enqueue was acknowledged with (or, for an unknown-outcome enqueue, from an earlier
+///   delivery of the same body);
+/// - order violation (ordered queues): a delivery of n of key k while an acknowledged-enqueued
+///   m < n of k was not released; m is released from the moment an ack of its latest delivery
+///   was sent, unless the broker refused that ack (an ack may be confirmed only after the group
+///   has moved on; an unconfirmed ack lost in a crash may bring m back, which is allowed);
+///   also, within one broker run, a delivery of an acknowledged-enqueued m after a delivery of
+///   some n > m of the same key (the broker still had m when it handed out n);
+/// - in-flight violation (ordered queues): a delivery of key k while an earlier delivery of k
+///   still held its lease: no ack sent (or the ack was refused) and its deadline not yet at the
+///   new lease's start. On a fast queue, an overlap of a lease from an earlier broker run with a
+///   redelivery granted after the restart's reclaim grace is allowed and counted apart;
+/// - duplicate after a confirmed ack: a delivery of a message after an ack of it was confirmed.
+check_report check(const std::vector<event>& events, const checker_options& opts);
+
+/// "N crash-restart cycles, M acknowledged messages, 0 lost, ..." (RELIABILITY.md report
+/// format).
+std::string headline(std::uint64_t cycles, const check_report& r);
+
+/// The whole report block: the headline, the other counts and the findings.
+std::string render(std::uint64_t cycles, const check_report& r);
+
+}  // namespace laneq::kill9
