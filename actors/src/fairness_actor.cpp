@@ -228,8 +228,8 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
         rearm(t);
         return promise;
       },
-      [this](ack_atom,
-             const std::vector<lease_token>& leases) -> caf::result<std::vector<lease_outcome>> {
+      [this](ack_atom, const std::vector<lease_token>& leases)
+          -> caf::result<std::vector<lease_outcome>, std::vector<store_op>> {
         auto t = now();
         catch_up(t);
         std::vector<lease_outcome> failed;
@@ -253,8 +253,9 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
         serve_pending(t);  // expired leases may have made items ready
         rearm(t);
         check();
-        // Confirmed once the deletes are durable: no redelivery after a confirmed ack.
-        return write_then(std::move(ops), std::move(failed));
+        // The queue actor writes the erases with the rest of the ack batch and confirms the
+        // acks once they are durable.
+        return {std::move(failed), std::move(ops)};
       },
       [this](nack_atom, const lease_token& l,
              const nack_request& req) -> caf::result<caf::ok_atom> {

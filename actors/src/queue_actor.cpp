@@ -1,6 +1,8 @@
 // The queue actor (actors/include/laneq/actors/queue_actor.hpp).
 #include "laneq/actors/queue_actor.hpp"
 
+#include <functional>
+
 #include "laneq/actors/fairness_actor.hpp"
 #include "laneq/actors/group_actor.hpp"
 
@@ -485,16 +487,37 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
           return to_caf(error{errc::invalid_argument,
                               "ack: a batch holds 1 to " + std::to_string(limits::ack_batch_max) +
                                   " leases, got " + std::to_string(leases.size())});
+        // Every group and the fairness actor answer with the store operations of their acks;
+        // they are written as one write, and the acks are confirmed once it is durable.
         struct gather {
           caf::typed_response_promise<std::vector<lease_outcome>> promise;
           std::vector<lease_outcome> failed;
+          std::vector<store_op> ops;
           std::size_t remaining = 0;
+          std::function<void(gather&)> finish;
           void done() {
-            if (--remaining == 0) promise.deliver(std::move(failed));
+            if (--remaining == 0) finish(*this);
+          }
+          void add(std::vector<store_op>& more) {
+            for (auto& op : more) ops.push_back(std::move(op));
           }
         };
         auto g = std::make_shared<gather>();
         g->promise = make_response_promise<std::vector<lease_outcome>>();
+        g->finish = [this](gather& all) {
+          if (all.ops.empty()) {
+            all.promise.deliver(std::move(all.failed));
+            return;
+          }
+          request(qc_.store, caf::infinite, write_atom_v, qc_.storage->write(std::move(all.ops)))
+              .then(
+                  [promise = all.promise, failed = std::move(all.failed)](caf::ok_atom) mutable {
+                    promise.deliver(std::move(failed));
+                  },
+                  [this, promise = all.promise](caf::error& e) mutable {
+                    promise.deliver(to_caf(storage_error(qc_.spec.name(), e)));
+                  });
+        };
         std::vector<lease_token> unordered;
         std::vector<std::pair<group_actor, lease_token>> grouped;
         for (const auto& l : leases) {
@@ -510,17 +533,22 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
         g->remaining = grouped.size() + (unordered.empty() ? 0 : 1) + 1;
         for (auto& [handle, l] : grouped) {
           request(handle, caf::infinite, ack_atom_v, l)
-              .then([g](caf::ok_atom) { g->done(); },
-                    [g, l = l](caf::error& e) {
-                      g->failed.push_back(lease_outcome{l, from_caf(e)});
-                      g->done();
-                    });
+              .then(
+                  [g](std::vector<store_op>& ops) {
+                    g->add(ops);
+                    g->done();
+                  },
+                  [g, l = l](caf::error& e) {
+                    g->failed.push_back(lease_outcome{l, from_caf(e)});
+                    g->done();
+                  });
         }
         if (!unordered.empty()) {
           request(fairness_, caf::infinite, ack_atom_v, std::move(unordered))
               .then(
-                  [g](std::vector<lease_outcome>& failed) {
+                  [g](std::vector<lease_outcome>& failed, std::vector<store_op>& ops) {
                     for (auto& f : failed) g->failed.push_back(std::move(f));
+                    g->add(ops);
                     g->done();
                   },
                   [g](caf::error& e) {

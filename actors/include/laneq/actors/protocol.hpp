@@ -222,6 +222,7 @@ CAF_ADD_TYPE_ID(laneq, (laneq::queue_stats))
 CAF_ADD_TYPE_ID(laneq, (laneq::queue_description))
 CAF_ADD_TYPE_ID(laneq, (laneq::error))
 CAF_ADD_TYPE_ID(laneq, (laneq::store_write))
+CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::store_op>))
 CAF_ADD_TYPE_ID(laneq, (laneq::store_entry))
 CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::store_entry>))
 CAF_ADD_TYPE_ID(laneq, (laneq::store_stats))
@@ -281,7 +282,8 @@ using store_actor =
 using group_actor =
     caf::typed_actor<caf::reacts_to<enqueue_atom, std::vector<message>>,
                      caf::reacts_to<delivered_atom, lease_token, timestamp>,
-                     caf::replies_to<ack_atom, lease_token>::with<caf::ok_atom>,
+                     // answers the store operations the ack needs (the queue actor writes them)
+                     caf::replies_to<ack_atom, lease_token>::with<std::vector<store_op>>,
                      caf::replies_to<nack_atom, lease_token, nack_request>::with<caf::ok_atom>,
                      caf::replies_to<extend_atom, lease_token, std::int64_t>::with<timestamp>,
                      caf::replies_to<describe_atom>::with<group_info>,
@@ -296,7 +298,9 @@ using fairness_actor = caf::typed_actor<
     caf::reacts_to<offer_atom, group_id, group_actor, std::string, message>,
     caf::reacts_to<enqueue_atom, std::vector<message>>,
     caf::replies_to<receive_atom, receive_request>::with<std::vector<delivery>>,
-    caf::replies_to<ack_atom, std::vector<lease_token>>::with<std::vector<lease_outcome>>,
+    // answers the failed leases and the store operations of the others
+    caf::replies_to<ack_atom, std::vector<lease_token>>::with<std::vector<lease_outcome>,
+                                                              std::vector<store_op>>,
     caf::replies_to<nack_atom, lease_token, nack_request>::with<caf::ok_atom>,
     caf::replies_to<extend_atom, lease_token, std::int64_t>::with<timestamp>,
     caf::replies_to<waiting_atom>::with<std::vector<waiting_item>>,
