@@ -21,9 +21,7 @@ store_op put_meta(std::string_view name, std::uint64_t value) {
 }  // namespace
 
 admin_actor_impl::admin_actor_impl(caf::actor_config& cfg, admin_actor_config ac)
-    : admin_actor::base(cfg),
-      ac_(std::move(ac)),
-      nonces_(ac_.ctx->seed, ac_.ctx->nonce_key) {}
+    : admin_actor::base(cfg), ac_(std::move(ac)), nonces_(ac_.ctx->seed, ac_.ctx->nonce_key) {}
 
 void admin_actor_impl::on_exit() {
   for (auto& [name, e] : queues_) anon_send_exit(e.handle, caf::exit_reason::user_shutdown);
@@ -50,8 +48,8 @@ queue_actor admin_actor_impl::spawn_queue(const queue_spec& spec, std::uint64_t 
   st->nonces = nonces_;
   st->reclaim_grace = ac_.reclaim_grace;
   st->lease_default = spec.lease_duration();
-  queue_actor_config qc{ac_.ctx,  std::make_shared<queue_metrics>(), spec, ac_.store,
-                        std::move(st), hook_missing};
+  queue_actor_config qc{
+      ac_.ctx, std::make_shared<queue_metrics>(), spec, ac_.store, std::move(st), hook_missing};
   return spawn<queue_actor_impl>(std::move(qc));
 }
 
@@ -78,8 +76,8 @@ caf::result<std::uint64_t> admin_actor_impl::recover() {
             // the previous run can still be recognized (reclaim).
             epoch_ = get(meta_epoch, 0) + 1;
             next_uid_ = get(meta_next_uid, 1);
-            nonces_ = nonce_source{get(meta_nonce0, ac_.ctx->seed),
-                                   get(meta_nonce1, ac_.ctx->nonce_key)};
+            nonces_ =
+                nonce_source{get(meta_nonce0, ac_.ctx->seed), get(meta_nonce1, ac_.ctx->nonce_key)};
             std::vector<store_op> ops{put_meta(meta_epoch, epoch_),
                                       put_meta(meta_next_uid, next_uid_),
                                       put_meta(meta_nonce0, get(meta_nonce0, ac_.ctx->seed)),
@@ -187,10 +185,12 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
         // The queue exists once its spec is stored; until then a second create finds it here.
         auto promise = make_response_promise<queue_api, bool>();
         request(ac_.store, caf::infinite, write_atom_v, store_write{std::move(ops), true})
-            .then([promise, handle](caf::ok_atom) mutable { promise.deliver(queue_api{handle}, true); },
+            .then([promise,
+                   handle](caf::ok_atom) mutable { promise.deliver(queue_api{handle}, true); },
                   [this, promise, name, handle](caf::error& e) mutable {
                     anon_send_exit(handle, caf::exit_reason::user_shutdown);
-                    if (auto it = queues_.find(name); it != queues_.end() && it->second.handle == handle)
+                    if (auto it = queues_.find(name);
+                        it != queues_.end() && it->second.handle == handle)
                       queues_.erase(it);
                     promise.deliver(to_caf(storage_error(name, e)));
                   });
@@ -225,8 +225,8 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
         queues_.erase(it);
         // Every record of the incarnation in one write; its uid is never used again.
         std::vector<store_op> ops{{store_op::kind::erase, codec::queue_key(uid), {}}};
-        for (auto t : {codec::tag::counters, codec::tag::message, codec::tag::dead,
-                       codec::tag::lease}) {
+        for (auto t :
+             {codec::tag::counters, codec::tag::message, codec::tag::dead, codec::tag::lease}) {
           auto [from, to] = codec::queue_range(t, uid);
           ops.push_back({store_op::kind::erase_range, std::move(from), std::move(to)});
         }

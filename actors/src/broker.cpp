@@ -71,8 +71,8 @@ result<std::unique_ptr<broker>> broker::open(caf::actor_system& sys, broker_opti
   }
   auto b = std::make_unique<broker>(sys, make_context(sys), std::move(store), std::move(opts));
   // Nothing is served before every stored queue is back.
-  auto recovered = call<std::uint64_t>(sys, b->admin_, caf::timespan{std::chrono::hours{24}},
-                                       recover_atom_v);
+  auto recovered =
+      call<std::uint64_t>(sys, b->admin_, caf::timespan{std::chrono::hours{24}}, recover_atom_v);
   if (!recovered) return recovered.err();
   return b;
 }

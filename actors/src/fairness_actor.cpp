@@ -268,9 +268,9 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
         }
         queue_metrics::add(fc_.metrics->nacked);
         fc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
-        auto ops = end_attempt(l, retry_or_dead_letter(std::move(m).value(),
-                                                       duration{req.retry_after_us},
-                                                       req.kind == nack_kind::dead_letter, t));
+        auto ops =
+            end_attempt(l, retry_or_dead_letter(std::move(m).value(), duration{req.retry_after_us},
+                                                req.kind == nack_kind::dead_letter, t));
         serve_pending(t);
         rearm(t);
         check();

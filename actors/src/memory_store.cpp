@@ -21,7 +21,9 @@ void memory_store_impl::commit() {
       ++stats_.ops;
       stats_.bytes += op.key.size() + op.value.size();
       switch (op.what) {
-        case store_op::kind::put: data_.insert_or_assign(std::move(op.key), std::move(op.value)); break;
+        case store_op::kind::put:
+          data_.insert_or_assign(std::move(op.key), std::move(op.value));
+          break;
         case store_op::kind::erase: data_.erase(op.key); break;
         case store_op::kind::erase_range:
           data_.erase(data_.lower_bound(op.key), data_.lower_bound(op.value));

@@ -316,15 +316,20 @@ void queue_actor_impl::persist_and_route(std::vector<placed> batch, std::vector<
 }
 
 queue_actor_impl::group_entry& queue_actor_impl::group_for(const std::string& key,
-                                                           const std::string& label,
-                                                           group_id id) {
+                                                           const std::string& label, group_id id) {
   auto it = group_by_key_.find(key);
   if (it != group_by_key_.end()) return groups_.at(it->second);
   if (!id) id = group_id{next_group_++};
   auto lane = codec::make_lane_id(qc_.spec.name(), key);
-  group_actor_config gc{qc_.ctx,   qc_.metrics, qc_.storage,
-                        id,        lane,        label,
-                        qc_.spec.attempts_max(), fairness_, caf::actor_cast<queue_actor>(this),
+  group_actor_config gc{qc_.ctx,
+                        qc_.metrics,
+                        qc_.storage,
+                        id,
+                        lane,
+                        label,
+                        qc_.spec.attempts_max(),
+                        fairness_,
+                        caf::actor_cast<queue_actor>(this),
                         qc_.store};
   auto handle = spawn<group_actor_impl, caf::linked>(std::move(gc));
   group_by_key_.emplace(key, id);
@@ -467,15 +472,16 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
         for (const auto& p : placed_batch.value()) ids.push_back(p.msg.id);
         auto n = ids.size();
         auto promise = make_response_promise<std::vector<message_id>>();
-        persist_and_route(std::move(placed_batch).value(), {},
-                          [this, promise, ids = std::move(ids), n](std::optional<error> err) mutable {
-          if (err) {
-            promise.deliver(to_caf(*err));
-            return;
-          }
-          queue_metrics::add(qc_.metrics->enqueued, n);
-          promise.deliver(std::move(ids));
-        });
+        persist_and_route(
+            std::move(placed_batch).value(), {},
+            [this, promise, ids = std::move(ids), n](std::optional<error> err) mutable {
+              if (err) {
+                promise.deliver(to_caf(*err));
+                return;
+              }
+              queue_metrics::add(qc_.metrics->enqueued, n);
+              promise.deliver(std::move(ids));
+            });
         return promise;
       },
       [this](receive_atom, const receive_request& req) {
@@ -510,13 +516,11 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
             return;
           }
           request(qc_.store, caf::infinite, write_atom_v, qc_.storage->write(std::move(all.ops)))
-              .then(
-                  [promise = all.promise, failed = std::move(all.failed)](caf::ok_atom) mutable {
-                    promise.deliver(std::move(failed));
-                  },
-                  [this, promise = all.promise](caf::error& e) mutable {
-                    promise.deliver(to_caf(storage_error(qc_.spec.name(), e)));
-                  });
+              .then([promise = all.promise, failed = std::move(all.failed)](
+                        caf::ok_atom) mutable { promise.deliver(std::move(failed)); },
+                    [this, promise = all.promise](caf::error& e) mutable {
+                      promise.deliver(to_caf(storage_error(qc_.spec.name(), e)));
+                    });
         };
         std::vector<lease_token> unordered;
         std::vector<std::pair<group_actor, lease_token>> grouped;
@@ -633,20 +637,20 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
         auto n = static_cast<std::uint64_t>(batch.size());
         if (n == 0) return std::uint64_t{0};
         auto promise = make_response_promise<std::uint64_t>();
-        persist_and_route(std::move(batch), std::move(erase_dead),
-                          [this, promise, n, taken = std::move(taken)](
-                              std::optional<error> err) mutable {
-          if (err) {
-            for (auto& [order, dl] : taken) {  // nothing was redriven: they stay dead letters
-              dead_letter_order_[dl.msg.id] = order;
-              dead_letters_.emplace(order, std::move(dl));
-            }
-            promise.deliver(to_caf(*err));
-            return;
-          }
-          queue_metrics::add(qc_.metrics->redriven, n);
-          promise.deliver(n);
-        });
+        persist_and_route(
+            std::move(batch), std::move(erase_dead),
+            [this, promise, n, taken = std::move(taken)](std::optional<error> err) mutable {
+              if (err) {
+                for (auto& [order, dl] : taken) {  // nothing was redriven: they stay dead letters
+                  dead_letter_order_[dl.msg.id] = order;
+                  dead_letters_.emplace(order, std::move(dl));
+                }
+                promise.deliver(to_caf(*err));
+                return;
+              }
+              queue_metrics::add(qc_.metrics->redriven, n);
+              promise.deliver(n);
+            });
         return promise;
       },
       [this](stats_atom) { return stats(); },

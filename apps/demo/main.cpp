@@ -372,7 +372,6 @@ struct demo {
   }
 };
 
-
 /// The restart chapter, part 1: a durable ledger queue with messages waiting and one in flight.
 laneq::delivery before_restart(caf::actor_system& sys, laneq::broker& broker, printer& out) {
   out.section("restart: before");
@@ -403,8 +402,8 @@ void after_restart(caf::actor_system& sys, laneq::broker& broker, printer& out,
   out.section("restart: after");
   laneq::blocking_admin admin{sys, broker.admin()};
   auto d = must(admin.describe("ledger"), "describe ledger");
-  out.line("recovered " + d.summary + " with " + std::to_string(d.stats.recovered) +
-           " messages, " + std::to_string(d.stats.in_flight) + " in flight");
+  out.line("recovered " + d.summary + " with " + std::to_string(d.stats.recovered) + " messages, " +
+           std::to_string(d.stats.in_flight) + " in flight");
   laneq::blocking_queue q{sys, must(admin.lookup("ledger"), "lookup ledger")};
   auto ds = must(q.receive({10, 0, 500'000}), "receive ledger");
   for (const auto& x : ds) out.line("delivered " + describe(x));

@@ -250,8 +250,12 @@ std::string meta_key(std::string_view name) {
   return out;
 }
 
-std::string queue_key(std::uint64_t uid) { return key_prefix(tag::queue, uid); }
-std::string counters_key(std::uint64_t uid) { return key_prefix(tag::counters, uid); }
+std::string queue_key(std::uint64_t uid) {
+  return key_prefix(tag::queue, uid);
+}
+std::string counters_key(std::uint64_t uid) {
+  return key_prefix(tag::counters, uid);
+}
 
 std::string message_key(std::uint64_t uid, const lane_id& lane, message_seq seq) {
   writer w;

@@ -97,8 +97,7 @@ void group_state::maybe_fetch(group_effects& fx) {
 }
 
 void group_state::on_restored_lease(const lease_token& lease, timestamp deadline, timestamp now) {
-  LANEQ_ASSERT(phase_ == phase::offered && !messages_.empty() &&
-                   messages_.front().id == lease.msg,
+  LANEQ_ASSERT(phase_ == phase::offered && !messages_.empty() && messages_.front().id == lease.msg,
                "a restored lease is on the offered head");
   messages_.front().attempts = lease.attempt;
   phase_ = phase::in_flight;

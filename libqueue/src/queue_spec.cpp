@@ -213,7 +213,8 @@ std::string queue_spec::describe() const {
     }
     out += "] when_key_missing=" + std::string{to_string(missing_)};
   }
-  if (delivery_ != delivery_durability::fast) out += " delivery=" + std::string{to_string(delivery_)};
+  if (delivery_ != delivery_durability::fast)
+    out += " delivery=" + std::string{to_string(delivery_)};
   if (!sync_) out += " sync=false";
   return out;
 }

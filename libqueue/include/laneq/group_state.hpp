@@ -180,7 +180,7 @@ class group_state {
   message_seq loaded_;           // seq of the last message whose payload was in memory
   message_seq told_;             // seq of the last message counted as stored only
   bool fetching_ = false;
-  std::size_t fetch_max_ = 0;    // what the outstanding fetch asked for
+  std::size_t fetch_max_ = 0;  // what the outstanding fetch asked for
 };
 
 }  // namespace laneq

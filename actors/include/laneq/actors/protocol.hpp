@@ -176,8 +176,8 @@ auto inspect(Inspector& f, store_stats& x) {
 template <class Inspector>
 auto inspect(Inspector& f, queue_stats& x) {
   return f(x.name, x.enqueued, x.delivered, x.acked, x.nacked, x.lease_expired, x.dead_lettered,
-           x.redriven, x.key_missing, x.rejected, x.recovered, x.backlog, x.in_flight, x.live_groups,
-           x.dead_letters, x.waiting_receives);
+           x.redriven, x.key_missing, x.rejected, x.recovered, x.backlog, x.in_flight,
+           x.live_groups, x.dead_letters, x.waiting_receives);
 }
 template <class Inspector>
 auto inspect(Inspector& f, queue_description& x) {
@@ -322,12 +322,13 @@ using queue_api = caf::typed_actor<
     caf::replies_to<groups_atom, bool>::with<std::vector<group_info>>>;
 
 /// The queue actor: the client API plus what its group and fairness actors report.
-using queue_actor = queue_api::extend<
-    caf::reacts_to<dead_atom, std::vector<dead_letter>>,
-    caf::reacts_to<idle_atom, group_id, std::uint64_t>,
-    caf::replies_to<recover_atom>::with<caf::ok_atom>,  // load the queue from the store
-    caf::reacts_to<create_atom, queue_spec>,            // adopt a spec (its hook)
-    caf::reacts_to<release_atom>>;                      // the reclaim grace is over
+using queue_actor =
+    queue_api::extend<caf::reacts_to<dead_atom, std::vector<dead_letter>>,
+                      caf::reacts_to<idle_atom, group_id, std::uint64_t>,
+                      caf::replies_to<recover_atom>::with<caf::ok_atom>,  // load the queue from the
+                                                                          // store
+                      caf::reacts_to<create_atom, queue_spec>,            // adopt a spec (its hook)
+                      caf::reacts_to<release_atom>>;  // the reclaim grace is over
 
 /// The admin actor: creates, finds, lists and deletes queues.
 using admin_actor = caf::typed_actor<

@@ -86,7 +86,7 @@ class queue_actor_impl : public queue_actor::base {
   std::unordered_map<std::string, group_id> group_by_key_;
   std::unordered_map<group_id, group_entry> groups_;
   std::unordered_map<group_id, codec::lane_id> lanes_;  // of live groups
-  std::map<std::uint64_t, dead_letter> dead_letters_;  // by dead-letter order
+  std::map<std::uint64_t, dead_letter> dead_letters_;   // by dead-letter order
   std::unordered_map<message_id, std::uint64_t> dead_letter_order_;
   std::uint64_t next_dead_letter_ = 1;
 };

@@ -14,10 +14,10 @@ namespace laneq {
 
 /// What a queue incarnation's actors share about storage and restarts (immutable).
 struct queue_storage {
-  std::uint64_t uid = 0;   ///< the incarnation's key prefix; never reused
-  std::string name;        ///< queue name (lane ids hash it)
-  bool sync = true;        ///< writes synced before they are answered
-  bool durable = false;    ///< delivery durability `durable`: leases are committed
+  std::uint64_t uid = 0;  ///< the incarnation's key prefix; never reused
+  std::string name;       ///< queue name (lane ids hash it)
+  bool sync = true;       ///< writes synced before they are answered
+  bool durable = false;   ///< delivery durability `durable`: leases are committed
   std::size_t window = limits::group_window_default;
   std::uint64_t epoch = 0;  ///< this broker run (lease nonces, reclaim)
   nonce_source nonces{0, 0};
