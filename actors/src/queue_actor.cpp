@@ -212,8 +212,6 @@ void queue_actor_impl::finish_recovery(recovery& r) {
   }
   if (!ready.empty() || !leased.empty())
     send(fairness_, recover_atom_v, std::move(ready), std::move(leased));
-  if (hold && !reclaimable_.empty())
-    delayed_send(caf::actor_cast<queue_actor>(this), st.reclaim_grace, release_atom_v);
 }
 
 result<std::vector<queue_actor_impl::placed>> queue_actor_impl::admit(
@@ -676,6 +674,8 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
         auto* entry = find_group(id);
         if (!entry || entry->routed != received) return;  // more messages are on their way
         send(entry->handle, stop_atom_v);
+        // Tokens of the previous run that named this group's heads name nothing any more.
+        std::erase_if(reclaimable_, [id](const auto& kv) { return kv.second == id; });
         group_by_key_.erase(entry->key);
         lanes_.erase(id);
         groups_.erase(id);
@@ -691,10 +691,7 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
         qc_.spec = std::move(spec);
         qc_.hook_missing = false;
       },
-      [this](release_atom) {
-        // The reclaim grace is over: tokens of the previous run no longer name anything.
-        reclaimable_.clear();
-      },
+
   };
 }
 

@@ -325,10 +325,10 @@ using queue_api = caf::typed_actor<
 using queue_actor =
     queue_api::extend<caf::reacts_to<dead_atom, std::vector<dead_letter>>,
                       caf::reacts_to<idle_atom, group_id, std::uint64_t>,
-                      caf::replies_to<recover_atom>::with<caf::ok_atom>,  // load the queue from the
-                                                                          // store
-                      caf::reacts_to<create_atom, queue_spec>,            // adopt a spec (its hook)
-                      caf::reacts_to<release_atom>>;  // the reclaim grace is over
+                      // load the queue from the store
+                      caf::replies_to<recover_atom>::with<caf::ok_atom>,
+                      // adopt a spec (its hook)
+                      caf::reacts_to<create_atom, queue_spec>>;
 
 /// The admin actor: creates, finds, lists and deletes queues.
 using admin_actor = caf::typed_actor<

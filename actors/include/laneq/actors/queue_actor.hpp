@@ -81,7 +81,9 @@ class queue_actor_impl : public queue_actor::base {
   std::uint64_t next_id_ = 1;
   std::uint64_t next_seq_ = 1;
   std::uint64_t next_group_ = 1;
-  /// Fast delivery after a restart: heads held for their old lease holders, by message id.
+  /// Fast delivery after a restart: the groups of recovered heads, by message id, so a token of
+  /// the previous run (whose group id is gone) reaches the group: within the grace to reclaim
+  /// the lease, and after it while a reclaimed lease runs. Dropped when the group goes idle.
   std::unordered_map<message_id, group_id> reclaimable_;
   std::unordered_map<std::string, group_id> group_by_key_;
   std::unordered_map<group_id, group_entry> groups_;
