@@ -135,7 +135,7 @@ void queue_actor_impl::recover(std::shared_ptr<recovery> r) {
   auto on_dead = [this](const store_entry& e) -> std::optional<error> {
     auto d = codec::decode_dead_letter(e.value);
     if (!d) return d.err();
-    auto order = codec::parse_uid(std::string_view{e.key}.substr(8));  // the order after the uid
+    auto order = codec::parse_dead_order(e.key);
     if (!order) return order.err();
     dead_letter_order_[d.value().msg.id] = order.value();
     dead_letters_.emplace(order.value(), std::move(d).value());

@@ -317,6 +317,14 @@ result<std::uint64_t> parse_uid(std::string_view key) {
   return r.u64();
 }
 
+result<std::uint64_t> parse_dead_order(std::string_view key) {
+  if (key.size() != 17 || key[0] != static_cast<char>(tag::dead))
+    return corrupt("dead-letter key", "a dead-letter key is 17 bytes starting with 'D', got " +
+                                          std::to_string(key.size()) + " bytes");
+  reader r{key.substr(9)};
+  return r.u64();
+}
+
 // -- records ----------------------------------------------------------------------------------
 
 std::string encode_message(const message& m) {

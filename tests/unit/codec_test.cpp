@@ -472,6 +472,20 @@ TEST(codec, parse_uid_reads_the_uid_of_every_queue_key) {
   }
 }
 
+TEST(codec, parse_dead_order_reads_the_order_of_a_dead_key_only) {
+  for (std::uint64_t order : {std::uint64_t{1}, std::uint64_t{256}, ~std::uint64_t{0}}) {
+    auto r = codec::parse_dead_order(codec::dead_key(0x0102030405060708, order));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r.value(), order);
+  }
+  for (const auto& bad : {std::string{}, codec::lease_key(1, message_id{2}),
+                          codec::dead_key(1, 2).substr(0, 16), codec::queue_key(1)}) {
+    auto r = codec::parse_dead_order(bad);
+    ASSERT_FALSE(r.ok()) << hex(bad);
+    EXPECT_EQ(r.err().code, errc::corrupt_record);
+  }
+}
+
 TEST(codec, dead_and_lease_keys_sort_by_order_and_id) {
   EXPECT_LT(codec::dead_key(1, 255), codec::dead_key(1, 256));
   EXPECT_LT(codec::dead_key(1, u64_max), codec::dead_key(2, 0));

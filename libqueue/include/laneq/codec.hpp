@@ -80,6 +80,8 @@ struct message_key_parts {
 result<message_key_parts> parse_message_key(std::string_view key);
 /// The uid in any 'Q', 'C', 'M', 'D' or 'E' key.
 result<std::uint64_t> parse_uid(std::string_view key);
+/// The dead-letter order in a `dead_key`.
+result<std::uint64_t> parse_dead_order(std::string_view key);
 
 // -- records ----------------------------------------------------------------------------------
 
