@@ -322,13 +322,12 @@ using queue_api = caf::typed_actor<
     caf::replies_to<groups_atom, bool>::with<std::vector<group_info>>>;
 
 /// The queue actor: the client API plus what its group and fairness actors report.
-using queue_actor =
-    queue_api::extend<caf::reacts_to<dead_atom, std::vector<dead_letter>>,
-                      caf::reacts_to<idle_atom, group_id, std::uint64_t>,
-                      // load the queue from the store
-                      caf::replies_to<recover_atom>::with<caf::ok_atom>,
-                      // adopt a spec (its hook)
-                      caf::reacts_to<create_atom, queue_spec>>;
+using queue_actor = queue_api::extend<caf::reacts_to<dead_atom, std::vector<dead_letter>>,
+                                      caf::reacts_to<idle_atom, group_id, std::uint64_t>,
+                                      // load the queue from the store
+                                      caf::replies_to<recover_atom>::with<caf::ok_atom>,
+                                      // adopt a spec (its hook)
+                                      caf::reacts_to<create_atom, queue_spec>>;
 
 /// The admin actor: creates, finds, lists and deletes queues.
 using admin_actor = caf::typed_actor<
