@@ -69,11 +69,8 @@ template <class T>
 caf::result<T> fairness_actor_impl::write_then(std::vector<store_op> ops, T answer) {
   if (ops.empty()) return answer;
   auto promise = make_response_promise<T>();
-  request(fc_.store, caf::infinite, write_atom_v, fc_.storage->write(std::move(ops)))
-      .then([promise, answer](caf::ok_atom) mutable { promise.deliver(std::move(answer)); },
-            [this, promise](caf::error& e) mutable {
-              promise.deliver(to_caf(storage_error(fc_.queue_name, e)));
-            });
+  answer_when_durable(this, fc_.store, *fc_.storage, std::move(ops), promise, std::move(answer),
+                      [] {});
   return promise;
 }
 
@@ -95,12 +92,9 @@ void fairness_actor_impl::hand_out(caf::typed_response_promise<std::vector<deliv
   ops.reserve(out.size());
   for (const auto& d : out)
     ops.push_back(fc_.storage->put_lease(codec::lease_record{d.lease, d.deadline, d.msg.seq}));
-  request(fc_.store, caf::infinite, write_atom_v, fc_.storage->write(std::move(ops)))
-      .then([promise, out = std::move(out)](caf::ok_atom) mutable { promise.deliver(out); },
-            [this, promise](caf::error& e) mutable {
-              // The leases stay granted in memory and expire: the messages are not lost.
-              promise.deliver(to_caf(storage_error(fc_.queue_name, e)));
-            });
+  // On a storage error the leases stay granted in memory and expire: nothing is lost.
+  answer_when_durable(this, fc_.store, *fc_.storage, std::move(ops), std::move(promise),
+                      std::move(out), [] {});
 }
 
 void fairness_actor_impl::serve_pending(timestamp t) {

@@ -70,18 +70,11 @@ caf::result<T> group_actor_impl::write_then(std::vector<store_op> ops, T answer)
   }
   auto promise = make_response_promise<T>();
   ++writes_pending_;
-  request(gc_.store, caf::infinite, write_atom_v, gc_.storage->write(std::move(ops)))
-      .then(
-          [this, promise, answer](caf::ok_atom) mutable {
-            promise.deliver(answer);
-            --writes_pending_;
-            report_idle();
-          },
-          [this, promise](caf::error& e) mutable {
-            promise.deliver(to_caf(storage_error(gc_.storage->name, e)));
-            --writes_pending_;
-            report_idle();
-          });
+  answer_when_durable(this, gc_.store, *gc_.storage, std::move(ops), promise, std::move(answer),
+                      [this] {
+                        --writes_pending_;
+                        report_idle();
+                      });
   return promise;
 }
 

@@ -1,8 +1,6 @@
 // The in-memory store (actors/include/laneq/actors/memory_store.hpp).
 #include "laneq/actors/memory_store.hpp"
 
-#include <bit>
-
 namespace laneq {
 
 memory_store_impl::memory_store_impl(caf::actor_config& cfg) : store_actor::base(cfg) {}
@@ -10,9 +8,7 @@ memory_store_impl::memory_store_impl(caf::actor_config& cfg) : store_actor::base
 void memory_store_impl::commit() {
   if (batch_.empty()) return;
   ++stats_.batches;
-  auto bucket = static_cast<std::size_t>(std::bit_width(batch_.size()) - 1);
-  if (stats_.batch_histogram.size() <= bucket) stats_.batch_histogram.resize(bucket + 1);
-  ++stats_.batch_histogram[bucket];
+  stats_.count_batch(batch_.size());
   bool sync = false;
   for (auto& p : batch_) {
     sync = sync || p.write.sync;

@@ -375,9 +375,7 @@ class persistence_impl : public store_actor::base {
     stats_.ops += ops;
     stats_.bytes += bytes;
     if (wo.sync) ++stats_.syncs;
-    auto bucket = static_cast<std::size_t>(std::bit_width(members.size()) - 1);
-    if (stats_.batch_histogram.size() <= bucket) stats_.batch_histogram.resize(bucket + 1, 0);
-    ++stats_.batch_histogram[bucket];
+    stats_.count_batch(members.size());
     for (auto& p : members) p.deliver(caf::ok_atom_v);
   }
 

@@ -193,7 +193,10 @@ void queue_actor_impl::finish_recovery(recovery& r) {
     }
     if (hold) gr.hold_until = t + st.reclaim_grace;
     auto& g = group_for(where.value().group_key, where.value().group_label, id);
-    if (hold) reclaimable_.emplace(head.id, g.id);
+    if (hold) {
+      reclaimable_.emplace(head.id, g.id);
+      g.reclaim_head = head.id;
+    }
     gr.beyond = lane.beyond;
     g.routed = lane.window.size() + lane.beyond;
     gr.window = std::move(lane.window);
@@ -285,7 +288,7 @@ codec::lane_id queue_actor_impl::lane_of(const placement& where) const {
   if (!where.ordered) return codec::lane_id{};
   if (auto it = group_by_key_.find(where.group_key); it != group_by_key_.end()) {
     // A live group knows its lane already; hashing once per group, not per message.
-    return lanes_.at(it->second);
+    return groups_.at(it->second).lane;
   }
   return codec::make_lane_id(qc_.spec.name(), where.group_key);
 }
@@ -331,8 +334,8 @@ queue_actor_impl::group_entry& queue_actor_impl::group_for(const std::string& ke
                         qc_.store};
   auto handle = spawn<group_actor_impl, caf::linked>(std::move(gc));
   group_by_key_.emplace(key, id);
-  lanes_.emplace(id, lane);
-  return groups_.emplace(id, group_entry{id, std::move(handle), key, 0}).first->second;
+  return groups_.emplace(id, group_entry{id, std::move(handle), key, lane, 0, std::nullopt})
+      .first->second;
 }
 
 queue_actor_impl::group_entry* queue_actor_impl::owner_of(const lease_token& l) {
@@ -513,12 +516,8 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
             all.promise.deliver(std::move(all.failed));
             return;
           }
-          request(qc_.store, caf::infinite, write_atom_v, qc_.storage->write(std::move(all.ops)))
-              .then([promise = all.promise, failed = std::move(all.failed)](
-                        caf::ok_atom) mutable { promise.deliver(std::move(failed)); },
-                    [this, promise = all.promise](caf::error& e) mutable {
-                      promise.deliver(to_caf(storage_error(qc_.spec.name(), e)));
-                    });
+          answer_when_durable(this, qc_.store, *qc_.storage, std::move(all.ops), all.promise,
+                              std::move(all.failed), [] {});
         };
         std::vector<lease_token> unordered;
         std::vector<std::pair<group_actor, lease_token>> grouped;
@@ -674,10 +673,9 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
         auto* entry = find_group(id);
         if (!entry || entry->routed != received) return;  // more messages are on their way
         send(entry->handle, stop_atom_v);
-        // Tokens of the previous run that named this group's heads name nothing any more.
-        std::erase_if(reclaimable_, [id](const auto& kv) { return kv.second == id; });
+        // A token of the previous run that named this group's head names nothing any more.
+        if (entry->reclaim_head) reclaimable_.erase(*entry->reclaim_head);
         group_by_key_.erase(entry->key);
-        lanes_.erase(id);
         groups_.erase(id);
       },
       [this](recover_atom) -> caf::result<caf::ok_atom> {

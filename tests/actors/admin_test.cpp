@@ -29,9 +29,7 @@ class admin : public ::testing::Test {
  protected:
   queue_api make(queue_spec spec) { return test::make_queue(h, std::move(spec)); }
   admin_actor registry() { return h.brk().admin(); }
-  result<queue_api> lookup(const std::string& name) {
-    return h.ask<queue_api>(registry(), lookup_atom_v, name);
-  }
+  result<queue_api> lookup(const std::string& name) { return h.lookup(name); }
   std::vector<std::string> list() {
     auto r = h.ask<std::vector<std::string>>(registry(), list_atom_v);
     EXPECT_TRUE(r.ok());

@@ -30,13 +30,7 @@ using test::stats_of;
 using test::strings;
 using test::take;
 using test::take_one;
-
-/// Broker options with the given reclaim grace (fast delivery after a restart).
-broker_options with_grace(duration grace) {
-  broker_options o;
-  o.reclaim_grace = grace;
-  return o;
-}
+using test::with_grace;
 
 /// Broker options whose groups keep `window` messages in memory (reclaim grace 0).
 broker_options windowed(std::size_t window) {

@@ -9,11 +9,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-broker_options with_grace(duration grace) {
-  broker_options o;
-  o.reclaim_grace = grace;
-  return o;
-}
+using test::with_grace;
 
 // R6: "a reclaimed lease runs for the queue's lease duration from the reclaim", as if there had
 // been no restart. Found by the simulation (LANEQ_SIM_SEED=17 LANEQ_SIM_STEPS=6000, and every

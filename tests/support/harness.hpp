@@ -242,6 +242,13 @@ class harness {
   }
 };
 
+/// Broker options with the given reclaim grace (fast delivery after a restart).
+inline broker_options with_grace(duration grace) {
+  broker_options o;
+  o.reclaim_grace = grace;
+  return o;
+}
+
 /// A message with a body and optional headers and fairness key.
 inline outgoing_message msg(std::string body, std::vector<header_field> headers = {},
                             std::string fairness_key = {}, duration delay = duration{0}) {

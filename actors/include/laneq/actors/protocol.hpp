@@ -2,6 +2,7 @@
 // See ARCHITECTURE.md §3 for who talks to whom.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -83,6 +84,13 @@ struct store_stats {
   std::vector<std::uint64_t> batch_histogram;
   bool degraded = false;  ///< the last batch failed and the store has not reopened since
   std::string reason;     ///< why it is degraded
+
+  /// Counts a committed batch of `batch_writes` write requests in `batch_histogram`.
+  void count_batch(std::size_t batch_writes) {
+    auto bucket = static_cast<std::size_t>(std::bit_width(batch_writes) - 1);
+    if (batch_histogram.size() <= bucket) batch_histogram.resize(bucket + 1, 0);
+    ++batch_histogram[bucket];
+  }
 };
 
 /// What a group actor of a recovered queue starts from (queue_actor recovery).

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -43,7 +44,10 @@ class queue_actor_impl : public queue_actor::base {
     group_id id;
     group_actor handle;
     std::string key;
+    codec::lane_id lane;       // where its messages are stored
     std::uint64_t routed = 0;  // messages sent to this incarnation
+    /// Its recovered head, while a token of the previous run may name it (`reclaimable_`).
+    std::optional<message_id> reclaim_head;
   };
   struct placed {
     message msg;
@@ -87,8 +91,7 @@ class queue_actor_impl : public queue_actor::base {
   std::unordered_map<message_id, group_id> reclaimable_;
   std::unordered_map<std::string, group_id> group_by_key_;
   std::unordered_map<group_id, group_entry> groups_;
-  std::unordered_map<group_id, codec::lane_id> lanes_;  // of live groups
-  std::map<std::uint64_t, dead_letter> dead_letters_;   // by dead-letter order
+  std::map<std::uint64_t, dead_letter> dead_letters_;  // by dead-letter order
   std::unordered_map<message_id, std::uint64_t> dead_letter_order_;
   std::uint64_t next_dead_letter_ = 1;
 };

@@ -12,6 +12,14 @@
 
 namespace laneq {
 
+/// The error a client sees when the store could not make its change durable.
+inline error storage_error(const std::string& queue, const caf::error& e) {
+  auto err = from_caf(e);
+  if (err.code == errc::unavailable) err.code = errc::storage_failed;
+  err.message = "queue '" + queue + "': " + err.message;
+  return err;
+}
+
 /// What a queue incarnation's actors share about storage and restarts (immutable).
 struct queue_storage {
   std::uint64_t uid = 0;  ///< the incarnation's key prefix; never reused
@@ -58,12 +66,23 @@ struct queue_storage {
 
 using storage_ptr = std::shared_ptr<const queue_storage>;
 
-/// The error a client sees when the store could not make its change durable.
-inline error storage_error(const std::string& queue, const caf::error& e) {
-  auto err = from_caf(e);
-  if (err.code == errc::unavailable) err.code = errc::storage_failed;
-  err.message = "queue '" + queue + "': " + err.message;
-  return err;
+/// Writes `ops` to `store` on behalf of `self` and answers `promise` with `answer` once they are
+/// durable, or with storage_failed naming the queue; `then` runs after either (the writer's own
+/// bookkeeping).
+template <class Self, class T, class Then>
+void answer_when_durable(Self* self, const store_actor& store, const queue_storage& st,
+                         std::vector<store_op> ops, caf::typed_response_promise<T> promise,
+                         T answer, Then then) {
+  self->request(store, caf::infinite, write_atom_v, st.write(std::move(ops)))
+      .then(
+          [promise, answer = std::move(answer), then](caf::ok_atom) mutable {
+            promise.deliver(std::move(answer));
+            then();
+          },
+          [promise, name = st.name, then](caf::error& e) mutable {
+            promise.deliver(to_caf(storage_error(name, e)));
+            then();
+          });
 }
 
 }  // namespace laneq
