@@ -57,8 +57,10 @@ class reader {
     if (const auto* i = v.if_int64()) {
       x = *i;
     } else if (const auto* u = v.if_uint64()) {
-      if (*u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-        x = static_cast<std::int64_t>(*u);
+      // Beyond int64: out of every range we accept.
+      x = *u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
+              ? static_cast<std::int64_t>(*u)
+              : std::numeric_limits<std::int64_t>::max();
     } else if (const auto* d = v.if_double()) {
       if (std::trunc(*d) == *d && std::fabs(*d) < 9.0e18) x = static_cast<std::int64_t>(*d);
     }
