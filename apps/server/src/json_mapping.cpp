@@ -529,6 +529,15 @@ json::object to_json(const queue_stats& s) {
   o["live_groups"] = s.live_groups;
   o["dead_letters"] = s.dead_letters;
   o["waiting_receives"] = s.waiting_receives;
+  json::array fairness;
+  for (const auto& f : s.fairness) {
+    json::object e;
+    e["fairness_key"] = f.key;
+    e["backlog"] = f.backlog;
+    if (f.other) e["other"] = true;
+    fairness.emplace_back(std::move(e));
+  }
+  o["fairness_backlog"] = std::move(fairness);
   return o;
 }
 

@@ -164,6 +164,14 @@ std::string server_metrics::render(const std::vector<queue_stats>& queues,
       out += '\n';
     }
   }
+  header(out, "laneq_fairness_key_backlog", "gauge",
+         "Messages ready or waiting for delivery per fairness key (group heads and unordered "
+         "messages); the largest keys per queue, the rest summed under fairness_key=\"(other)\".");
+  for (const auto& q : queues)
+    for (const auto& f : q.fairness)
+      out += "laneq_fairness_key_backlog{queue=\"" + escape_label(q.name) +
+             "\",fairness_key=\"" + (f.other ? std::string{"(other)"} : escape_label(f.key)) +
+             "\"} " + std::to_string(f.backlog) + "\n";
   header(out, "laneq_queues", "gauge", "Queues on this broker.");
   out += "laneq_queues " + std::to_string(queues.size()) + "\n";
   if (store != nullptr) {
