@@ -116,15 +116,13 @@ class laneqd_process {
 std::filesystem::path temp_dir(const std::string& tag) {
   std::random_device rd;
   auto dir = std::filesystem::temp_directory_path() /
-             ("laneqd-test-" + tag + "-" + std::to_string(::getpid()) + "-" +
-              std::to_string(rd()));
+             ("laneqd-test-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
   std::filesystem::create_directories(dir);
   return dir;
 }
 
 std::uint16_t start_and_read_port(laneqd_process& p, const std::filesystem::path& data) {
-  auto err = p.start({"--data-dir", (data / "db").string(), "--http-port", "0", "--caf-port",
-                      "0"});
+  auto err = p.start({"--data-dir", (data / "db").string(), "--http-port", "0", "--caf-port", "0"});
   EXPECT_EQ(err, "");
   auto port_line = p.wait_line("laneqd http_port=", 60s);
   EXPECT_TRUE(port_line.has_value()) << p.output();
@@ -151,7 +149,12 @@ TEST(laneqd_process, sigterm_exits_0_and_a_restart_finds_the_enqueued_message) {
     laneqd_process p;
     auto port = start_and_read_port(p, dir);
     ASSERT_NE(port, 0);
-    auto r = post(port, "/v1/queues/orders/receive", R"({"max": 10})");
+    auto s = get(port, "/v1/queues/orders");
+    ASSERT_EQ(s.status, 200u) << s.body;
+    EXPECT_EQ(s.obj().at("stats").as_object().at("recovered").to_number<std::int64_t>(), 1)
+        << s.body;
+    // Recovered group heads are offered asynchronously after the start: a long poll waits.
+    auto r = post(port, "/v1/queues/orders/receive", R"({"max": 10, "wait_ms": 10000})");
     ASSERT_EQ(r.status, 200u) << r.body;
     const auto& msgs = r.obj().at("messages").as_array();
     ASSERT_EQ(msgs.size(), 1u) << r.body;
