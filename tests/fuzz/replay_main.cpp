@@ -12,6 +12,8 @@
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
+/// Defined by targets that hold state across inputs (an actor system); called before exit.
+extern "C" __attribute__((weak)) void laneq_fuzz_teardown();
 
 namespace {
 
@@ -41,6 +43,7 @@ int main(int argc, char** argv) {
       ++n;
     }
   }
+  if (laneq_fuzz_teardown) laneq_fuzz_teardown();
   std::printf("replayed %zu inputs\n", n);
   if (n == 0) {
     std::fprintf(stderr, "no inputs: name corpus files or directories\n");
