@@ -18,6 +18,7 @@ void fairness_actor_impl::on_exit() {
   fc_.metrics->waiting_receives.store(pending_.size(), std::memory_order_relaxed);
   offered_.clear();
   watches_.clear();
+  watched_.clear();
   fc_.queue = nullptr;
   fc_.store = nullptr;
 }
@@ -139,6 +140,7 @@ void fairness_actor_impl::watch(const group_actor& g, const lease_token& lease,
                                 timestamp deadline) {
   watches_.push_back(lease_watch{deadline, caf::actor_cast<caf::weak_actor_ptr>(g), lease});
   std::push_heap(watches_.begin(), watches_.end(), std::greater<>{});
+  watched_.insert_or_assign(lease.group, std::make_pair(lease, deadline));
 }
 
 void fairness_actor_impl::expire_leases(timestamp t) {
@@ -148,6 +150,10 @@ void fairness_actor_impl::expire_leases(timestamp t) {
     std::pop_heap(watches_.begin(), watches_.end(), std::greater<>{});
     auto w = std::move(watches_.back());
     watches_.pop_back();
+    auto newest = watched_.find(w.lease.group);
+    if (newest == watched_.end() || newest->second != std::make_pair(w.lease, w.deadline))
+      continue;  // extended since (a later watch fires), or the group has moved on
+    watched_.erase(newest);
     if (auto strong = w.group.lock())
       send(caf::actor_cast<group_actor>(strong), tick_atom_v, w.lease);
   }
@@ -172,6 +178,7 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
   return {
       [this](offer_atom, group_id g, group_actor& handle, std::string& label, message& m) {
         auto t = now();
+        watched_.erase(g);  // an offer comes only once the group's last lease has ended
         offered_.emplace(g, offered_group{std::move(handle), std::move(label)});
         sched_.on_ready(ready_item{std::move(m), g}, t);
         serve_pending(t);

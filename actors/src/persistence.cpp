@@ -19,6 +19,7 @@
 #include <rocksdb/file_system.h>
 #include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
+#include <rocksdb/slice_transform.h>
 #include <rocksdb/write_batch.h>
 
 #include "caf/all.hpp"
@@ -59,6 +60,15 @@ rocksdb::Options make_db_options(const persistence_options& opts) {
   o.compression = rocksdb::kLZ4Compression;
   // 64 MiB memtable: large enough that a burst of enqueues does not stall on flushes.
   o.write_buffer_size = 64u << 20;
+  // Each memtable insert starts from where the last insert of the same lane went (a message is
+  // put at its lane's end and erased near its lane's start): with 1,000 groups interleaved,
+  // searching the skip list from its top for every put and erase was most of the store thread's
+  // CPU (measured, benchmarks/README.md). Message keys are tag, uid and lane, then the seq;
+  // shorter keys are outside the extractor's domain and are inserted without a hint.
+  o.memtable_insert_with_hint_prefix_extractor.reset(
+      rocksdb::NewFixedPrefixTransform(codec::message_key_lane_prefix_bytes));
+  // Hints are ignored by concurrent memtable writes; the store writes from one thread only.
+  o.allow_concurrent_memtable_write = false;
   // Tests pass a fault-injecting file system; production uses the default environment.
   if (opts.env) o.env = opts.env.get();
   // RocksDB's own LOG file, next to the data, for diagnosing storage problems.

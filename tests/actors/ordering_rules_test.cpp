@@ -369,6 +369,36 @@ TEST_F(ordering, extend_moves_the_lease_deadline_of_a_group_head) {
   EXPECT_EQ(stats_of(h, q).lease_expired, 1u);
 }
 
+// A group's lease watches: each delivery expires at its own deadline, whatever the watches of the
+// group's earlier (acked) deliveries say. The fairness actor drops a watch once its group has
+// offered again; that must never drop the watch of the lease in flight.
+TEST_F(ordering, each_delivery_of_a_group_head_expires_at_its_own_deadline) {
+  auto q = by_account();
+  ASSERT_TRUE(
+      h.enqueue(q, {in_account("A1", "A"), in_account("A2", "A"), in_account("A3", "A")}).ok());
+  auto a1 = take_one(h, q, 10s);  // deadline 10 s
+  ASSERT_TRUE(h.ack(q, a1.lease).ok());
+  auto a2 = take_one(h, q, 1s);  // deadline 1 s: due before a1's watch
+  EXPECT_EQ(a2.msg.body, "A2");
+  h.advance(1s);
+  auto again = take(h, q, 10);
+  ASSERT_EQ(bodies(again), (strings{"A2"})) << "A2 expired at its own deadline";
+  EXPECT_EQ(stats_of(h, q).lease_expired, 1u);
+  ASSERT_TRUE(h.ack(q, again[0].lease).ok());
+  auto a3 = take_one(h, q, 20s);  // t = 1 s: deadline 21 s
+  EXPECT_EQ(a3.msg.body, "A3");
+  h.advance(9s);  // t = 10 s: a1's watch comes due
+  EXPECT_TRUE(take(h, q, 10).empty());
+  EXPECT_EQ(stats_of(h, q).lease_expired, 1u) << "a1's old watch did not end a3's lease";
+  h.advance(10999ms);
+  EXPECT_TRUE(take(h, q, 10).empty());
+  h.advance(1ms);  // t = 21 s
+  auto a3_again = take(h, q, 10);
+  ASSERT_EQ(bodies(a3_again), (strings{"A3"}));
+  EXPECT_EQ(a3_again[0].msg.attempts, 2u);
+  EXPECT_EQ(stats_of(h, q).lease_expired, 2u);
+}
+
 // O11: extend moves an unordered message's lease deadline too, and the lease stays valid.
 TEST_F(ordering, extend_moves_the_lease_deadline_of_an_unordered_message) {
   auto q = make(queue_spec("plain"));

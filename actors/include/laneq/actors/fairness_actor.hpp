@@ -90,6 +90,11 @@ class fairness_actor_impl : public fairness_actor::base {
   lease_table leases_;
   std::unordered_map<group_id, offered_group> offered_;
   std::vector<lease_watch> watches_;  // min-heap by deadline
+  /// Per group (by the lease's group id): the lease and deadline of its newest watch. A watch
+  /// that is not the newest, or whose group offered again since (its lease ended with an ack,
+  /// nack or expiry), fires without a message: every delivery used to cost its group a stale
+  /// tick one lease duration later.
+  std::unordered_map<group_id, std::pair<lease_token, timestamp>> watched_;
   std::deque<pending_receive> pending_;
   std::multiset<timestamp> pending_deadlines_;  // of pending_, for the timer
   deadline_timer timer_;
