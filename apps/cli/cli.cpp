@@ -24,8 +24,8 @@ int fail(command_context& c, const client::api_error& e) {
 
 int usage(command_context& c, const usage_error& e) {
   c.err << "laneq: " << e.message << "\n"
-        << "usage: laneq " << c.args.command->words << " " << c.args.command->args
-        << "   (laneq " << c.args.command->words << " --help)\n";
+        << "usage: laneq " << c.args.command->words << " " << c.args.command->args << "   (laneq "
+        << c.args.command->words << " --help)\n";
   return exit_usage;
 }
 
@@ -140,7 +140,9 @@ std::string base64_encode(std::string_view in) {
   std::string out;
   out.reserve((in.size() + 2) / 3 * 4);
   std::size_t i = 0;
-  auto byte = [&](std::size_t k) { return static_cast<std::uint32_t>(static_cast<unsigned char>(in[k])); };
+  auto byte = [&](std::size_t k) {
+    return static_cast<std::uint32_t>(static_cast<unsigned char>(in[k]));
+  };
   for (; i + 2 < in.size(); i += 3) {
     std::uint32_t n = (byte(i) << 16) | (byte(i + 1) << 8) | byte(i + 2);
     out += tbl[(n >> 18) & 63];
@@ -283,9 +285,9 @@ int cmd_send(command_context& c) {
   std::vector<std::string> ids;
   auto step = static_cast<std::size_t>(batch);
   for (std::size_t i = 0; i < msgs.size(); i += step) {
-    std::vector<client::outgoing> chunk(msgs.begin() + static_cast<std::ptrdiff_t>(i),
-                                        msgs.begin() + static_cast<std::ptrdiff_t>(
-                                                           std::min(msgs.size(), i + step)));
+    std::vector<client::outgoing> chunk(
+        msgs.begin() + static_cast<std::ptrdiff_t>(i),
+        msgs.begin() + static_cast<std::ptrdiff_t>(std::min(msgs.size(), i + step)));
     auto r = c.client.send(a.args[0], chunk);
     if (!r) {
       if (!ids.empty())
@@ -352,7 +354,16 @@ int cmd_ack(command_context& c) {
     std::size_t bad = failed ? failed->size() : 0;
     c.out << "acked " << leases.size() - bad << " of " << leases.size()
           << (leases.size() == 1 ? " lease" : " leases") << "\n";
-    if (failed) c.out << render_table(*failed, {"lease", "code", "number", "message"});
+    if (failed)
+      for (const auto& f : *failed) {
+        if (!f.is_object()) continue;
+        const auto& fo = f.as_object();
+        c.err << "laneq: lease " << field(fo, "lease") << " not acked";
+        if (auto* e = fo.if_contains("error"); e && e->is_object())
+          c.err << ": " << field(e->as_object(), "code") << " (" << field(e->as_object(), "number")
+                << "): " << field(e->as_object(), "message");
+        c.err << "\n";
+      }
   }
   return failed && !failed->empty() ? exit_server_error : exit_ok;
 }
@@ -389,8 +400,7 @@ int cmd_extend(command_context& c) {
   if (c.args.json)
     print_json(c, r.value());
   else
-    c.out << "extended lease " << c.args.args[1] << " by " << std::get<std::int64_t>(n)
-          << " ms\n";
+    c.out << "extended lease " << c.args.args[1] << " by " << std::get<std::int64_t>(n) << " ms\n";
   return exit_ok;
 }
 
@@ -415,7 +425,8 @@ int cmd_dlq_redrive(command_context& c) {
   std::string count;
   if (auto* o = r.value().if_object())
     if (auto* n = o->if_contains("redriven")) count = text_of(*n);
-  c.out << "redrove " << (count.empty() ? (ids.empty() ? std::string("all") : std::to_string(ids.size())) : count)
+  c.out << "redrove "
+        << (count.empty() ? (ids.empty() ? std::string("all") : std::to_string(ids.size())) : count)
         << " dead letters of " << c.args.args[0] << " back into the queue\n";
   return exit_ok;
 }
@@ -504,90 +515,128 @@ option_spec opt(std::string_view name, bool value, std::string_view help, bool r
 
 int exit_code_for(const client::api_error& e) {
   switch (e.kind) {
-    case client::failure_kind::unreachable:
-      return exit_unreachable;
-    case client::failure_kind::protocol:
-      return exit_bad_answer;
-    case client::failure_kind::usage:
-      return exit_usage;
-    case client::failure_kind::server:
-      return exit_server_error;
+    case client::failure_kind::unreachable: return exit_unreachable;
+    case client::failure_kind::protocol: return exit_bad_answer;
+    case client::failure_kind::usage: return exit_usage;
+    case client::failure_kind::server: return exit_server_error;
   }
   return exit_server_error;
 }
 
 const std::vector<option_spec>& global_options() {
   static const std::vector<option_spec> g = {
-    opt("url", true, "laneqd's HTTP address (env LANEQ_URL; default http://127.0.0.1:7070)"),
-    opt("token", true, "bearer token (env LANEQ_TOKEN)"),
-    opt("json", false, "print the server's JSON answer instead of text"),
-    opt("timeout-ms", true, "per-request timeout (default 30000)"),
-    opt("help", false, "show help"),
+      opt("url", true, "laneqd's HTTP address (env LANEQ_URL; default http://127.0.0.1:7070)"),
+      opt("token", true, "bearer token (env LANEQ_TOKEN)"),
+      opt("json", false, "print the server's JSON answer instead of text"),
+      opt("timeout-ms", true, "per-request timeout (default 30000)"),
+      opt("help", false, "show help"),
   };
   return g;
 }
 
 const std::vector<command_spec>& commands() {
   static const std::vector<command_spec> all = {
-    {"queue create", "NAME",
-     "create a queue (201), or confirm an identical one (200); a different ordering is a conflict",
-     1, 1,
-     {opt("ordering", true, "none | queue | key (default none; key when --key is given)"),
-      opt("key", true,
-          "ordering key component: fairness_key, header:NAME, attribute:NAME or json:PATH "
-          "(repeat for a compound key)",
-          true),
-      opt("when-key-missing", true, "reject | unordered | keyless_lane"),
-      opt("lease-ms", true, "default lease of a delivery"),
-      opt("max-attempts", true, "deliveries before a message is dead-lettered"),
-      opt("throttle", true,
-          "RATE[/BURST][@KEY,KEY...]: at most RATE deliveries/s per group of KEY (repeatable)",
-          true),
-      opt("durability", true, "delivery durability: fast | durable"),
-      opt("spec", true, "the whole spec as JSON (the other options override its fields)"),
-      opt("spec-file", true, "read the spec JSON from a file")},
-     cmd_queue_create},
-    {"queue get", "NAME", "show a queue's spec and stats", 1, 1, {}, cmd_queue_get},
-    {"queue list", "", "list the queues", 0, 0, {}, cmd_queue_list},
-    {"queue delete", "NAME", "delete a queue and every message in it", 1, 1, {},
-     cmd_queue_delete},
-    {"send", "QUEUE [BODY...]", "send messages (one per BODY, --file or stdin line); prints ids", 1,
-     any_count,
-     {opt("header", true, "NAME=VALUE header on every message (repeatable)", true),
-      opt("fairness-key", true, "fairness key of every message"),
-      opt("delay-ms", true, "deliver no earlier than this many ms from now"),
-      opt("file", true, "a message body from a file (bytes that are not UTF-8 go as base64)",
-          true),
-      opt("stdin-lines", false, "one message per line of standard input"),
-      opt("base64", false, "the BODY arguments are base64 (sent as body_base64)"),
-      opt("batch", true, "messages per request (default 100)"),
-      opt("quiet", false, "print only the ids, one per line")},
-     cmd_send},
-    {"receive", "QUEUE", "take messages under a lease", 1, 1,
-     {opt("max", true, "up to this many messages (default 1)"),
-      opt("lease-ms", true, "lease length (default: the queue's)"),
-      opt("wait-ms", true, "long-poll this long for the first message (default 0)"),
-      opt("quiet", false, "one line per message: LEASE<TAB>ORDERING_KEY<TAB>BODY")},
-     cmd_receive},
-    {"ack", "QUEUE LEASE...", "acknowledge delivered messages (removes them)", 2, any_count, {},
-     cmd_ack},
-    {"nack", "QUEUE LEASE",
-     "give a message back: retry after a pause (its group waits) or dead-letter it", 2, 2,
-     {opt("retry-after-ms", true, "retry no earlier than this (default 0)"),
-      opt("dead-letter", false, "move the message to the dead-letter list now")},
-     cmd_nack},
-    {"extend", "QUEUE LEASE", "extend a lease", 2, 2,
-     {opt("lease-ms", true, "the new lease length from now (required)")}, cmd_extend},
-    {"dlq list", "QUEUE", "list a queue's dead letters", 1, 1, {}, cmd_dlq_list},
-    {"dlq redrive", "QUEUE [ID...]", "put dead letters back (all when no ID is given)", 1,
-     any_count, {}, cmd_dlq_redrive},
-    {"groups", "QUEUE", "list a queue's ordering groups and what each waits for", 1, 1,
-     {opt("blocked", false, "only groups that cannot deliver now (in flight, retry wait, ...)")},
-     cmd_groups},
-    {"stats", "[QUEUE...]", "counters and gauges of the given queues (default: every queue)", 0,
-     any_count, {}, cmd_stats},
-    {"health", "", "check that laneqd is up (GET /healthz)", 0, 0, {}, cmd_health},
-    {"metrics", "", "print laneqd's Prometheus metrics", 0, 0, {}, cmd_metrics},
+      {"queue create",
+       "NAME",
+       "create a queue (201), or confirm an identical one (200); a different ordering is a "
+       "conflict",
+       1,
+       1,
+       {opt("ordering", true, "none | queue | key (default none; key when --key is given)"),
+        opt("key", true,
+            "ordering key component: fairness_key, header:NAME, attribute:NAME or json:PATH "
+            "(repeat for a compound key)",
+            true),
+        opt("when-key-missing", true, "reject | unordered | keyless_lane"),
+        opt("lease-ms", true, "default lease of a delivery"),
+        opt("max-attempts", true, "deliveries before a message is dead-lettered"),
+        opt("throttle", true,
+            "RATE[/BURST][@KEY,KEY...]: at most RATE deliveries/s per group of KEY (repeatable)",
+            true),
+        opt("durability", true, "delivery durability: fast | durable"),
+        opt("spec", true, "the whole spec as JSON (the other options override its fields)"),
+        opt("spec-file", true, "read the spec JSON from a file")},
+       cmd_queue_create},
+      {"queue get", "NAME", "show a queue's spec and stats", 1, 1, {}, cmd_queue_get},
+      {"queue list", "", "list the queues", 0, 0, {}, cmd_queue_list},
+      {"queue delete",
+       "NAME",
+       "delete a queue and every message in it",
+       1,
+       1,
+       {},
+       cmd_queue_delete},
+      {"send",
+       "QUEUE [BODY...]",
+       "send messages (one per BODY, --file or stdin line); prints ids",
+       1,
+       any_count,
+       {opt("header", true, "NAME=VALUE header on every message (repeatable)", true),
+        opt("fairness-key", true, "fairness key of every message"),
+        opt("delay-ms", true, "deliver no earlier than this many ms from now"),
+        opt("file", true, "a message body from a file (bytes that are not UTF-8 go as base64)",
+            true),
+        opt("stdin-lines", false, "one message per line of standard input"),
+        opt("base64", false, "the BODY arguments are base64 (sent as body_base64)"),
+        opt("batch", true, "messages per request (default 100)"),
+        opt("quiet", false, "print only the ids, one per line")},
+       cmd_send},
+      {"receive",
+       "QUEUE",
+       "take messages under a lease",
+       1,
+       1,
+       {opt("max", true, "up to this many messages (default 1)"),
+        opt("lease-ms", true, "lease length (default: the queue's)"),
+        opt("wait-ms", true, "long-poll this long for the first message (default 0)"),
+        opt("quiet", false, "one line per message: LEASE<TAB>ORDERING_KEY<TAB>BODY")},
+       cmd_receive},
+      {"ack",
+       "QUEUE LEASE...",
+       "acknowledge delivered messages (removes them)",
+       2,
+       any_count,
+       {},
+       cmd_ack},
+      {"nack",
+       "QUEUE LEASE",
+       "give a message back: retry after a pause (its group waits) or dead-letter it",
+       2,
+       2,
+       {opt("retry-after-ms", true, "retry no earlier than this (default 0)"),
+        opt("dead-letter", false, "move the message to the dead-letter list now")},
+       cmd_nack},
+      {"extend",
+       "QUEUE LEASE",
+       "extend a lease",
+       2,
+       2,
+       {opt("lease-ms", true, "the new lease length from now (required)")},
+       cmd_extend},
+      {"dlq list", "QUEUE", "list a queue's dead letters", 1, 1, {}, cmd_dlq_list},
+      {"dlq redrive",
+       "QUEUE [ID...]",
+       "put dead letters back (all when no ID is given)",
+       1,
+       any_count,
+       {},
+       cmd_dlq_redrive},
+      {"groups",
+       "QUEUE",
+       "list a queue's ordering groups and what each waits for",
+       1,
+       1,
+       {opt("blocked", false, "only groups that cannot deliver now (in flight, retry wait, ...)")},
+       cmd_groups},
+      {"stats",
+       "[QUEUE...]",
+       "counters and gauges of the given queues (default: every queue)",
+       0,
+       any_count,
+       {},
+       cmd_stats},
+      {"health", "", "check that laneqd is up (GET /healthz)", 0, 0, {}, cmd_health},
+      {"metrics", "", "print laneqd's Prometheus metrics", 0, 0, {}, cmd_metrics},
   };
   return all;
 }
@@ -906,12 +955,11 @@ std::variant<parsed, usage_error> parse(const std::vector<std::string>& argv,
   }
   if (p.help || p.command == nullptr) return p;
   if (p.args.size() < p.command->min_args || p.args.size() > p.command->max_args) {
-    std::string want = p.command->min_args == p.command->max_args
-                           ? std::to_string(p.command->min_args)
-                           : p.command->max_args == any_count
-                                 ? "at least " + std::to_string(p.command->min_args)
-                                 : std::to_string(p.command->min_args) + " to " +
-                                       std::to_string(p.command->max_args);
+    std::string want =
+        p.command->min_args == p.command->max_args ? std::to_string(p.command->min_args)
+        : p.command->max_args == any_count
+            ? "at least " + std::to_string(p.command->min_args)
+            : std::to_string(p.command->min_args) + " to " + std::to_string(p.command->max_args);
     return usage_error{"\"" + std::string(p.command->words) + "\" takes " + want +
                        " argument(s) (" + std::string(p.command->args) + "), got " +
                        std::to_string(p.args.size()) + "; usage: laneq " +
@@ -927,18 +975,10 @@ std::string one_line(std::string_view s) {
   out.reserve(s.size());
   for (char ch : s) {
     switch (ch) {
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      case '\\': out += "\\\\"; break;
       default:
         if (static_cast<unsigned char>(ch) < 0x20) {
           static constexpr char hex[] = "0123456789abcdef";
@@ -1030,8 +1070,8 @@ std::string render_messages_quiet(const json::value& answer) {
       body = text_of(*b64);
     std::string key;
     if (auto* k = o.if_contains("ordering_key"); k && k->is_string()) key = text_of(*k);
-    out += field(o, "lease") + "\t" + one_line(key.empty() ? "-" : key) + "\t" + one_line(body) +
-           "\n";
+    out +=
+        field(o, "lease") + "\t" + one_line(key.empty() ? "-" : key) + "\t" + one_line(body) + "\n";
   }
   return out;
 }

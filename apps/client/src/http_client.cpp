@@ -17,15 +17,9 @@ using tcp = asio::ip::tcp;
 std::string to_string(const api_error& e) {
   std::string out;
   switch (e.kind) {
-    case failure_kind::unreachable:
-      out = "unreachable: ";
-      break;
-    case failure_kind::protocol:
-      out = "bad answer: ";
-      break;
-    case failure_kind::usage:
-      out = "usage: ";
-      break;
+    case failure_kind::unreachable: out = "unreachable: "; break;
+    case failure_kind::protocol: out = "bad answer: "; break;
+    case failure_kind::usage: out = "usage: "; break;
     case failure_kind::server:
       out = e.code.empty() ? std::string("error") : e.code;
       out += " (";
@@ -131,8 +125,7 @@ struct http_client::connection {
 };
 
 http_client::http_client(endpoint ep, client_options opts)
-  : ep_(std::move(ep)), opts_(std::move(opts)), conn_(std::make_unique<connection>()) {
-}
+    : ep_(std::move(ep)), opts_(std::move(opts)), conn_(std::make_unique<connection>()) {}
 
 http_client::~http_client() {
   if (conn_ && conn_->open) {
@@ -174,12 +167,18 @@ api_result<http_answer> http_client::send_raw(std::string_view method, std::stri
       tcp::resolver resolver{c.ioc};
       auto results = resolver.resolve(ep_.host, ep_.port, ec);
       if (ec)
-        return api_error{failure_kind::unreachable, 0, {}, 0,
+        return api_error{failure_kind::unreachable,
+                         0,
+                         {},
+                         0,
                          "cannot resolve " + ep_.host + ": " + ec.message()};
       c.stream.expires_after(opts_.timeout);
       c.stream.connect(results, ec);
       if (ec)
-        return api_error{failure_kind::unreachable, 0, {}, 0,
+        return api_error{failure_kind::unreachable,
+                         0,
+                         {},
+                         0,
                          "cannot connect to " + ep_.host + ":" + ep_.port + ": " + ec.message()};
       c.stream.socket().set_option(tcp::no_delay(true), ec);
       c.open = true;
@@ -198,7 +197,10 @@ api_result<http_answer> http_client::send_raw(std::string_view method, std::stri
       last_error = ec.message();
       // A reused keep-alive connection may have been closed by the server: retry once.
       if (reused && ec != beast::error::timeout) continue;
-      return api_error{failure_kind::unreachable, 0, {}, 0,
+      return api_error{failure_kind::unreachable,
+                       0,
+                       {},
+                       0,
                        "request " + std::string(method) + " " + std::string(target) + " to " +
                            ep_.host + ":" + ep_.port + " failed: " + last_error};
     }
@@ -211,7 +213,10 @@ api_result<http_answer> http_client::send_raw(std::string_view method, std::stri
     }
     return http_answer{res.result_int(), std::move(res.body())};
   }
-  return api_error{failure_kind::unreachable, 0, {}, 0,
+  return api_error{failure_kind::unreachable,
+                   0,
+                   {},
+                   0,
                    "request to " + ep_.host + ":" + ep_.port + " failed: " + last_error};
 }
 
@@ -226,7 +231,10 @@ api_result<json::value> http_client::call(std::string_view method, std::string_v
   json::error_code ec;
   auto v = json::parse(ans.body, ec);
   if (ec)
-    return api_error{failure_kind::protocol, ans.status, {}, 0,
+    return api_error{failure_kind::protocol,
+                     ans.status,
+                     {},
+                     0,
                      "the answer to " + std::string(method) + " " + std::string(target) +
                          " is not JSON (" + ec.message() + ")"};
   return v;
@@ -303,9 +311,14 @@ api_result<json::value> http_client::receive(std::string_view queue, const recei
 
 api_result<json::value> http_client::ack(std::string_view queue,
                                          const std::vector<std::string>& leases) {
-  json::array arr;
-  for (const auto& l : leases) arr.emplace_back(l);
-  json::value body = json::object{{"leases", std::move(arr)}};
+  json::value body;
+  if (leases.size() == 1) {  // a single lease's failure comes back as an HTTP error
+    body = json::object{{"lease", leases.front()}};
+  } else {
+    json::array arr;
+    for (const auto& l : leases) arr.emplace_back(l);
+    body = json::object{{"leases", std::move(arr)}};
+  }
   return call("POST", queue_path(queue, "/ack"), &body);
 }
 

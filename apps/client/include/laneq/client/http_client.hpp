@@ -80,7 +80,7 @@ std::string encode_segment(std::string_view s);
 
 /// Client settings.
 struct client_options {
-  std::string token;  ///< bearer token; empty: no Authorization header
+  std::string token;                          ///< bearer token; empty: no Authorization header
   std::chrono::milliseconds timeout{10'000};  ///< per request (connect, write, read)
 };
 
@@ -137,8 +137,10 @@ class http_client {
                                             const std::vector<outgoing>& messages);
   /// POST .../receive; answers `{"messages": [...]}`.
   api_result<boost::json::value> receive(std::string_view queue, const receive_params& p);
-  /// POST .../ack with `{"leases": [..]}`.
-  api_result<boost::json::value> ack(std::string_view queue, const std::vector<std::string>& leases);
+  /// POST .../ack with `{"lease"}` for one lease (its failure is an error answer) or
+  /// `{"leases": [..]}` (failures listed in the answer's `failed`).
+  api_result<boost::json::value> ack(std::string_view queue,
+                                     const std::vector<std::string>& leases);
   /// POST .../nack: retry after `retry_after_ms`, or dead-letter.
   api_result<boost::json::value> nack(std::string_view queue, std::string_view lease,
                                       std::int64_t retry_after_ms, bool dead_letter);
