@@ -492,6 +492,13 @@ int cmd_health(command_context& c) {
   } else {
     std::string body = a.body;
     while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.pop_back();
+    json::error_code ec;
+    auto v = json::parse(body, ec);
+    if (!ec && v.is_object()) {  // {"status": "ok", ...} as key=value pairs
+      body.clear();
+      for (const auto& kv : v.as_object())
+        body += (body.empty() ? "" : " ") + std::string(kv.key()) + "=" + text_of(kv.value());
+    }
     c.out << (a.status == 200 ? "healthy" : "unhealthy") << " (HTTP " << a.status << ")"
           << (body.empty() ? "" : ": " + one_line(body)) << "\n";
   }
