@@ -137,15 +137,7 @@ void admin_actor_impl::recover_queues(caf::typed_response_promise<std::uint64_t>
 admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
   return {
       [this](create_atom, queue_spec& spec) -> caf::result<queue_api, bool> {
-        auto errors = spec.validate();
-        if (!errors.empty()) {
-          std::string all;
-          for (const auto& e : errors) {
-            if (!all.empty()) all += "; ";
-            all += e.message;
-          }
-          return to_caf(error{errc::invalid_spec, std::move(all)});
-        }
+        if (auto errors = spec.validate(); !errors.empty()) return to_caf(combine(errors));
         if (auto it = queues_.find(spec.name()); it != queues_.end()) {
           auto& have = it->second;
           // A queue recovered without its hook matches only a spec that brings the hook back.

@@ -78,7 +78,10 @@ class queue_spec {
   /// acknowledged enqueue survives a process crash, not a power loss.
   queue_spec& sync_writes(bool on);
 
+  /// The full name, `tenant/queue` or a bare `queue` (tenant `default`).
   const std::string& name() const { return name_; }
+  /// The tenant the queue belongs to (see `tenant_of`).
+  std::string_view tenant() const;
   ordering_mode ordering() const { return ordering_; }
   const std::vector<key_component>& ordering_key() const { return key_; }
   missing_ordering_key missing_key_policy() const { return missing_; }
@@ -116,6 +119,11 @@ class queue_spec {
   delivery_durability delivery_ = delivery_durability::fast;
   bool sync_ = true;
 };
+
+/// Tenant of a queue name: the part before its '/', or `default_tenant` for a bare name.
+/// Queue names live in a tenant namespace: `acme/orders` and `globex/orders` are two queues.
+std::string_view tenant_of(std::string_view queue_name);
+inline constexpr std::string_view default_tenant{"default"};
 
 /// Where an accepted message goes.
 struct placement {
