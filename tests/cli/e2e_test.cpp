@@ -4,8 +4,8 @@
 #include <regex>
 #include <set>
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include "process.hpp"
 
@@ -156,8 +156,8 @@ TEST_F(cli_e2e, errors_name_the_problem_with_distinct_exit_codes) {
   auto health = cli({"health"});
   EXPECT_EQ(health.rc, 0) << health.err;
   EXPECT_EQ(health.out.rfind("healthy", 0), 0u) << health.out;
-  auto unreachable = laneq::test::run({LANEQ_CLI_BIN, "--url", "http://127.0.0.1:1", "health"},
-                                      d_->dir());
+  auto unreachable =
+      laneq::test::run({LANEQ_CLI_BIN, "--url", "http://127.0.0.1:1", "health"}, d_->dir());
   EXPECT_EQ(unreachable.rc, 3);
   EXPECT_NE(unreachable.err.find("127.0.0.1:1"), std::string::npos) << unreachable.err;
 }
@@ -170,10 +170,10 @@ TEST(caf_examples, worker_acks_every_message_in_order_per_account) {
   const int count = 300;
   const int accounts = 7;
   auto port = "--port=" + std::to_string(d.caf_port());
-  auto p = laneq::test::run({LANEQ_EXAMPLE_PRODUCER_BIN, port, "--queue=caf-orders",
-                             "--count=" + std::to_string(count),
-                             "--accounts=" + std::to_string(accounts), "--batch=40"},
-                            d.dir());
+  auto p = laneq::test::run(
+      {LANEQ_EXAMPLE_PRODUCER_BIN, port, "--queue=caf-orders", "--count=" + std::to_string(count),
+       "--accounts=" + std::to_string(accounts), "--batch=40"},
+      d.dir());
   ASSERT_EQ(p.rc, 0) << p.err;
   EXPECT_EQ(p.out, "sent 300\n");
   auto w = laneq::test::run({LANEQ_EXAMPLE_WORKER_BIN, port, "--queue=caf-orders",
