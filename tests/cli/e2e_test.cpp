@@ -23,7 +23,9 @@ class cli_e2e : public ::testing::Test {
     ASSERT_TRUE(d_->ready()) << d_->startup_error();
   }
   void TearDown() override {
-    if (d_) EXPECT_EQ(d_->stop(), 0) << "laneqd did not exit 0 on SIGTERM";
+    if (d_) {
+      EXPECT_EQ(d_->stop(), 0) << "laneqd did not exit 0 on SIGTERM";
+    }
   }
   run_result cli(std::vector<std::string> args) {
     args.insert(args.begin(), {LANEQ_CLI_BIN, "--url", d_->url()});
