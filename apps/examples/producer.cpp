@@ -32,6 +32,7 @@ struct config : caf::actor_system_config {
         .add(accounts, "accounts", "distinct accounts (ordering keys)")
         .add(batch, "batch", "messages per enqueue request");
     add_message_types<caf::id_block::laneq>();
+    add_message_types<caf::id_block::laneq_remote>();  // the queue handles
     load<caf::io::middleman>();
     set("scheduler.max-threads", 2);
   }

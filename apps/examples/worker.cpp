@@ -33,6 +33,7 @@ struct config : caf::actor_system_config {
         .add(max, "max", "messages per receive")
         .add(idle_ms, "idle-ms", "stop after this long without a message");
     add_message_types<caf::id_block::laneq>();
+    add_message_types<caf::id_block::laneq_remote>();  // the queue handles
     load<caf::io::middleman>();
     set("scheduler.max-threads", 2);
   }

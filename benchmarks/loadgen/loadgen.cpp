@@ -536,6 +536,7 @@ int main(int argc, char** argv) {
   }
   caf::actor_system_config cfg;
   cfg.add_message_types<caf::id_block::laneq>();
+  cfg.add_message_types<caf::id_block::laneq_remote>();
   cfg.load<caf::io::middleman>();
   cfg.set("scheduler.max-threads", 2);
   caf::actor_system sys{cfg};
