@@ -650,7 +650,19 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
             });
         return promise;
       },
-      [this](stats_atom) { return stats(); },
+      [this](stats_atom) -> caf::result<queue_stats> {
+        // The per-fairness-key backlog lives in the fairness actor; the rest is read here.
+        auto promise = make_response_promise<queue_stats>();
+        request(fairness_, caf::infinite, stats_atom_v)
+            .then(
+                [this, promise](queue_stats& f) mutable {
+                  auto s = stats();
+                  s.fairness = std::move(f.fairness);
+                  promise.deliver(std::move(s));
+                },
+                [this, promise](caf::error&) mutable { promise.deliver(stats()); });
+        return promise;
+      },
       [this](groups_atom, bool blocked_only) { return describe_groups(blocked_only); },
       [this](dead_atom, std::vector<dead_letter>& dls) {
         // The move is not waited for: if it is lost, the message is still stored as live and

@@ -92,9 +92,9 @@ result<match> match_route(std::string_view method, std::string_view target) {
   for (auto s : seg)
     if (s.empty()) return not_found();
   auto is = [&](std::string_view want) { return method == want; };
-  auto pick = [&](std::string_view allowed,
-                  std::initializer_list<std::pair<std::string_view, route>> by_method)
-      -> result<match> {
+  auto pick =
+      [&](std::string_view allowed,
+          std::initializer_list<std::pair<std::string_view, route>> by_method) -> result<match> {
     m.allowed = allowed;
     for (auto [verb, r] : by_method)
       if (is(verb)) {
@@ -113,9 +113,9 @@ result<match> match_route(std::string_view method, std::string_view target) {
   if (name->empty()) return bad("the queue name in the path is empty");
   m.queue = std::move(*name);
   if (seg.size() == 3)
-    return pick("PUT, GET, DELETE", {{"PUT", route::put_queue},
-                                     {"GET", route::get_queue},
-                                     {"DELETE", route::delete_queue}});
+    return pick(
+        "PUT, GET, DELETE",
+        {{"PUT", route::put_queue}, {"GET", route::get_queue}, {"DELETE", route::delete_queue}});
   if (seg.size() == 4) {
     if (seg[3] == "messages") return pick("POST", {{"POST", route::enqueue}});
     if (seg[3] == "receive") return pick("POST", {{"POST", route::receive}});
@@ -131,8 +131,8 @@ result<match> match_route(std::string_view method, std::string_view target) {
 }
 
 /// The query parameters, percent-decoded; only `allowed` names may appear.
-result<std::vector<std::pair<std::string, std::string>>>
-parse_query(std::string_view query, std::initializer_list<std::string_view> allowed) {
+result<std::vector<std::pair<std::string, std::string>>> parse_query(
+    std::string_view query, std::initializer_list<std::string_view> allowed) {
   std::vector<std::pair<std::string, std::string>> out;
   while (!query.empty()) {
     auto amp = query.find('&');
@@ -141,8 +141,8 @@ parse_query(std::string_view query, std::initializer_list<std::string_view> allo
     if (part.empty()) continue;
     auto eq = part.find('=');
     auto key = percent_decode(part.substr(0, eq));
-    auto val = percent_decode(eq == std::string_view::npos ? std::string_view{}
-                                                           : part.substr(eq + 1));
+    auto val =
+        percent_decode(eq == std::string_view::npos ? std::string_view{} : part.substr(eq + 1));
     if (!key || !val) return bad("the query string has a malformed percent escape");
     bool known = false;
     for (auto a : allowed) known = known || a == *key;
@@ -158,8 +158,7 @@ caf::timespan call_timeout() {
 
 /// Looks the queue up, then runs `then` with its handle.
 template <class F>
-void with_queue(caf::event_based_actor* self, const call_ptr& c, const std::string& name,
-                F then) {
+void with_queue(caf::event_based_actor* self, const call_ptr& c, const std::string& name, F then) {
   self->request(c->st->admin, call_timeout(), lookup_atom_v, name)
       .then([then](queue_api& q) mutable { then(std::move(q)); },
             [c](caf::error& e) { c->fail(e); });
@@ -196,8 +195,8 @@ router::router(caf::actor_system& sys, admin_actor admin, store_actor store, htt
                std::vector<token_config> tokens)
     : sys_(sys),
       state_(std::make_shared<const shared_state>(
-          shared_state{std::move(admin), std::move(store), limits,
-                       authenticator{std::move(tokens)}, std::make_shared<server_metrics>()})) {}
+          shared_state{std::move(admin), std::move(store), limits, authenticator{std::move(tokens)},
+                       std::make_shared<server_metrics>()})) {}
 
 void router::handle(http_request req, respond_fn done) {
   auto c = std::make_shared<call>(call{state_, route::unknown, steady::now(), std::move(done)});
@@ -280,8 +279,12 @@ void router::handle(http_request req, respond_fn done) {
                 [self, c, g, complete](std::vector<std::string>& names) {
                   g->remaining = names.size() + 1;
                   self->request(c->st->store, call_timeout(), stats_atom_v)
-                      .then([g, complete](store_stats& s) { g->store = std::move(s), complete(); },
-                            [complete](caf::error&) { complete(); });
+                      .then(
+                          [g, complete](store_stats& s) {
+                            g->store = std::move(s);
+                            complete();
+                          },
+                          [complete](caf::error&) { complete(); });
                   for (auto& n : names)
                     self->request(c->st->admin, call_timeout(), describe_atom_v, n)
                         .then(
@@ -315,15 +318,8 @@ void router::handle(http_request req, respond_fn done) {
     }
     case route::put_queue: {
       if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
-      auto parsed = queue_spec_from_json(name, json::value{obj});
-      if (!parsed.errors.empty()) {
-        std::string all;
-        for (const auto& e : parsed.errors) {
-          if (!all.empty()) all += "; ";
-          all += e.message;
-        }
-        return c->fail(error{errc::invalid_spec, std::move(all)});
-      }
+      auto parsed = queue_spec_from_json(name, json::value(obj));
+      if (!parsed.ok()) return c->fail(combine(parsed.errors));
       auto spec_json = queue_spec_to_json(parsed.spec);
       return spawn([c, name, spec = std::move(parsed.spec),
                     spec_json = std::move(spec_json)](caf::event_based_actor* self) mutable {
@@ -391,10 +387,9 @@ void router::handle(http_request req, respond_fn done) {
       auto rr = receive_from_json(obj);
       if (!rr) return c->fail(rr.err());
       if (rr.value().max > st.limits.batch)
-        return c->fail(error{errc::limit_exceeded, "max is " + std::to_string(rr.value().max) +
-                                                       ", at most " +
-                                                       std::to_string(st.limits.batch) +
-                                                       " allowed"});
+        return c->fail(
+            error{errc::limit_exceeded, "max is " + std::to_string(rr.value().max) + ", at most " +
+                                            std::to_string(st.limits.batch) + " allowed"});
       return spawn([c, name, rr = rr.value()](caf::event_based_actor* self) {
         with_queue(self, c, name, [self, c, rr](queue_api q) {
           auto timeout = call_timeout() + std::chrono::microseconds{rr.wait_us};
@@ -484,8 +479,8 @@ void router::handle(http_request req, respond_fn done) {
       for (const auto& [k, v] : query.value()) {
         auto n = decode_id(v);  // a positive decimal
         if (!n || n->value > limits::redrive_batch_max)
-          return c->fail(bad("query parameter max must be 1 to " +
-                             std::to_string(limits::redrive_batch_max)));
+          return c->fail(
+              bad("query parameter max must be 1 to " + std::to_string(limits::redrive_batch_max)));
         max = static_cast<std::uint32_t>(n->value);
       }
       return spawn([c, name, max](caf::event_based_actor* self) {

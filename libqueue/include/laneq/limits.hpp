@@ -56,6 +56,9 @@ inline constexpr std::size_t group_window_default = 64;
 inline constexpr duration reclaim_grace_default = 10s;
 inline constexpr duration reclaim_grace_max = std::chrono::hours{1};
 
+// Metrics: per-fairness-key backlog series per queue (the rest are summed into one).
+inline constexpr std::size_t fairness_backlog_keys_max = 20;
+
 // Queues per broker.
 inline constexpr std::size_t queues_max = 10'000;
 

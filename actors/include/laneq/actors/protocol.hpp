@@ -104,6 +104,14 @@ struct group_recovery {
   timestamp hold_until;
 };
 
+/// Messages of one fairness key that are ready or waiting for delivery (unordered messages and
+/// group heads in the fairness actor; messages queued behind a group head are not counted).
+struct fairness_backlog {
+  std::string key;  ///< the fairness key; "" with `other` set: every key beyond the bound
+  std::uint64_t backlog = 0;
+  bool other = false;
+};
+
 /// Counters and gauges of one queue.
 struct queue_stats {
   std::string name;
@@ -124,6 +132,9 @@ struct queue_stats {
   std::uint64_t live_groups = 0;
   std::uint64_t dead_letters = 0;
   std::uint64_t waiting_receives = 0;
+  /// The largest per-fairness-key backlogs, at most limits::fairness_backlog_keys_max of them,
+  /// plus one `other` entry summing the rest (bounded metric cardinality).
+  std::vector<fairness_backlog> fairness;
 };
 
 /// A queue as `describe` reports it.
@@ -182,10 +193,14 @@ auto inspect(Inspector& f, store_stats& x) {
            x.batch_histogram, x.degraded, x.reason);
 }
 template <class Inspector>
+auto inspect(Inspector& f, fairness_backlog& x) {
+  return f(x.key, x.backlog, x.other);
+}
+template <class Inspector>
 auto inspect(Inspector& f, queue_stats& x) {
   return f(x.name, x.enqueued, x.delivered, x.acked, x.nacked, x.lease_expired, x.dead_lettered,
            x.redriven, x.key_missing, x.rejected, x.recovered, x.backlog, x.in_flight,
-           x.live_groups, x.dead_letters, x.waiting_receives);
+           x.live_groups, x.dead_letters, x.waiting_receives, x.fairness);
 }
 template <class Inspector>
 auto inspect(Inspector& f, queue_description& x) {
@@ -312,6 +327,7 @@ using fairness_actor = caf::typed_actor<
     caf::replies_to<nack_atom, lease_token, nack_request>::with<caf::ok_atom>,
     caf::replies_to<extend_atom, lease_token, std::int64_t>::with<timestamp>,
     caf::replies_to<waiting_atom>::with<std::vector<waiting_item>>,
+    caf::replies_to<stats_atom>::with<queue_stats>,  // only `fairness` is filled in
     caf::reacts_to<extend_atom, group_actor, lease_token, timestamp>,  // a group head's new
                                                                        // deadline
     caf::reacts_to<recover_atom, std::vector<message>, std::vector<delivery>>,  // after a restart

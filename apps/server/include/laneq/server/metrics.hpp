@@ -50,10 +50,6 @@ class histogram {
   std::uint64_t count_ = 0;
 };
 
-/// Per-fairness-key backlog series at most per queue, so the label set stays bounded; the
-/// rest are summed under fairness_key="(other)".
-inline constexpr std::size_t fairness_key_series_max = 20;
-
 /// What the HTTP front end measures itself. Thread-safe.
 class server_metrics {
  public:
@@ -69,7 +65,7 @@ class server_metrics {
 
  private:
   mutable std::mutex mtx_;
-  std::vector<histogram> request_latency_;  ///< per route
+  std::vector<histogram> request_latency_;                             ///< per route
   std::array<std::array<std::uint64_t, 6>, route_count> responses_{};  ///< per route, status/100
   histogram delivery_latency_;
 };
