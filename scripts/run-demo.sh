@@ -71,7 +71,14 @@ done
 "$laneq_bin" health || fail "laneqd is not healthy"
 echo "laneqd (pid $laneqd_pid) serves $LANEQ_URL"
 
-lq() { echo "\$ laneq $*" >&2; "$laneq_bin" "$@"; }
+lq() {  # prints the command (arguments with spaces quoted), then runs it
+  local shown="\$ laneq" a
+  for a in "$@"; do
+    case "$a" in *" "*) shown+=" \"$a\"" ;; *) shown+=" $a" ;; esac
+  done
+  echo "$shown" >&2
+  "$laneq_bin" "$@"
+}
 # receive QUEUE ...: fills the arrays leases, keys, bodies from `laneq receive -q`.
 receive() {
   leases=(); keys=(); bodies=()
