@@ -3,6 +3,7 @@
 
 #include "laneq/actors/admin_actor.hpp"
 #include "laneq/actors/memory_store.hpp"
+#include "laneq/actors/remote_admin.hpp"
 
 namespace laneq {
 
@@ -30,6 +31,7 @@ status call_ok(caf::actor_system& sys, const Handle& dest, caf::timespan timeout
 
 void add_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_types<caf::id_block::laneq>();
+  cfg.add_message_types<caf::id_block::laneq_remote>();  // queue handles sent by the remote admin
   cfg.add_error_category(caf::atom("laneq"),
                          [](std::uint8_t code, caf::atom_value, const caf::message& ctx) {
                            std::string out{to_string(static_cast<errc>(code))};

@@ -25,3 +25,11 @@ using remote_admin_actor =
 remote_admin_actor spawn_remote_admin(caf::actor_system& sys, admin_actor admin);
 
 }  // namespace laneq
+
+// The queue handles the remote admin answers cross the network inside messages, so their type
+// needs an ID on both nodes (without one the reply cannot be serialized and the client gets
+// `unexpected_response`). `laneq::add_message_types` registers this block too; a client that
+// registers types itself adds both blocks.
+CAF_BEGIN_TYPE_ID_BLOCK(laneq_remote, caf::id_block::laneq::end)
+CAF_ADD_TYPE_ID(laneq_remote, (laneq::queue_api))
+CAF_END_TYPE_ID_BLOCK(laneq_remote)

@@ -1,0 +1,1140 @@
+// The `laneq` command line: parsing, the commands and the rendering of answers (see cli.hpp).
+#include "cli.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+namespace laneq::cli {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::size_t any_count = SIZE_MAX;
+
+int fail(command_context& c, const client::api_error& e) {
+  c.err << "laneq: " << to_string(e) << "\n";
+  return exit_code_for(e);
+}
+
+int usage(command_context& c, const usage_error& e) {
+  c.err << "laneq: " << e.message << "\n"
+        << "usage: laneq " << c.args.command->words << " " << c.args.command->args << "   (laneq "
+        << c.args.command->words << " --help)\n";
+  return exit_usage;
+}
+
+void print_json(command_context& c, const json::value& v) {
+  c.out << json::serialize(v) << "\n";
+}
+
+std::string text_of(const json::value& v) {
+  if (v.is_string()) return std::string(v.as_string().c_str(), v.as_string().size());
+  if (v.is_null()) return "-";
+  return json::serialize(v);
+}
+
+/// The array under `key`, or the first array member of an object, or the value itself.
+const json::array* find_array(const json::value& v, std::string_view key) {
+  if (auto* a = v.if_array()) return a;
+  if (auto* o = v.if_object()) {
+    if (auto* p = o->if_contains(key); p && p->is_array()) return &p->as_array();
+    for (const auto& kv : *o)
+      if (kv.value().is_array()) return &kv.value().as_array();
+  }
+  return nullptr;
+}
+
+std::string field(const json::object& o, std::string_view key) {
+  auto* p = o.if_contains(key);
+  return p == nullptr ? std::string("-") : text_of(*p);
+}
+
+/// A table: the columns that occur in the rows, in the preferred order, then any others.
+std::string render_table(const json::array& rows, std::vector<std::string> preferred) {
+  std::vector<std::string> cols;
+  for (const auto& name : preferred) {
+    bool present = std::any_of(rows.begin(), rows.end(), [&](const json::value& r) {
+      return r.is_object() && r.as_object().contains(name);
+    });
+    if (present) cols.push_back(name);
+  }
+  for (const auto& r : rows) {
+    if (!r.is_object()) continue;
+    for (const auto& kv : r.as_object()) {
+      std::string k(kv.key());
+      if (std::find(cols.begin(), cols.end(), k) == cols.end()) cols.push_back(k);
+    }
+  }
+  std::vector<std::vector<std::string>> cells;
+  cells.emplace_back();
+  for (const auto& c : cols) {
+    std::string h = c;
+    std::transform(h.begin(), h.end(), h.begin(), [](char ch) {
+      return ch >= 'a' && ch <= 'z' ? static_cast<char>(ch - 'a' + 'A') : ch;
+    });
+    cells.back().push_back(h);
+  }
+  for (const auto& r : rows) {
+    cells.emplace_back();
+    for (const auto& c : cols) {
+      std::string v = r.is_object() ? field(r.as_object(), c) : text_of(r);
+      v = one_line(v);
+      if (v.size() > 60) v = v.substr(0, 57) + "...";
+      cells.back().push_back(std::move(v));
+    }
+  }
+  std::vector<std::size_t> width(cols.size(), 0);
+  for (const auto& row : cells)
+    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  std::string out;
+  for (const auto& row : cells) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+void render_tree_into(const json::value& v, int depth, std::string& out) {
+  std::string pad(static_cast<std::size_t>(depth) * 2, ' ');
+  if (auto* o = v.if_object()) {
+    for (const auto& kv : *o) {
+      const auto& x = kv.value();
+      bool nested = (x.is_object() && !x.as_object().empty()) ||
+                    (x.is_array() && !x.as_array().empty() &&
+                     (x.as_array().front().is_object() || x.as_array().front().is_array()));
+      if (nested) {
+        out += pad + std::string(kv.key()) + ":\n";
+        render_tree_into(x, depth + 1, out);
+      } else {
+        out += pad + std::string(kv.key()) + ": " + one_line(text_of(x)) + "\n";
+      }
+    }
+  } else if (auto* a = v.if_array()) {
+    std::size_t i = 0;
+    for (const auto& x : *a) {
+      if (x.is_object() || x.is_array()) {
+        out += pad + "- [" + std::to_string(i) + "]\n";
+        render_tree_into(x, depth + 1, out);
+      } else {
+        out += pad + "- " + one_line(text_of(x)) + "\n";
+      }
+      ++i;
+    }
+  } else {
+    out += pad + one_line(text_of(v)) + "\n";
+  }
+}
+
+std::string base64_encode(std::string_view in) {
+  static constexpr char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  auto byte = [&](std::size_t k) {
+    return static_cast<std::uint32_t>(static_cast<unsigned char>(in[k]));
+  };
+  for (; i + 2 < in.size(); i += 3) {
+    std::uint32_t n = (byte(i) << 16) | (byte(i + 1) << 8) | byte(i + 2);
+    out += tbl[(n >> 18) & 63];
+    out += tbl[(n >> 12) & 63];
+    out += tbl[(n >> 6) & 63];
+    out += tbl[n & 63];
+  }
+  if (i + 1 == in.size()) {
+    std::uint32_t n = byte(i) << 16;
+    out += tbl[(n >> 18) & 63];
+    out += tbl[(n >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == in.size()) {
+    std::uint32_t n = (byte(i) << 16) | (byte(i + 1) << 8);
+    out += tbl[(n >> 18) & 63];
+    out += tbl[(n >> 12) & 63];
+    out += tbl[(n >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+bool valid_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = 0;
+    if (c < 0x80)
+      n = 0;
+    else if ((c & 0xE0) == 0xC0 && c >= 0xC2)
+      n = 1;
+    else if ((c & 0xF0) == 0xE0)
+      n = 2;
+    else if ((c & 0xF8) == 0xF0 && c <= 0xF4)
+      n = 3;
+    else
+      return false;
+    if (n > 0 && i + n >= s.size()) return false;
+    for (std::size_t k = 1; k <= n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+// -- the commands -------------------------------------------------------------------------------
+
+int cmd_queue_create(command_context& c) {
+  auto spec = spec_from_options(c.args);
+  if (auto* e = std::get_if<usage_error>(&spec)) return usage(c, *e);
+  const auto& name = c.args.args[0];
+  json::value body = std::move(std::get<json::object>(spec));
+  auto r = c.client.create_queue(name, body);
+  if (!r) return fail(c, r.err());
+  if (c.args.json) {
+    print_json(c, r.value().first);
+  } else if (r.value().second) {
+    c.out << "created queue " << name << "\n";
+  } else {
+    c.out << "queue " << name << " already exists with this spec (nothing changed)\n";
+  }
+  return exit_ok;
+}
+
+int cmd_queue_get(command_context& c) {
+  auto r = c.client.get_queue(c.args.args[0]);
+  if (!r) return fail(c, r.err());
+  if (c.args.json)
+    print_json(c, r.value());
+  else
+    c.out << render_tree(r.value());
+  return exit_ok;
+}
+
+int cmd_queue_list(command_context& c) {
+  auto r = c.client.list_queues();
+  if (!r) return fail(c, r.err());
+  if (c.args.json)
+    print_json(c, r.value());
+  else
+    c.out << render_queue_list(r.value());
+  return exit_ok;
+}
+
+int cmd_queue_delete(command_context& c) {
+  auto r = c.client.delete_queue(c.args.args[0]);
+  if (!r) return fail(c, r.err());
+  if (c.args.json)
+    print_json(c, r.value());
+  else
+    c.out << "deleted queue " << c.args.args[0] << "\n";
+  return exit_ok;
+}
+
+int cmd_send(command_context& c) {
+  const auto& a = c.args;
+  client::outgoing proto;
+  for (const auto& h : a.all("header")) {
+    auto eq = h.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return usage(c, {"--header wants NAME=VALUE, got \"" + h + "\""});
+    proto.headers.emplace_back(h.substr(0, eq), h.substr(eq + 1));
+  }
+  if (auto k = a.value("fairness-key")) proto.fairness_key = *k;
+  if (auto d = a.value("delay-ms")) {
+    auto v = parse_int("--delay-ms", *d, 0, INT64_MAX / 1000);
+    if (auto* e = std::get_if<usage_error>(&v)) return usage(c, *e);
+    proto.delay_ms = std::get<std::int64_t>(v);
+  }
+  std::int64_t batch = 100;
+  if (auto b = a.value("batch")) {
+    auto v = parse_int("--batch", *b, 1, 100'000);
+    if (auto* e = std::get_if<usage_error>(&v)) return usage(c, *e);
+    batch = std::get<std::int64_t>(v);
+  }
+  proto.base64 = a.flag("base64");
+  std::vector<client::outgoing> msgs;
+  auto add = [&](std::string body, bool b64) {
+    auto m = proto;
+    m.body = std::move(body);
+    m.base64 = b64;
+    msgs.push_back(std::move(m));
+  };
+  for (std::size_t i = 1; i < a.args.size(); ++i) add(a.args[i], proto.base64);
+  for (const auto& path : a.all("file")) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return usage(c, {"--file: cannot read \"" + path + "\""});
+    std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (valid_utf8(data))
+      add(std::move(data), false);
+    else
+      add(base64_encode(data), true);
+  }
+  if (a.flag("stdin-lines")) {
+    std::string line;
+    while (std::getline(c.in, line)) add(line, proto.base64);
+  }
+  if (msgs.empty())
+    return usage(c, {"nothing to send: give BODY arguments, --file PATH or --stdin-lines"});
+  std::vector<std::string> ids;
+  auto step = static_cast<std::size_t>(batch);
+  for (std::size_t i = 0; i < msgs.size(); i += step) {
+    std::vector<client::outgoing> chunk(
+        msgs.begin() + static_cast<std::ptrdiff_t>(i),
+        msgs.begin() + static_cast<std::ptrdiff_t>(std::min(msgs.size(), i + step)));
+    auto r = c.client.send(a.args[0], chunk);
+    if (!r) {
+      if (!ids.empty())
+        c.err << "laneq: " << ids.size() << " of " << msgs.size()
+              << " messages were sent before the failure\n";
+      return fail(c, r.err());
+    }
+    ids.insert(ids.end(), r.value().begin(), r.value().end());
+  }
+  if (a.json) {
+    json::array arr;
+    for (const auto& id : ids) arr.emplace_back(id);
+    print_json(c, json::object{{"ids", std::move(arr)}});
+  } else if (a.flag("quiet")) {
+    for (const auto& id : ids) c.out << id << "\n";
+  } else {
+    c.out << "sent " << ids.size() << (ids.size() == 1 ? " message" : " messages") << " to "
+          << a.args[0] << "\n";
+    for (const auto& id : ids) c.out << "  " << id << "\n";
+  }
+  return exit_ok;
+}
+
+int cmd_receive(command_context& c) {
+  const auto& a = c.args;
+  client::receive_params p;
+  if (auto v = a.value("max")) {
+    auto n = parse_int("--max", *v, 1, 100'000);
+    if (auto* e = std::get_if<usage_error>(&n)) return usage(c, *e);
+    p.max = static_cast<std::uint32_t>(std::get<std::int64_t>(n));
+  }
+  if (auto v = a.value("lease-ms")) {
+    auto n = parse_int("--lease-ms", *v, 1, INT64_MAX / 1000);
+    if (auto* e = std::get_if<usage_error>(&n)) return usage(c, *e);
+    p.lease_ms = std::get<std::int64_t>(n);
+  }
+  if (auto v = a.value("wait-ms")) {
+    auto n = parse_int("--wait-ms", *v, 0, INT64_MAX / 1000);
+    if (auto* e = std::get_if<usage_error>(&n)) return usage(c, *e);
+    p.wait_ms = std::get<std::int64_t>(n);
+  }
+  auto r = c.client.receive(a.args[0], p);
+  if (!r) return fail(c, r.err());
+  if (a.json)
+    print_json(c, r.value());
+  else if (a.flag("quiet"))
+    c.out << render_messages_quiet(r.value());
+  else
+    c.out << render_messages(r.value());
+  return exit_ok;
+}
+
+int cmd_ack(command_context& c) {
+  std::vector<std::string> leases(c.args.args.begin() + 1, c.args.args.end());
+  auto r = c.client.ack(c.args.args[0], leases);
+  if (!r) return fail(c, r.err());
+  // A batch ack may list failed leases in its answer.
+  const json::array* failed = nullptr;
+  if (auto* o = r.value().if_object())
+    if (auto* f = o->if_contains("failed")) failed = f->if_array();
+  if (c.args.json) {
+    print_json(c, r.value());
+  } else {
+    std::size_t bad = failed ? failed->size() : 0;
+    c.out << "acked " << leases.size() - bad << " of " << leases.size()
+          << (leases.size() == 1 ? " lease" : " leases") << "\n";
+    if (failed)
+      for (const auto& f : *failed) {
+        if (!f.is_object()) continue;
+        const auto& fo = f.as_object();
+        c.err << "laneq: lease " << field(fo, "lease") << " not acked";
+        if (auto* e = fo.if_contains("error"); e && e->is_object())
+          c.err << ": " << field(e->as_object(), "code") << " (" << field(e->as_object(), "number")
+                << "): " << field(e->as_object(), "message");
+        c.err << "\n";
+      }
+  }
+  return failed && !failed->empty() ? exit_server_error : exit_ok;
+}
+
+int cmd_nack(command_context& c) {
+  const auto& a = c.args;
+  bool dead = a.flag("dead-letter");
+  std::int64_t retry = 0;
+  if (auto v = a.value("retry-after-ms")) {
+    if (dead) return usage(c, {"--retry-after-ms and --dead-letter exclude each other"});
+    auto n = parse_int("--retry-after-ms", *v, 0, INT64_MAX / 1000);
+    if (auto* e = std::get_if<usage_error>(&n)) return usage(c, *e);
+    retry = std::get<std::int64_t>(n);
+  }
+  auto r = c.client.nack(a.args[0], a.args[1], retry, dead);
+  if (!r) return fail(c, r.err());
+  if (a.json)
+    print_json(c, r.value());
+  else if (dead)
+    c.out << "dead-lettered the message of lease " << a.args[1] << "\n";
+  else
+    c.out << "released the message of lease " << a.args[1] << " for a retry in " << retry
+          << " ms\n";
+  return exit_ok;
+}
+
+int cmd_extend(command_context& c) {
+  auto v = c.args.value("lease-ms");
+  if (!v) return usage(c, {"extend needs --lease-ms N"});
+  auto n = parse_int("--lease-ms", *v, 1, INT64_MAX / 1000);
+  if (auto* e = std::get_if<usage_error>(&n)) return usage(c, *e);
+  auto r = c.client.extend(c.args.args[0], c.args.args[1], std::get<std::int64_t>(n));
+  if (!r) return fail(c, r.err());
+  if (c.args.json)
+    print_json(c, r.value());
+  else
+    c.out << "extended lease " << c.args.args[1] << " by " << std::get<std::int64_t>(n) << " ms\n";
+  return exit_ok;
+}
+
+int cmd_dlq_list(command_context& c) {
+  auto r = c.client.dead_letters(c.args.args[0]);
+  if (!r) return fail(c, r.err());
+  if (c.args.json)
+    print_json(c, r.value());
+  else
+    c.out << render_dead_letters(r.value());
+  return exit_ok;
+}
+
+int cmd_dlq_redrive(command_context& c) {
+  std::vector<std::string> ids(c.args.args.begin() + 1, c.args.args.end());
+  auto r = c.client.redrive(c.args.args[0], ids);
+  if (!r) return fail(c, r.err());
+  if (c.args.json) {
+    print_json(c, r.value());
+    return exit_ok;
+  }
+  std::string count;
+  if (auto* o = r.value().if_object())
+    if (auto* n = o->if_contains("redriven")) count = text_of(*n);
+  c.out << "redrove "
+        << (count.empty() ? (ids.empty() ? std::string("all") : std::to_string(ids.size())) : count)
+        << " dead letters of " << c.args.args[0] << " back into the queue\n";
+  return exit_ok;
+}
+
+int cmd_groups(command_context& c) {
+  auto r = c.client.groups(c.args.args[0], c.args.flag("blocked"));
+  if (!r) return fail(c, r.err());
+  if (c.args.json)
+    print_json(c, r.value());
+  else
+    c.out << render_groups(r.value());
+  return exit_ok;
+}
+
+int cmd_stats(command_context& c) {
+  std::vector<std::string> names;
+  if (!c.args.args.empty()) {
+    names = c.args.args;
+  } else {
+    auto l = c.client.list_queues();
+    if (!l) return fail(c, l.err());
+    if (auto* arr = find_array(l.value(), "queues")) {
+      for (const auto& q : *arr) {
+        if (q.is_string())
+          names.emplace_back(q.as_string().c_str());
+        else if (q.is_object() && q.as_object().contains("name"))
+          names.push_back(text_of(q.as_object().at("name")));
+      }
+    }
+  }
+  json::object all;
+  for (const auto& n : names) {
+    auto r = c.client.get_queue(n);
+    if (!r) return fail(c, r.err());
+    json::value stats = r.value();
+    if (auto* o = r.value().if_object())
+      if (auto* s = o->if_contains("stats")) stats = *s;
+    all[n] = std::move(stats);
+  }
+  if (c.args.json) {
+    print_json(c, all);
+  } else if (all.empty()) {
+    c.out << "no queues\n";
+  } else {
+    for (const auto& kv : all) {
+      c.out << kv.key() << ":\n";
+      std::string body;
+      render_tree_into(kv.value(), 1, body);
+      c.out << body;
+    }
+  }
+  return exit_ok;
+}
+
+int cmd_health(command_context& c) {
+  auto r = c.client.health();
+  if (!r) return fail(c, r.err());
+  const auto& a = r.value();
+  if (c.args.json) {
+    json::error_code ec;
+    auto v = json::parse(a.body, ec);
+    print_json(c, ec ? json::value(json::object{{"status", a.status}, {"body", a.body}}) : v);
+  } else {
+    std::string body = a.body;
+    while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.pop_back();
+    json::error_code ec;
+    auto v = json::parse(body, ec);
+    if (!ec && v.is_object()) {  // {"status": "ok", ...} as key=value pairs
+      body.clear();
+      for (const auto& kv : v.as_object())
+        body += (body.empty() ? "" : " ") + std::string(kv.key()) + "=" + text_of(kv.value());
+    }
+    c.out << (a.status == 200 ? "healthy" : "unhealthy") << " (HTTP " << a.status << ")"
+          << (body.empty() ? "" : ": " + one_line(body)) << "\n";
+  }
+  return a.status == 200 ? exit_ok : exit_server_error;
+}
+
+int cmd_metrics(command_context& c) {
+  auto r = c.client.metrics();
+  if (!r) return fail(c, r.err());
+  c.out << r.value();
+  return exit_ok;
+}
+
+// -- option tables ------------------------------------------------------------------------------
+
+option_spec opt(std::string_view name, bool value, std::string_view help, bool repeat = false) {
+  return option_spec{name, value, repeat, help};
+}
+
+}  // namespace
+
+int exit_code_for(const client::api_error& e) {
+  switch (e.kind) {
+    case client::failure_kind::unreachable: return exit_unreachable;
+    case client::failure_kind::protocol: return exit_bad_answer;
+    case client::failure_kind::usage: return exit_usage;
+    case client::failure_kind::server: return exit_server_error;
+  }
+  return exit_server_error;
+}
+
+const std::vector<option_spec>& global_options() {
+  static const std::vector<option_spec> g = {
+      opt("url", true, "laneqd's HTTP address (env LANEQ_URL; default http://127.0.0.1:7070)"),
+      opt("token", true, "bearer token (env LANEQ_TOKEN)"),
+      opt("json", false, "print the server's JSON answer instead of text"),
+      opt("timeout-ms", true, "per-request timeout (default 30000)"),
+      opt("help", false, "show help"),
+  };
+  return g;
+}
+
+const std::vector<command_spec>& commands() {
+  static const std::vector<command_spec> all = {
+      {"queue create",
+       "NAME",
+       "create a queue (201), or confirm an identical one (200); a different ordering is a "
+       "conflict",
+       1,
+       1,
+       {opt("ordering", true, "none | queue | key (default none; key when --key is given)"),
+        opt("key", true,
+            "ordering key component: fairness_key, header:NAME, attribute:NAME or json:PATH "
+            "(repeat for a compound key)",
+            true),
+        opt("when-key-missing", true, "reject | unordered | keyless_lane"),
+        opt("lease-ms", true, "default lease of a delivery"),
+        opt("max-attempts", true, "deliveries before a message is dead-lettered"),
+        opt("throttle", true,
+            "RATE[/BURST][@KEY,KEY...]: at most RATE deliveries/s per group of KEY (repeatable)",
+            true),
+        opt("durability", true, "delivery durability: fast | durable"),
+        opt("spec", true, "the whole spec as JSON (the other options override its fields)"),
+        opt("spec-file", true, "read the spec JSON from a file")},
+       cmd_queue_create},
+      {"queue get", "NAME", "show a queue's spec and stats", 1, 1, {}, cmd_queue_get},
+      {"queue list", "", "list the queues", 0, 0, {}, cmd_queue_list},
+      {"queue delete",
+       "NAME",
+       "delete a queue and every message in it",
+       1,
+       1,
+       {},
+       cmd_queue_delete},
+      {"send",
+       "QUEUE [BODY...]",
+       "send messages (one per BODY, --file or stdin line); prints ids",
+       1,
+       any_count,
+       {opt("header", true, "NAME=VALUE header on every message (repeatable)", true),
+        opt("fairness-key", true, "fairness key of every message"),
+        opt("delay-ms", true, "deliver no earlier than this many ms from now"),
+        opt("file", true, "a message body from a file (bytes that are not UTF-8 go as base64)",
+            true),
+        opt("stdin-lines", false, "one message per line of standard input"),
+        opt("base64", false, "the BODY arguments are base64 (sent as body_base64)"),
+        opt("batch", true, "messages per request (default 100)"),
+        opt("quiet", false, "print only the ids, one per line")},
+       cmd_send},
+      {"receive",
+       "QUEUE",
+       "take messages under a lease",
+       1,
+       1,
+       {opt("max", true, "up to this many messages (default 1)"),
+        opt("lease-ms", true, "lease length (default: the queue's)"),
+        opt("wait-ms", true, "long-poll this long for the first message (default 0)"),
+        opt("quiet", false, "one line per message: LEASE<TAB>ORDERING_KEY<TAB>BODY")},
+       cmd_receive},
+      {"ack",
+       "QUEUE LEASE...",
+       "acknowledge delivered messages (removes them)",
+       2,
+       any_count,
+       {},
+       cmd_ack},
+      {"nack",
+       "QUEUE LEASE",
+       "give a message back: retry after a pause (its group waits) or dead-letter it",
+       2,
+       2,
+       {opt("retry-after-ms", true, "retry no earlier than this (default 0)"),
+        opt("dead-letter", false, "move the message to the dead-letter list now")},
+       cmd_nack},
+      {"extend",
+       "QUEUE LEASE",
+       "extend a lease",
+       2,
+       2,
+       {opt("lease-ms", true, "the new lease length from now (required)")},
+       cmd_extend},
+      {"dlq list", "QUEUE", "list a queue's dead letters", 1, 1, {}, cmd_dlq_list},
+      {"dlq redrive",
+       "QUEUE [ID...]",
+       "put dead letters back (all when no ID is given)",
+       1,
+       any_count,
+       {},
+       cmd_dlq_redrive},
+      {"groups",
+       "QUEUE",
+       "list a queue's ordering groups and what each waits for",
+       1,
+       1,
+       {opt("blocked", false, "only groups that cannot deliver now (in flight, retry wait, ...)")},
+       cmd_groups},
+      {"stats",
+       "[QUEUE...]",
+       "counters and gauges of the given queues (default: every queue)",
+       0,
+       any_count,
+       {},
+       cmd_stats},
+      {"health", "", "check that laneqd is up (GET /healthz)", 0, 0, {}, cmd_health},
+      {"metrics", "", "print laneqd's Prometheus metrics", 0, 0, {}, cmd_metrics},
+  };
+  return all;
+}
+
+bool parsed::flag(std::string_view name) const {
+  auto it = flags.find(std::string(name));
+  return it != flags.end() && it->second;
+}
+
+std::optional<std::string> parsed::value(std::string_view name) const {
+  auto it = values.find(std::string(name));
+  if (it == values.end() || it->second.empty()) return std::nullopt;
+  return it->second.back();
+}
+
+std::vector<std::string> parsed::all(std::string_view name) const {
+  auto it = values.find(std::string(name));
+  return it == values.end() ? std::vector<std::string>{} : it->second;
+}
+
+std::variant<std::int64_t, usage_error> parse_int(std::string_view option, std::string_view text,
+                                                  std::int64_t min, std::int64_t max) {
+  auto bad = [&](std::string why) {
+    return usage_error{std::string(option) + " wants " + why + ", got \"" + std::string(text) +
+                       "\""};
+  };
+  if (text.empty()) return bad("a number");
+  bool neg = text.front() == '-';
+  auto digits = neg ? text.substr(1) : text;
+  if (digits.empty() || digits.size() > 18) return bad("a number");
+  std::int64_t v = 0;
+  for (char ch : digits) {
+    if (ch < '0' || ch > '9') return bad("a whole number");
+    v = v * 10 + (ch - '0');
+  }
+  if (neg) v = -v;
+  if (v < min || v > max)
+    return bad("a number from " + std::to_string(min) + " to " + std::to_string(max));
+  return v;
+}
+
+std::variant<json::object, usage_error> parse_key_component(std::string_view text) {
+  if (text == "fairness_key" || text == "fairness-key") return json::object{{"fairness_key", true}};
+  auto colon = text.find(':');
+  if (colon != std::string_view::npos && colon + 1 < text.size()) {
+    auto kind = text.substr(0, colon);
+    auto name = text.substr(colon + 1);
+    if (kind == "header" || kind == "attribute" || kind == "json")
+      return json::object{{kind, name}};
+  }
+  return usage_error{"bad key component \"" + std::string(text) +
+                     "\": use fairness_key, header:NAME, attribute:NAME or json:PATH"};
+}
+
+std::variant<json::object, usage_error> spec_from_options(const parsed& p) {
+  json::object spec;
+  auto base_text = p.value("spec");
+  if (auto file = p.value("spec-file")) {
+    if (base_text) return usage_error{"give --spec or --spec-file, not both"};
+    std::ifstream f(*file);
+    if (!f) return usage_error{"--spec-file: cannot read \"" + *file + "\""};
+    base_text = std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  }
+  if (base_text) {
+    json::error_code ec;
+    auto v = json::parse(*base_text, ec);
+    if (ec) return usage_error{"the spec is not valid JSON (" + ec.message() + ")"};
+    if (!v.is_object()) return usage_error{"the spec must be a JSON object"};
+    spec = std::move(v.as_object());
+  }
+  auto keys = p.all("key");
+  auto mode = p.value("ordering");
+  if (mode && *mode != "none" && *mode != "queue" && *mode != "key")
+    return usage_error{"--ordering wants none, queue or key, got \"" + *mode + "\""};
+  if (!keys.empty() && mode && *mode != "key")
+    return usage_error{"--key needs --ordering key (got --ordering " + *mode + ")"};
+  if (mode && *mode == "key" && keys.empty() && !spec.contains("ordering"))
+    return usage_error{"--ordering key needs at least one --key"};
+  auto missing = p.value("when-key-missing");
+  if (missing && *missing != "reject" && *missing != "unordered" && *missing != "keyless_lane")
+    return usage_error{"--when-key-missing wants reject, unordered or keyless_lane, got \"" +
+                       *missing + "\""};
+  if (mode || !keys.empty() || missing) {
+    json::object ordering;
+    if (auto* o = spec.if_contains("ordering"); o && o->is_object()) ordering = o->as_object();
+    if (mode)
+      ordering["mode"] = *mode;
+    else if (!keys.empty())
+      ordering["mode"] = "key";
+    if (!keys.empty()) {
+      json::array key;
+      for (const auto& k : keys) {
+        auto c = parse_key_component(k);
+        if (auto* e = std::get_if<usage_error>(&c)) return *e;
+        key.emplace_back(std::move(std::get<json::object>(c)));
+      }
+      ordering["key"] = std::move(key);
+    }
+    if (missing) ordering["when_key_missing"] = *missing;
+    spec["ordering"] = std::move(ordering);
+  }
+  if (auto v = p.value("lease-ms")) {
+    auto n = parse_int("--lease-ms", *v, 1, INT64_MAX / 1000);
+    if (auto* e = std::get_if<usage_error>(&n)) return *e;
+    spec["lease_ms"] = std::get<std::int64_t>(n);
+  }
+  if (auto v = p.value("max-attempts")) {
+    auto n = parse_int("--max-attempts", *v, 1, UINT32_MAX);
+    if (auto* e = std::get_if<usage_error>(&n)) return *e;
+    spec["max_attempts"] = std::get<std::int64_t>(n);
+  }
+  auto throttles = p.all("throttle");
+  if (!throttles.empty()) {
+    json::array arr;
+    for (const auto& t : throttles) {
+      std::string_view text = t;
+      auto at = text.find('@');
+      auto rate_part = text.substr(0, at);
+      auto slash = rate_part.find('/');
+      auto rate = parse_int("--throttle rate", rate_part.substr(0, slash), 1, UINT32_MAX);
+      if (auto* e = std::get_if<usage_error>(&rate)) return *e;
+      json::object th;
+      json::array key;
+      if (at != std::string_view::npos) {
+        auto rest = text.substr(at + 1);
+        while (!rest.empty()) {
+          auto comma = rest.find(',');
+          auto c = parse_key_component(rest.substr(0, comma));
+          if (auto* e = std::get_if<usage_error>(&c)) return *e;
+          key.emplace_back(std::move(std::get<json::object>(c)));
+          rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+        }
+      }
+      th["key"] = std::move(key);
+      th["rate_per_s"] = std::get<std::int64_t>(rate);
+      if (slash != std::string_view::npos) {
+        auto burst = parse_int("--throttle burst", rate_part.substr(slash + 1), 1, UINT32_MAX);
+        if (auto* e = std::get_if<usage_error>(&burst)) return *e;
+        th["burst"] = std::get<std::int64_t>(burst);
+      }
+      arr.emplace_back(std::move(th));
+    }
+    spec["throttles"] = std::move(arr);
+  }
+  if (auto v = p.value("durability")) {
+    if (*v != "fast" && *v != "durable")
+      return usage_error{"--durability wants fast or durable, got \"" + *v + "\""};
+    spec["delivery_durability"] = *v;
+  }
+  return spec;
+}
+
+std::variant<parsed, usage_error> parse(const std::vector<std::string>& argv,
+                                        const std::map<std::string, std::string>& env) {
+  parsed p;
+  if (auto it = env.find("LANEQ_URL"); it != env.end() && !it->second.empty()) p.url = it->second;
+  if (auto it = env.find("LANEQ_TOKEN"); it != env.end()) p.token = it->second;
+  // Find the command: the longest run of leading words (options skipped) naming one.
+  std::vector<std::size_t> word_pos;
+  std::vector<std::string> rest;
+  std::vector<bool> is_word(argv.size(), false);
+  const auto& globals = global_options();
+  auto find_opt = [](const std::vector<option_spec>& list,
+                     std::string_view name) -> const option_spec* {
+    for (const auto& o : list)
+      if (o.name == name) return &o;
+    return nullptr;
+  };
+  // First pass: locate the command words among non-option tokens before any option value.
+  std::vector<std::size_t> plain;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    const auto& a = argv[i];
+    if (a == "--") break;
+    if (a.size() > 2 && a.rfind("--", 0) == 0) {
+      auto name = std::string_view(a).substr(2);
+      if (name.find('=') != std::string_view::npos) continue;
+      auto* g = find_opt(globals, name);
+      if (g != nullptr && g->takes_value) ++i;  // skip the global's value
+      continue;
+    }
+    if (a == "-h" || a == "-q") continue;
+    plain.push_back(i);
+    if (plain.size() == 2) break;
+  }
+  const command_spec* cmd = nullptr;
+  std::size_t used = 0;
+  for (const auto& c : commands()) {
+    auto words = c.words;
+    auto space = words.find(' ');
+    if (space == std::string_view::npos) {
+      if (!plain.empty() && argv[plain[0]] == words && used < 1) {
+        cmd = &c;
+        used = 1;
+      }
+    } else if (plain.size() >= 2 && argv[plain[0]] == words.substr(0, space) &&
+               argv[plain[1]] == words.substr(space + 1)) {
+      cmd = &c;
+      used = 2;
+    }
+  }
+  if (plain.empty() || (plain.size() >= 1 && argv[plain[0]] == "help")) {
+    p.help = true;
+    // `laneq help queue create`
+    if (!plain.empty() && plain.size() >= 1) {
+      std::string words;
+      for (std::size_t i = plain[0] + 1; i < argv.size(); ++i) {
+        if (argv[i].rfind("-", 0) == 0) continue;
+        words += (words.empty() ? "" : " ") + argv[i];
+      }
+      for (const auto& c : commands())
+        if (c.words == words) p.command = &c;
+    }
+  } else if (cmd == nullptr) {
+    const auto& first = argv[plain[0]];
+    bool group = first == "queue" || first == "dlq";
+    if (group) {
+      // `laneq queue` alone or with a bad sub-command.
+      std::string sub = plain.size() >= 2 ? argv[plain[1]] : std::string();
+      if (sub.empty()) {
+        bool asks_help = std::find(argv.begin(), argv.end(), "--help") != argv.end() ||
+                         std::find(argv.begin(), argv.end(), "-h") != argv.end();
+        if (asks_help) {
+          p.help = true;
+          return p;
+        }
+        return usage_error{"\"" + first + "\" needs a sub-command (laneq --help lists them)"};
+      }
+      return usage_error{"unknown command \"" + first + " " + sub + "\" (laneq --help lists them)"};
+    }
+    return usage_error{"unknown command \"" + first + "\" (laneq --help lists the commands)"};
+  }
+  p.command = p.help ? p.command : cmd;
+  std::vector<bool> skip(argv.size(), false);
+  if (!p.help)
+    for (std::size_t k = 0; k < used; ++k) skip[plain[k]] = true;
+  else if (!plain.empty())
+    for (std::size_t i = plain[0]; i < argv.size(); ++i)
+      if (argv[i].rfind("-", 0) != 0) skip[i] = true;
+  bool only_args = false;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    if (skip[i]) continue;
+    const auto& a = argv[i];
+    if (only_args) {
+      p.args.push_back(a);
+      continue;
+    }
+    if (a == "--") {
+      only_args = true;
+      continue;
+    }
+    if (a == "-h") {
+      p.help = true;
+      continue;
+    }
+    if (a == "-q") {
+      p.flags["quiet"] = true;
+      continue;
+    }
+    if (a.size() > 2 && a.rfind("--", 0) == 0) {
+      std::string name = a.substr(2);
+      std::optional<std::string> inline_value;
+      if (auto eq = name.find('='); eq != std::string::npos) {
+        inline_value = name.substr(eq + 1);
+        name.resize(eq);
+      }
+      const option_spec* o = find_opt(globals, name);
+      bool global = o != nullptr;
+      if (o == nullptr && p.command != nullptr) o = find_opt(p.command->options, name);
+      if (o == nullptr) {
+        if (p.help) continue;
+        return usage_error{"unknown option --" + name +
+                           (p.command ? " for \"" + std::string(p.command->words) + "\"" : "") +
+                           " (see --help)"};
+      }
+      std::string value;
+      if (o->takes_value) {
+        if (inline_value) {
+          value = *inline_value;
+        } else if (i + 1 < argv.size()) {
+          value = argv[++i];
+        } else {
+          return usage_error{"option --" + name + " needs a value"};
+        }
+      } else if (inline_value) {
+        return usage_error{"option --" + name + " takes no value"};
+      }
+      if (global) {
+        if (name == "url")
+          p.url = value;
+        else if (name == "token")
+          p.token = value;
+        else if (name == "json")
+          p.json = true;
+        else if (name == "help")
+          p.help = true;
+        else if (name == "timeout-ms") {
+          auto n = parse_int("--timeout-ms", value, 1, 3'600'000);
+          if (auto* e = std::get_if<usage_error>(&n)) return *e;
+          p.timeout_ms = std::get<std::int64_t>(n);
+        }
+        continue;
+      }
+      if (o->takes_value) {
+        auto& vals = p.values[name];
+        if (!vals.empty() && !o->repeatable)
+          return usage_error{"option --" + name + " given twice"};
+        vals.push_back(value);
+      } else {
+        p.flags[name] = true;
+      }
+      continue;
+    }
+    if (a.size() > 1 && a[0] == '-' && !(a[1] >= '0' && a[1] <= '9'))
+      return usage_error{"unknown option " + a + " (options are spelled --name)"};
+    p.args.push_back(a);
+  }
+  if (p.help || p.command == nullptr) return p;
+  if (p.args.size() < p.command->min_args || p.args.size() > p.command->max_args) {
+    std::string want =
+        p.command->min_args == p.command->max_args ? std::to_string(p.command->min_args)
+        : p.command->max_args == any_count
+            ? "at least " + std::to_string(p.command->min_args)
+            : std::to_string(p.command->min_args) + " to " + std::to_string(p.command->max_args);
+    return usage_error{"\"" + std::string(p.command->words) + "\" takes " + want +
+                       " argument(s) (" + std::string(p.command->args) + "), got " +
+                       std::to_string(p.args.size()) + "; usage: laneq " +
+                       std::string(p.command->words) + " " + std::string(p.command->args)};
+  }
+  return p;
+}
+
+// -- rendering ----------------------------------------------------------------------------------
+
+std::string one_line(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char ch : s) {
+    switch (ch) {
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      case '\\': out += "\\\\"; break;
+      default:
+        if (static_cast<unsigned char>(ch) < 0x20) {
+          static constexpr char hex[] = "0123456789abcdef";
+          out += "\\x";
+          out += hex[(ch >> 4) & 15];
+          out += hex[ch & 15];
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out;
+}
+
+std::string render_help(const command_spec* command) {
+  std::ostringstream o;
+  auto options = [&](const std::vector<option_spec>& list) {
+    for (const auto& op : list) {
+      std::string left = "  --" + std::string(op.name) + (op.takes_value ? " VALUE" : "");
+      if (left.size() < 26) left.resize(26, ' ');
+      o << left << " " << op.help << "\n";
+    }
+  };
+  if (command != nullptr) {
+    o << "usage: laneq " << command->words << (command->args.empty() ? "" : " ") << command->args
+      << " [options]\n\n"
+      << command->summary << "\n";
+    if (!command->options.empty()) {
+      o << "\noptions:\n";
+      options(command->options);
+    }
+    o << "\nglobal options:\n";
+    options(global_options());
+    return o.str();
+  }
+  o << "laneq: the command line of the laneq message queue (talks to laneqd over HTTP)\n\n"
+    << "usage: laneq [global options] COMMAND [args] [options]\n\ncommands:\n";
+  for (const auto& c : commands()) {
+    std::string left = "  " + std::string(c.words) + " " + std::string(c.args);
+    if (left.size() < 32) left.resize(32, ' ');
+    o << left << " " << c.summary << "\n";
+  }
+  o << "\nglobal options:\n";
+  options(global_options());
+  o << "\nexit codes: 0 ok, 1 laneqd answered with an error, 2 usage error, 3 laneqd unreachable,\n"
+    << "4 an answer that is not the API's shape. `laneq COMMAND --help` shows a command's "
+       "options.\n";
+  return o.str();
+}
+
+std::string render_messages(const json::value& answer) {
+  const json::array* msgs = find_array(answer, "messages");
+  if (msgs == nullptr || msgs->empty()) return "no messages\n";
+  std::string out;
+  for (const auto& m : *msgs) {
+    if (!m.is_object()) continue;
+    const auto& o = m.as_object();
+    out += "message " + field(o, "id") + "  attempt " + field(o, "attempt");
+    if (auto* k = o.if_contains("ordering_key"); k && k->is_string() && !k->as_string().empty())
+      out += "  key " + one_line(text_of(*k));
+    if (auto* f = o.if_contains("fairness_key"); f && f->is_string() && !f->as_string().empty())
+      out += "  fairness " + one_line(text_of(*f));
+    out += "\n  lease: " + field(o, "lease") + "\n";
+    if (auto* b = o.if_contains("body"))
+      out += "  body: " + one_line(text_of(*b)) + "\n";
+    else if (auto* b64 = o.if_contains("body_base64"))
+      out += "  body (base64): " + text_of(*b64) + "\n";
+    if (auto* h = o.if_contains("headers"); h && h->is_object() && !h->as_object().empty()) {
+      out += "  headers:";
+      for (const auto& kv : h->as_object())
+        out += " " + std::string(kv.key()) + "=" + one_line(text_of(kv.value()));
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+std::string render_messages_quiet(const json::value& answer) {
+  const json::array* msgs = find_array(answer, "messages");
+  std::string out;
+  if (msgs == nullptr) return out;
+  for (const auto& m : *msgs) {
+    if (!m.is_object()) continue;
+    const auto& o = m.as_object();
+    std::string body;
+    if (auto* b = o.if_contains("body"))
+      body = text_of(*b);
+    else if (auto* b64 = o.if_contains("body_base64"))
+      body = text_of(*b64);
+    std::string key;
+    if (auto* k = o.if_contains("ordering_key"); k && k->is_string()) key = text_of(*k);
+    out +=
+        field(o, "lease") + "\t" + one_line(key.empty() ? "-" : key) + "\t" + one_line(body) + "\n";
+  }
+  return out;
+}
+
+std::string render_groups(const json::value& answer) {
+  const json::array* groups = find_array(answer, "groups");
+  if (groups == nullptr || groups->empty()) return "no groups\n";
+  return render_table(*groups, {"key", "state", "backlog", "head", "since", "until"});
+}
+
+std::string render_dead_letters(const json::value& answer) {
+  const json::array* dl = find_array(answer, "dead_letters");
+  if (dl == nullptr || dl->empty()) return "no dead letters\n";
+  return render_table(*dl, {"id", "reason", "attempts", "attempt", "ordering_key", "body"});
+}
+
+std::string render_tree(const json::value& v) {
+  std::string out;
+  render_tree_into(v, 0, out);
+  return out;
+}
+
+std::string render_queue_list(const json::value& answer) {
+  const json::array* qs = find_array(answer, "queues");
+  if (qs == nullptr || qs->empty()) return "no queues\n";
+  std::string out;
+  for (const auto& q : *qs) {
+    if (q.is_object() && q.as_object().contains("name"))
+      out += text_of(q.as_object().at("name")) + "\n";
+    else
+      out += text_of(q) + "\n";
+  }
+  return out;
+}
+
+int run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+        std::ostream& out, std::ostream& err, std::istream& in) {
+  auto r = parse(argv, env);
+  if (auto* e = std::get_if<usage_error>(&r)) {
+    err << "laneq: " << e->message << "\n";
+    return exit_usage;
+  }
+  auto& p = std::get<parsed>(r);
+  if (p.help || p.command == nullptr) {
+    out << render_help(p.command);
+    return exit_ok;
+  }
+  auto ep = client::parse_url(p.url);
+  if (!ep) {
+    err << "laneq: " << to_string(ep.err()) << "\n";
+    return exit_usage;
+  }
+  client::http_client c(ep.value(),
+                        client::client_options{p.token, std::chrono::milliseconds(p.timeout_ms)});
+  command_context ctx{p, c, out, err, in};
+  return p.command->run(ctx);
+}
+
+}  // namespace laneq::cli

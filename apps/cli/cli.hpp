@@ -1,0 +1,133 @@
+// The `laneq` command line (issue 4 §4): argument parsing, the request each command makes and
+// the human-readable rendering of the answers. main.cpp only wires argv, the environment and
+// stdout/stderr to `run`; the tests call the pieces directly.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "laneq/client/http_client.hpp"
+
+namespace laneq::cli {
+
+/// Exit codes: distinct for each way a command can fail.
+enum exit_code : int {
+  exit_ok = 0,
+  exit_server_error = 1,  ///< laneqd answered with an API error (unknown queue, stale lease, ...)
+  exit_usage = 2,         ///< bad arguments; nothing was sent
+  exit_unreachable = 3,   ///< laneqd could not be reached (connect failed, timed out)
+  exit_bad_answer = 4,    ///< laneqd answered something that is not the API's shape
+};
+
+/// The exit code for a failed call.
+int exit_code_for(const client::api_error& e);
+
+/// One option a command accepts.
+struct option_spec {
+  std::string_view name;  ///< without the leading "--"
+  bool takes_value = false;
+  bool repeatable = false;
+  std::string_view help;
+};
+
+struct parsed;
+/// What a command does with its arguments and a client. Returns the exit code.
+struct command_context;
+using handler = int (*)(command_context&);
+
+/// A command: its words (`"queue create"`), usage line, help and options.
+struct command_spec {
+  std::string_view words;
+  std::string_view args;  ///< positional arguments in the usage line
+  std::string_view summary;
+  std::size_t min_args = 0;
+  std::size_t max_args = 0;  ///< SIZE_MAX: any number
+  std::vector<option_spec> options;
+  handler run = nullptr;
+};
+
+/// Every command, in help order.
+const std::vector<command_spec>& commands();
+
+/// The global options every command accepts.
+const std::vector<option_spec>& global_options();
+
+/// The command line after parsing.
+struct parsed {
+  const command_spec* command = nullptr;  ///< null: no command (help is printed)
+  std::vector<std::string> args;
+  std::map<std::string, std::vector<std::string>> values;  ///< options with values
+  std::map<std::string, bool> flags;                       ///< options without values
+  bool help = false;
+  bool json = false;
+  std::string url = "http://127.0.0.1:7070";
+  std::string token;
+  std::int64_t timeout_ms = 30'000;
+
+  bool flag(std::string_view name) const;
+  /// The last value of an option, if given.
+  std::optional<std::string> value(std::string_view name) const;
+  /// Every value of a repeatable option.
+  std::vector<std::string> all(std::string_view name) const;
+};
+
+/// A usage error: what is wrong, for stderr.
+struct usage_error {
+  std::string message;
+};
+
+/// Parses argv (without argv[0]). `env` supplies LANEQ_URL and LANEQ_TOKEN (flags win).
+std::variant<parsed, usage_error> parse(const std::vector<std::string>& argv,
+                                        const std::map<std::string, std::string>& env);
+
+/// Parses an integer option value, naming the option when it is not one or out of range.
+std::variant<std::int64_t, usage_error> parse_int(std::string_view option, std::string_view text,
+                                                  std::int64_t min, std::int64_t max);
+
+/// Builds the queue spec JSON of `laneq queue create` from its options.
+std::variant<boost::json::object, usage_error> spec_from_options(const parsed& p);
+
+/// Parses one ordering key component: `fairness_key`, `header:NAME`, `attribute:NAME`, `json:PATH`.
+std::variant<boost::json::object, usage_error> parse_key_component(std::string_view text);
+
+// -- rendering (human-readable output) ----------------------------------------------------------
+
+/// `laneq help` and `laneq <command> --help`.
+std::string render_help(const command_spec* command);
+/// A received batch: one block per message.
+std::string render_messages(const boost::json::value& answer);
+/// Received messages, one line each: lease, ordering key, body (tab-separated, escaped).
+std::string render_messages_quiet(const boost::json::value& answer);
+/// Groups of a queue as a table.
+std::string render_groups(const boost::json::value& answer);
+/// Dead letters as a table.
+std::string render_dead_letters(const boost::json::value& answer);
+/// Any JSON value as indented `key: value` lines (queue descriptions, stats, specs).
+std::string render_tree(const boost::json::value& v);
+/// A queue list, one name per line.
+std::string render_queue_list(const boost::json::value& answer);
+/// Escapes control characters and backslashes so a value stays on one line.
+std::string one_line(std::string_view s);
+
+/// Everything a command handler needs.
+struct command_context {
+  const parsed& args;
+  client::http_client& client;
+  std::ostream& out;
+  std::ostream& err;
+  std::istream& in;
+};
+
+/// Runs the command line: parses, connects, runs, prints. Returns the exit code.
+int run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+        std::ostream& out, std::ostream& err, std::istream& in);
+
+}  // namespace laneq::cli

@@ -1,0 +1,174 @@
+// A small synchronous HTTP/1.1 client for laneqd's JSON API (issue 4 §3, docs/api.md): one
+// keep-alive connection, a timeout per request, an optional bearer token, and typed helpers that
+// return parsed JSON or a numbered error. Used by the `laneq` CLI and `laneq_loadgen`.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "laneq/assert.hpp"
+
+namespace laneq::client {
+
+/// Where laneqd listens: parsed from `http://host[:port][/prefix]`.
+struct endpoint {
+  std::string host = "127.0.0.1";
+  std::string port = "7070";
+  std::string prefix;  ///< path prefix without a trailing '/', usually empty
+};
+
+/// Why a call failed. The CLI maps each kind to its own exit code.
+enum class failure_kind : std::uint8_t {
+  unreachable = 1,  ///< could not connect, or the connection broke or timed out
+  protocol = 2,     ///< the server answered something that is not the API's shape
+  server = 3,       ///< the server answered with an API error (`{"error": {...}}`)
+  usage = 4,        ///< the caller passed something unusable (a bad URL, a bad JSON value)
+};
+
+/// A failed call: for `server`, the HTTP status and the API's error code, number and message.
+struct api_error {
+  failure_kind kind = failure_kind::server;
+  unsigned http_status = 0;
+  std::string code;         ///< API error name (`"queue_not_found"`); empty unless `server`
+  std::int64_t number = 0;  ///< API error number (laneq::errc); 0 unless `server`
+  std::string message;      ///< what went wrong, naming the thing
+};
+
+/// Renders an error in one line: `queue_not_found (3, HTTP 404): no queue named "x"`.
+std::string to_string(const api_error& e);
+
+/// Either a value or an api_error.
+template <class T>
+class [[nodiscard]] api_result {
+ public:
+  api_result(T value) : v_(std::move(value)) {}      // NOLINT: implicit by design
+  api_result(api_error err) : v_(std::move(err)) {}  // NOLINT: implicit by design
+
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  T& value() & {
+    LANEQ_ASSERT(ok(), "api_result::value() on an error");
+    return std::get<0>(v_);
+  }
+  const T& value() const& {
+    LANEQ_ASSERT(ok(), "api_result::value() on an error");
+    return std::get<0>(v_);
+  }
+  const api_error& err() const {
+    LANEQ_ASSERT(!ok(), "api_result::err() on a value");
+    return std::get<1>(v_);
+  }
+
+ private:
+  std::variant<T, api_error> v_;
+};
+
+/// Parses `http://host[:port][/prefix]` (only plain http; the port defaults to 80).
+api_result<endpoint> parse_url(std::string_view url);
+
+/// Percent-encodes a queue name for a path segment (a tenant's '/' becomes %2F).
+std::string encode_segment(std::string_view s);
+
+/// Client settings.
+struct client_options {
+  std::string token;                          ///< bearer token; empty: no Authorization header
+  std::chrono::milliseconds timeout{10'000};  ///< per request (connect, write, read)
+};
+
+/// A raw answer: HTTP status and body (JSON parsed when the content is JSON).
+struct http_answer {
+  unsigned status = 0;
+  std::string body;
+};
+
+/// One message to send (`POST .../messages`).
+struct outgoing {
+  std::string body;
+  bool base64 = false;  ///< `body` is already base64 and goes out as `body_base64`
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string fairness_key;
+  std::int64_t delay_ms = 0;
+};
+
+/// The receive parameters (`POST .../receive`).
+struct receive_params {
+  std::uint32_t max = 1;
+  std::optional<std::int64_t> lease_ms;  ///< absent: the queue's default
+  std::int64_t wait_ms = 0;
+};
+
+/// A synchronous client over one keep-alive connection. Not thread-safe: one per thread.
+class http_client {
+ public:
+  http_client(endpoint ep, client_options opts);
+  ~http_client();
+  http_client(const http_client&) = delete;
+  http_client& operator=(const http_client&) = delete;
+
+  /// One request; `body` (JSON text) is sent with content-type application/json when not empty.
+  /// Reconnects once when a reused connection turns out closed. Any HTTP status is a value here.
+  api_result<http_answer> send_raw(std::string_view method, std::string_view target,
+                                   std::string_view body = {});
+
+  /// A JSON request: a 2xx answer's body parsed (null when empty); any other status becomes a
+  /// `server` error carrying the API's code, number and message.
+  api_result<boost::json::value> call(std::string_view method, std::string_view target,
+                                      const boost::json::value* body = nullptr);
+
+  // -- typed helpers, one per endpoint ---------------------------------------------------------
+
+  /// PUT /v1/queues/{name}: the answer's JSON plus whether it was newly created (201).
+  api_result<std::pair<boost::json::value, bool>> create_queue(std::string_view name,
+                                                               const boost::json::value& spec);
+  api_result<boost::json::value> get_queue(std::string_view name);
+  api_result<boost::json::value> list_queues();
+  api_result<boost::json::value> delete_queue(std::string_view name);
+  /// POST .../messages; answers the ids.
+  api_result<std::vector<std::string>> send(std::string_view queue,
+                                            const std::vector<outgoing>& messages);
+  /// POST .../receive; answers `{"messages": [...]}`.
+  api_result<boost::json::value> receive(std::string_view queue, const receive_params& p);
+  /// POST .../ack with `{"lease"}` for one lease (its failure is an error answer) or
+  /// `{"leases": [..]}` (failures listed in the answer's `failed`).
+  api_result<boost::json::value> ack(std::string_view queue,
+                                     const std::vector<std::string>& leases);
+  /// POST .../nack: retry after `retry_after_ms`, or dead-letter.
+  api_result<boost::json::value> nack(std::string_view queue, std::string_view lease,
+                                      std::int64_t retry_after_ms, bool dead_letter);
+  api_result<boost::json::value> extend(std::string_view queue, std::string_view lease,
+                                        std::int64_t lease_ms);
+  api_result<boost::json::value> dead_letters(std::string_view queue);
+  /// POST .../dead-letters/redrive; empty `ids`: every dead letter.
+  api_result<boost::json::value> redrive(std::string_view queue,
+                                         const std::vector<std::string>& ids);
+  api_result<boost::json::value> groups(std::string_view queue, bool blocked_only);
+  /// GET /healthz: the status and body text.
+  api_result<http_answer> health();
+  /// GET /metrics (Prometheus text).
+  api_result<std::string> metrics();
+
+  const endpoint& where() const { return ep_; }
+
+ private:
+  struct connection;
+  std::string path(std::string_view rest) const;
+  std::string queue_path(std::string_view queue, std::string_view rest = {}) const;
+
+  endpoint ep_;
+  client_options opts_;
+  std::unique_ptr<connection> conn_;
+};
+
+/// The API error inside an error answer, or a protocol error when the body has no such shape.
+api_error error_from_answer(const http_answer& a);
+
+}  // namespace laneq::client

@@ -1,0 +1,374 @@
+// The synchronous HTTP/1.1 client on Boost.Beast (see http_client.hpp).
+#include "laneq/client/http_client.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+namespace laneq::client {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace json = boost::json;
+using tcp = asio::ip::tcp;
+
+std::string to_string(const api_error& e) {
+  std::string out;
+  switch (e.kind) {
+    case failure_kind::unreachable: out = "unreachable: "; break;
+    case failure_kind::protocol: out = "bad answer: "; break;
+    case failure_kind::usage: out = "usage: "; break;
+    case failure_kind::server:
+      out = e.code.empty() ? std::string("error") : e.code;
+      out += " (";
+      if (e.number != 0) out += std::to_string(e.number) + ", ";
+      out += "HTTP " + std::to_string(e.http_status) + "): ";
+      break;
+  }
+  return out + e.message;
+}
+
+api_result<endpoint> parse_url(std::string_view url) {
+  auto bad = [&](std::string why) -> api_error {
+    return {failure_kind::usage, 0, {}, 0, "bad URL \"" + std::string(url) + "\": " + why};
+  };
+  constexpr std::string_view scheme = "http://";
+  if (url.substr(0, scheme.size()) != scheme) {
+    if (url.substr(0, 8) == "https://") return bad("https is not supported (plain http only)");
+    return bad("it must start with http://");
+  }
+  auto rest = url.substr(scheme.size());
+  auto slash = rest.find('/');
+  auto authority = rest.substr(0, slash);
+  endpoint ep;
+  ep.prefix = slash == std::string_view::npos ? std::string() : std::string(rest.substr(slash));
+  while (!ep.prefix.empty() && ep.prefix.back() == '/') ep.prefix.pop_back();
+  if (authority.empty()) return bad("no host");
+  if (authority.find('@') != std::string_view::npos) return bad("user info is not supported");
+  std::string_view host = authority;
+  std::string_view port = "80";
+  if (authority.front() == '[') {  // [::1]:7070
+    auto close = authority.find(']');
+    if (close == std::string_view::npos) return bad("unclosed '[' in the host");
+    host = authority.substr(1, close - 1);
+    auto after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return bad("junk after the host");
+      port = after.substr(1);
+    }
+  } else if (auto colon = authority.rfind(':'); colon != std::string_view::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+  }
+  if (host.empty()) return bad("no host");
+  if (port.empty() || port.size() > 5) return bad("bad port");
+  unsigned long p = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9') return bad("the port is not a number");
+    p = p * 10 + static_cast<unsigned long>(c - '0');
+  }
+  if (p == 0 || p > 65535) return bad("the port is out of range (1-65535)");
+  ep.host = std::string(host);
+  ep.port = std::string(port);
+  return ep;
+}
+
+std::string encode_segment(std::string_view s) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size());
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '-' || c == '_' || c == '.' || c == '~';
+    if (plain) {
+      out += ch;
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+api_error error_from_answer(const http_answer& a) {
+  api_error e;
+  e.kind = failure_kind::server;
+  e.http_status = a.status;
+  json::error_code ec;
+  auto v = json::parse(a.body, ec);
+  const json::object* err = nullptr;
+  if (!ec && v.is_object()) {
+    if (auto* p = v.as_object().if_contains("error")) err = p->if_object();
+  }
+  if (err == nullptr) {
+    e.message = a.body.empty() ? "HTTP " + std::to_string(a.status) + " with an empty body"
+                               : "HTTP " + std::to_string(a.status) + ": " + a.body;
+    if (e.message.size() > 300) e.message.resize(300);
+    return e;
+  }
+  if (auto* c = err->if_contains("code"); c && c->is_string()) e.code = c->as_string().c_str();
+  if (auto* n = err->if_contains("number"); n && n->is_int64()) e.number = n->as_int64();
+  if (auto* m = err->if_contains("message"); m && m->is_string())
+    e.message = m->as_string().c_str();
+  return e;
+}
+
+struct http_client::connection {
+  asio::io_context ioc;
+  beast::tcp_stream stream{ioc};
+  beast::flat_buffer buffer;
+  bool open = false;
+};
+
+http_client::http_client(endpoint ep, client_options opts)
+    : ep_(std::move(ep)), opts_(std::move(opts)), conn_(std::make_unique<connection>()) {}
+
+http_client::~http_client() {
+  if (conn_ && conn_->open) {
+    beast::error_code ec;
+    conn_->stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+  }
+}
+
+std::string http_client::path(std::string_view rest) const {
+  return ep_.prefix + std::string(rest);
+}
+
+std::string http_client::queue_path(std::string_view queue, std::string_view rest) const {
+  return ep_.prefix + "/v1/queues/" + encode_segment(queue) + std::string(rest);
+}
+
+api_result<http_answer> http_client::send_raw(std::string_view method, std::string_view target,
+                                              std::string_view body) {
+  auto verb = http::string_to_verb(method);
+  if (verb == http::verb::unknown)
+    return api_error{failure_kind::usage, 0, {}, 0, "unknown HTTP method " + std::string(method)};
+  http::request<http::string_body> req{verb, target, 11};
+  req.set(http::field::host, ep_.host + ":" + ep_.port);
+  req.set(http::field::user_agent, "laneq-client");
+  req.keep_alive(true);
+  if (!opts_.token.empty()) req.set(http::field::authorization, "Bearer " + opts_.token);
+  if (!body.empty()) {
+    req.set(http::field::content_type, "application/json");
+    req.body() = std::string(body);
+  }
+  req.prepare_payload();
+
+  auto& c = *conn_;
+  std::string last_error;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    bool reused = c.open;
+    beast::error_code ec;
+    if (!c.open) {
+      tcp::resolver resolver{c.ioc};
+      auto results = resolver.resolve(ep_.host, ep_.port, ec);
+      if (ec)
+        return api_error{failure_kind::unreachable,
+                         0,
+                         {},
+                         0,
+                         "cannot resolve " + ep_.host + ": " + ec.message()};
+      c.stream.expires_after(opts_.timeout);
+      c.stream.connect(results, ec);
+      if (ec)
+        return api_error{failure_kind::unreachable,
+                         0,
+                         {},
+                         0,
+                         "cannot connect to " + ep_.host + ":" + ep_.port + ": " + ec.message()};
+      c.stream.socket().set_option(tcp::no_delay(true), ec);
+      c.open = true;
+      c.buffer.clear();
+    }
+    c.stream.expires_after(opts_.timeout);
+    http::write(c.stream, req, ec);
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(256u * 1024u * 1024u);
+    if (!ec) http::read(c.stream, c.buffer, parser, ec);
+    if (ec) {
+      c.stream.socket().close(ec);
+      c.stream.close();
+      c.open = false;
+      c.buffer.clear();
+      last_error = ec.message();
+      // A reused keep-alive connection may have been closed by the server: retry once.
+      if (reused && ec != beast::error::timeout) continue;
+      return api_error{failure_kind::unreachable,
+                       0,
+                       {},
+                       0,
+                       "request " + std::string(method) + " " + std::string(target) + " to " +
+                           ep_.host + ":" + ep_.port + " failed: " + last_error};
+    }
+    auto res = parser.release();
+    if (!res.keep_alive()) {
+      c.stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+      c.stream.close();
+      c.open = false;
+      c.buffer.clear();
+    }
+    return http_answer{res.result_int(), std::move(res.body())};
+  }
+  return api_error{failure_kind::unreachable,
+                   0,
+                   {},
+                   0,
+                   "request to " + ep_.host + ":" + ep_.port + " failed: " + last_error};
+}
+
+api_result<json::value> http_client::call(std::string_view method, std::string_view target,
+                                          const json::value* body) {
+  std::string text = body != nullptr ? json::serialize(*body) : std::string();
+  auto a = send_raw(method, target, text);
+  if (!a) return a.err();
+  auto& ans = a.value();
+  if (ans.status < 200 || ans.status >= 300) return error_from_answer(ans);
+  if (ans.body.empty()) return json::value(nullptr);
+  json::error_code ec;
+  auto v = json::parse(ans.body, ec);
+  if (ec)
+    return api_error{failure_kind::protocol,
+                     ans.status,
+                     {},
+                     0,
+                     "the answer to " + std::string(method) + " " + std::string(target) +
+                         " is not JSON (" + ec.message() + ")"};
+  return v;
+}
+
+api_result<std::pair<json::value, bool>> http_client::create_queue(std::string_view name,
+                                                                   const json::value& spec) {
+  auto text = json::serialize(spec);
+  auto a = send_raw("PUT", queue_path(name), text);
+  if (!a) return a.err();
+  auto& ans = a.value();
+  if (ans.status != 200 && ans.status != 201) return error_from_answer(ans);
+  json::error_code ec;
+  auto v = ans.body.empty() ? json::value(nullptr) : json::parse(ans.body, ec);
+  if (ec) return api_error{failure_kind::protocol, ans.status, {}, 0, "the answer is not JSON"};
+  return std::pair<json::value, bool>{std::move(v), ans.status == 201};
+}
+
+api_result<json::value> http_client::get_queue(std::string_view name) {
+  return call("GET", queue_path(name));
+}
+
+api_result<json::value> http_client::list_queues() {
+  return call("GET", path("/v1/queues"));
+}
+
+api_result<json::value> http_client::delete_queue(std::string_view name) {
+  return call("DELETE", queue_path(name));
+}
+
+api_result<std::vector<std::string>> http_client::send(std::string_view queue,
+                                                       const std::vector<outgoing>& messages) {
+  json::array arr;
+  arr.reserve(messages.size());
+  for (const auto& m : messages) {
+    json::object o;
+    o[m.base64 ? "body_base64" : "body"] = m.body;
+    if (!m.headers.empty()) {
+      json::object h;
+      for (const auto& [k, v] : m.headers) h[k] = v;
+      o["headers"] = std::move(h);
+    }
+    if (!m.fairness_key.empty()) o["fairness_key"] = m.fairness_key;
+    if (m.delay_ms != 0) o["delay_ms"] = m.delay_ms;
+    arr.emplace_back(std::move(o));
+  }
+  json::value body = json::object{{"messages", std::move(arr)}};
+  auto r = call("POST", queue_path(queue, "/messages"), &body);
+  if (!r) return r.err();
+  std::vector<std::string> ids;
+  const json::array* list = nullptr;
+  if (auto* o = r.value().if_object())
+    if (auto* p = o->if_contains("ids")) list = p->if_array();
+  if (list == nullptr)
+    return api_error{failure_kind::protocol, 200, {}, 0, "the send answer has no \"ids\" array"};
+  ids.reserve(list->size());
+  for (const auto& id : *list) {
+    if (id.is_string())
+      ids.emplace_back(id.as_string().c_str());
+    else
+      ids.emplace_back(json::serialize(id));
+  }
+  return ids;
+}
+
+api_result<json::value> http_client::receive(std::string_view queue, const receive_params& p) {
+  json::object o;
+  o["max"] = p.max;
+  if (p.lease_ms) o["lease_ms"] = *p.lease_ms;
+  o["wait_ms"] = p.wait_ms;
+  json::value body = std::move(o);
+  return call("POST", queue_path(queue, "/receive"), &body);
+}
+
+api_result<json::value> http_client::ack(std::string_view queue,
+                                         const std::vector<std::string>& leases) {
+  json::value body;
+  if (leases.size() == 1) {  // a single lease's failure comes back as an HTTP error
+    body = json::object{{"lease", leases.front()}};
+  } else {
+    json::array arr;
+    for (const auto& l : leases) arr.emplace_back(l);
+    body = json::object{{"leases", std::move(arr)}};
+  }
+  return call("POST", queue_path(queue, "/ack"), &body);
+}
+
+api_result<json::value> http_client::nack(std::string_view queue, std::string_view lease,
+                                          std::int64_t retry_after_ms, bool dead_letter) {
+  json::object o;
+  o["lease"] = lease;
+  if (dead_letter)
+    o["dead_letter"] = true;
+  else
+    o["retry_after_ms"] = retry_after_ms;
+  json::value body = std::move(o);
+  return call("POST", queue_path(queue, "/nack"), &body);
+}
+
+api_result<json::value> http_client::extend(std::string_view queue, std::string_view lease,
+                                            std::int64_t lease_ms) {
+  json::value body = json::object{{"lease", lease}, {"lease_ms", lease_ms}};
+  return call("POST", queue_path(queue, "/extend"), &body);
+}
+
+api_result<json::value> http_client::dead_letters(std::string_view queue) {
+  return call("GET", queue_path(queue, "/dead-letters"));
+}
+
+api_result<json::value> http_client::redrive(std::string_view queue,
+                                             const std::vector<std::string>& ids) {
+  json::object o;
+  if (!ids.empty()) {
+    json::array arr;
+    for (const auto& id : ids) arr.emplace_back(id);
+    o["ids"] = std::move(arr);
+  }
+  json::value body = std::move(o);
+  return call("POST", queue_path(queue, "/dead-letters/redrive"), &body);
+}
+
+api_result<json::value> http_client::groups(std::string_view queue, bool blocked_only) {
+  return call("GET", queue_path(queue, blocked_only ? "/groups?state=blocked" : "/groups"));
+}
+
+api_result<http_answer> http_client::health() {
+  return send_raw("GET", path("/healthz"));
+}
+
+api_result<std::string> http_client::metrics() {
+  auto a = send_raw("GET", path("/metrics"));
+  if (!a) return a.err();
+  if (a.value().status != 200) return error_from_answer(a.value());
+  return std::move(a.value().body);
+}
+
+}  // namespace laneq::client

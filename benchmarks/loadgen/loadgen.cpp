@@ -1,0 +1,693 @@
+// laneq_loadgen: drives a running laneqd over HTTP or over CAF remote actors (issue 4 §6) and
+// prints one JSON document of results on stdout; a live progress line goes to stderr.
+// One producer thread and C consumer threads, each with its own connection. Every message
+// carries its number, group and send time in its body, so the consumers measure
+// enqueue-to-delivery and enqueue-to-ack latency on the same clock and check that each message
+// is acked once and that a group's messages are delivered in order. See benchmarks/README.md.
+#include <unistd.h>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "caf/all.hpp"
+#include "caf/io/all.hpp"
+
+#include "laneq/actors/protocol.hpp"
+#include "laneq/actors/remote_admin.hpp"
+#include "laneq/client/http_client.hpp"
+
+namespace json = boost::json;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+// -- options ------------------------------------------------------------------------------------
+
+struct options {
+  std::string transport = "http";  ///< http | caf
+  std::string url = "http://127.0.0.1:7070";
+  std::string token;
+  std::string caf_host = "127.0.0.1";
+  std::uint16_t caf_port = 7071;
+  std::string queue;  ///< default: loadgen-<pid>-<n>
+  std::uint64_t messages = 100'000;
+  std::size_t size = 256;
+  std::uint64_t groups = 0;  ///< 0: unordered
+  std::uint32_t consumers = 4;
+  std::uint32_t batch = 100;           ///< messages per enqueue request
+  std::uint32_t receive_max = 100;     ///< max per receive; a receive's messages are acked together
+  std::int64_t wait_ms = 100;          ///< long-poll of each receive
+  double rate = 0;                     ///< offered msg/s; 0: flat out
+  std::uint64_t max_backlog = 20'000;  ///< the producer stays at most this far ahead of the acks
+  std::string durability = "durable";
+  std::int64_t server_pid = 0;
+  std::int64_t stall_s = 60;
+  bool keep = false;  ///< keep the queue afterwards
+  bool progress = true;
+};
+
+void usage(std::ostream& o) {
+  o << "usage: laneq_loadgen [--transport=http|caf] [--url=http://127.0.0.1:7070] [--token=T]\n"
+       "         [--caf-host=127.0.0.1] [--caf-port=7071] [--queue=NAME] [--messages=N]\n"
+       "         [--size=BYTES] [--groups=K (0: unordered)] [--consumers=C] [--batch=B]\n"
+       "         [--receive-max=M] [--wait-ms=W] [--rate=MSG_PER_S (0: flat out)]\n"
+       "         [--max-backlog=N] [--durability=durable|fast] [--server-pid=PID]\n"
+       "         [--stall-s=S] [--keep] [--no-progress]\n";
+}
+
+bool parse_options(int argc, char** argv, options& o, std::string& err) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      usage(std::cout);
+      std::exit(0);
+    }
+    if (a == "--keep") {
+      o.keep = true;
+      continue;
+    }
+    if (a == "--no-progress") {
+      o.progress = false;
+      continue;
+    }
+    auto eq = a.find('=');
+    if (a.rfind("--", 0) != 0 || eq == std::string::npos) {
+      err = "bad argument \"" + a + "\" (options are --name=value)";
+      return false;
+    }
+    auto name = a.substr(2, eq - 2);
+    auto val = a.substr(eq + 1);
+    auto num = [&](auto& out, double min, double max) {
+      char* end = nullptr;
+      double d = std::strtod(val.c_str(), &end);
+      if (val.empty() || *end != '\0' || d < min || d > max) {
+        err = "--" + name + " wants a number from " + std::to_string(min) + " to " +
+              std::to_string(max) + ", got \"" + val + "\"";
+        return false;
+      }
+      out = static_cast<std::remove_reference_t<decltype(out)>>(d);
+      return true;
+    };
+    bool ok = true;
+    if (name == "transport") {
+      o.transport = val;
+      if (val != "http" && val != "caf") {
+        err = "--transport wants http or caf";
+        return false;
+      }
+    } else if (name == "url") {
+      o.url = val;
+    } else if (name == "token") {
+      o.token = val;
+    } else if (name == "caf-host") {
+      o.caf_host = val;
+    } else if (name == "caf-port") {
+      ok = num(o.caf_port, 1, 65535);
+    } else if (name == "queue") {
+      o.queue = val;
+    } else if (name == "messages") {
+      ok = num(o.messages, 1, 1e9);
+    } else if (name == "size") {
+      ok = num(o.size, 32, 1 << 20);
+    } else if (name == "groups") {
+      ok = num(o.groups, 0, 1e7);
+    } else if (name == "consumers") {
+      ok = num(o.consumers, 1, 256);
+    } else if (name == "batch") {
+      ok = num(o.batch, 1, 10'000);
+    } else if (name == "receive-max") {
+      ok = num(o.receive_max, 1, 10'000);
+    } else if (name == "wait-ms") {
+      ok = num(o.wait_ms, 0, 60'000);
+    } else if (name == "rate") {
+      ok = num(o.rate, 0, 1e9);
+    } else if (name == "max-backlog") {
+      ok = num(o.max_backlog, 0, 1e9);
+    } else if (name == "durability") {
+      o.durability = val;
+      if (val != "durable" && val != "fast") {
+        err = "--durability wants durable or fast";
+        return false;
+      }
+    } else if (name == "server-pid") {
+      ok = num(o.server_pid, 1, 1e9);
+    } else if (name == "stall-s") {
+      ok = num(o.stall_s, 1, 3600);
+    } else {
+      err = "unknown option --" + name;
+      return false;
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// -- the server process ---------------------------------------------------------------------------
+
+struct proc_sample {
+  double cpu_s = 0;  ///< user + system CPU seconds so far
+  double rss_mb = 0;
+  double hwm_mb = 0;
+  bool ok = false;
+};
+
+proc_sample sample_process(std::int64_t pid) {
+  proc_sample s;
+  if (pid <= 0) return s;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  auto close = text.rfind(')');
+  if (close == std::string::npos) return s;
+  std::istringstream rest(text.substr(close + 2));
+  std::vector<std::string> f;
+  std::string w;
+  while (rest >> w) f.push_back(w);
+  // Fields after the command: state is field 3, utime 14 and stime 15 (1-based) -> index 11, 12.
+  if (f.size() < 13) return s;
+  auto ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  s.cpu_s = (std::stod(f[11]) + std::stod(f[12])) / ticks;
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    auto kb = [&](std::string_view key) { return std::stod(line.substr(key.size())) / 1024.0; };
+    if (line.rfind("VmRSS:", 0) == 0) s.rss_mb = kb("VmRSS:");
+    if (line.rfind("VmHWM:", 0) == 0) s.hwm_mb = kb("VmHWM:");
+  }
+  s.ok = true;
+  return s;
+}
+
+std::string loadavg() {
+  std::ifstream f("/proc/loadavg");
+  std::string a, b, c;
+  f >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
+// -- message bodies -----------------------------------------------------------------------------
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch())
+      .count();
+}
+
+/// `<number>|<group>|<send time ns>|xxxx...` padded to `size` bytes.
+std::string make_body(std::uint64_t n, std::int64_t group, std::int64_t t_ns, std::size_t size) {
+  char head[80];
+  int len =
+      std::snprintf(head, sizeof head, "%" PRIu64 "|%" PRId64 "|%" PRId64 "|", n, group, t_ns);
+  std::string body(head, static_cast<std::size_t>(len));
+  if (body.size() < size) body.resize(size, 'x');
+  return body;
+}
+
+struct body_fields {
+  std::uint64_t n = 0;
+  std::int64_t group = -1;
+  std::int64_t t_ns = 0;
+  bool ok = false;
+};
+
+body_fields parse_body(const std::string& b) {
+  body_fields f;
+  unsigned long long n = 0;
+  long long g = 0;
+  long long t = 0;
+  if (std::sscanf(b.c_str(), "%llu|%lld|%lld|", &n, &g, &t) == 3) {
+    f.n = n;
+    f.group = g;
+    f.t_ns = t;
+    f.ok = true;
+  }
+  return f;
+}
+
+// -- transports ---------------------------------------------------------------------------------
+
+struct received {
+  std::string body;
+  std::string http_lease;
+  laneq::lease_token caf_lease;
+};
+
+/// One connection's worth of API: each thread has its own.
+class transport {
+ public:
+  virtual ~transport() = default;
+  virtual bool send(std::vector<std::string> bodies, std::vector<std::string> groups,
+                    std::string& err) = 0;
+  virtual bool receive(std::uint32_t max, std::int64_t wait_ms, std::vector<received>& out,
+                       std::string& err) = 0;
+  /// Acks `batch`; `ok[i]` tells whether batch[i] was acked.
+  virtual bool ack(const std::vector<received>& batch, std::vector<bool>& ok, std::string& err) = 0;
+};
+
+class http_transport : public transport {
+ public:
+  http_transport(const laneq::client::endpoint& ep, const options& o)
+      : c_(ep, {o.token, std::chrono::milliseconds(60'000)}), queue_(o.queue) {}
+  bool send(std::vector<std::string> bodies, std::vector<std::string> groups,
+            std::string& err) override {
+    std::vector<laneq::client::outgoing> msgs(bodies.size());
+    for (std::size_t i = 0; i < bodies.size(); ++i) {
+      msgs[i].body = std::move(bodies[i]);
+      if (!groups[i].empty()) msgs[i].headers.emplace_back("g", groups[i]);
+    }
+    auto r = c_.send(queue_, msgs);
+    if (!r) err = to_string(r.err());
+    return r.ok();
+  }
+  bool receive(std::uint32_t max, std::int64_t wait_ms, std::vector<received>& out,
+               std::string& err) override {
+    auto r = c_.receive(queue_, {max, std::nullopt, wait_ms});
+    if (!r) {
+      err = to_string(r.err());
+      return false;
+    }
+    const auto* msgs = r.value().as_object().if_contains("messages");
+    if (msgs == nullptr || !msgs->is_array()) {
+      err = "receive answer without messages";
+      return false;
+    }
+    for (const auto& m : msgs->as_array()) {
+      const auto& o = m.as_object();
+      received x;
+      x.body = std::string(o.at("body").as_string());
+      x.http_lease = std::string(o.at("lease").as_string());
+      out.push_back(std::move(x));
+    }
+    return true;
+  }
+  bool ack(const std::vector<received>& batch, std::vector<bool>& ok, std::string& err) override {
+    ok.assign(batch.size(), true);
+    std::vector<std::string> leases;
+    leases.reserve(batch.size());
+    for (const auto& b : batch) leases.push_back(b.http_lease);
+    auto r = c_.ack(queue_, leases);
+    if (!r) {
+      // A single stale lease comes back as an error answer: that lease failed, nothing else.
+      if (batch.size() == 1 && r.err().kind == laneq::client::failure_kind::server &&
+          r.err().http_status == 404) {
+        ok[0] = false;
+        return true;
+      }
+      err = to_string(r.err());
+      return false;
+    }
+    if (const auto* failed = r.value().as_object().if_contains("failed"))
+      for (const auto& f : failed->as_array()) {
+        auto lease = f.as_object().at("lease").as_string();
+        for (std::size_t i = 0; i < batch.size(); ++i)
+          if (batch[i].http_lease == lease) ok[i] = false;
+      }
+    return true;
+  }
+
+ private:
+  laneq::client::http_client c_;
+  std::string queue_;
+};
+
+class caf_transport : public transport {
+ public:
+  caf_transport(caf::actor_system& sys, laneq::queue_api q) : self_(sys), q_(std::move(q)) {}
+  bool send(std::vector<std::string> bodies, std::vector<std::string> groups,
+            std::string& err) override {
+    std::vector<laneq::outgoing_message> msgs(bodies.size());
+    for (std::size_t i = 0; i < bodies.size(); ++i) {
+      msgs[i].body = std::move(bodies[i]);
+      if (!groups[i].empty()) msgs[i].headers.push_back({"g", groups[i]});
+    }
+    bool ok = false;
+    self_->request(q_, timeout, laneq::enqueue_atom_v, std::move(msgs))
+        .receive([&](const std::vector<laneq::message_id>&) { ok = true; },
+                 [&](caf::error& e) { err = laneq::to_string(laneq::from_caf(e)); });
+    return ok;
+  }
+  bool receive(std::uint32_t max, std::int64_t wait_ms, std::vector<received>& out,
+               std::string& err) override {
+    bool ok = false;
+    laneq::receive_request req{max, 0, wait_ms * 1000};
+    self_->request(q_, timeout, laneq::receive_atom_v, req)
+        .receive(
+            [&](std::vector<laneq::delivery>& ds) {
+              for (auto& d : ds) out.push_back({std::move(d.msg.body), {}, d.lease});
+              ok = true;
+            },
+            [&](caf::error& e) { err = laneq::to_string(laneq::from_caf(e)); });
+    return ok;
+  }
+  bool ack(const std::vector<received>& batch, std::vector<bool>& ok, std::string& err) override {
+    ok.assign(batch.size(), true);
+    std::vector<laneq::lease_token> leases;
+    leases.reserve(batch.size());
+    for (const auto& b : batch) leases.push_back(b.caf_lease);
+    bool done = false;
+    self_->request(q_, timeout, laneq::ack_atom_v, std::move(leases))
+        .receive(
+            [&](const std::vector<laneq::lease_outcome>& failed) {
+              for (const auto& f : failed)
+                for (std::size_t i = 0; i < batch.size(); ++i)
+                  if (batch[i].caf_lease == f.lease) ok[i] = false;
+              done = true;
+            },
+            [&](caf::error& e) { err = laneq::to_string(laneq::from_caf(e)); });
+    return done;
+  }
+
+ private:
+  static constexpr auto timeout = std::chrono::seconds(60);
+  caf::scoped_actor self_;
+  laneq::queue_api q_;
+};
+
+// -- the run ------------------------------------------------------------------------------------
+
+struct shared_state {
+  const options& opt;
+  std::vector<std::atomic<std::uint8_t>> acked;    ///< per message: acked at least once
+  std::vector<std::atomic<std::int64_t>> last_in;  ///< per group: last number delivered
+  std::atomic<std::uint64_t> sent{0};
+  std::atomic<std::uint64_t> acked_distinct{0};
+  std::atomic<std::uint64_t> duplicates{0};
+  std::atomic<std::uint64_t> order_violations{0};
+  std::atomic<std::uint64_t> failed_acks{0};
+  std::atomic<bool> stop{false};
+  std::atomic<std::int64_t> last_send_done_ns{0};
+  std::atomic<std::int64_t> last_ack_ns{0};
+  std::mutex err_mtx;
+  std::string first_error;
+
+  explicit shared_state(const options& o)
+      : opt(o), acked(o.messages), last_in(std::max<std::uint64_t>(o.groups, 1)) {
+    for (auto& a : acked) a.store(0);
+    for (auto& g : last_in) g.store(-1);
+  }
+  void fail(std::string what) {
+    std::lock_guard<std::mutex> g(err_mtx);
+    if (first_error.empty()) first_error = std::move(what);
+    stop = true;
+  }
+};
+
+void producer(shared_state& st, transport& t, std::int64_t t0_ns) {
+  const auto& o = st.opt;
+  std::uint64_t n = 0;
+  while (n < o.messages && !st.stop) {
+    if (o.max_backlog > 0) {
+      while (!st.stop && n - st.acked_distinct.load() > o.max_backlog)
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    if (o.rate > 0) {
+      auto due = t0_ns + static_cast<std::int64_t>(static_cast<double>(n) / o.rate * 1e9);
+      auto wait = due - now_ns();
+      if (wait > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+    }
+    auto count = std::min<std::uint64_t>(o.batch, o.messages - n);
+    std::vector<std::string> bodies;
+    std::vector<std::string> groups;
+    bodies.reserve(count);
+    groups.reserve(count);
+    auto t_send = now_ns();
+    for (std::uint64_t i = 0; i < count; ++i) {
+      auto k = n + i;
+      std::int64_t g = o.groups == 0 ? -1 : static_cast<std::int64_t>(k % o.groups);
+      bodies.push_back(make_body(k, g, t_send, o.size));
+      groups.push_back(g < 0 ? std::string() : "g" + std::to_string(g));
+    }
+    std::string err;
+    if (!t.send(std::move(bodies), std::move(groups), err)) {
+      st.fail("enqueue failed: " + err);
+      return;
+    }
+    n += count;
+    st.sent = n;
+    st.last_send_done_ns = now_ns();
+  }
+}
+
+void consumer(shared_state& st, transport& t, std::vector<std::int64_t>& deliver_us,
+              std::vector<std::int64_t>& ack_us) {
+  const auto& o = st.opt;
+  std::vector<received> batch;
+  std::vector<bool> ok;
+  std::vector<std::int64_t> delivered_at;
+  while (!st.stop && st.acked_distinct.load() < o.messages) {
+    batch.clear();
+    std::string err;
+    if (!t.receive(o.receive_max, o.wait_ms, batch, err)) {
+      st.fail("receive failed: " + err);
+      return;
+    }
+    if (batch.empty()) continue;
+    auto t_recv = now_ns();
+    delivered_at.clear();
+    for (const auto& m : batch) {
+      auto f = parse_body(m.body);
+      if (!f.ok || f.n >= o.messages) {
+        st.fail("a received body is not one of this run's: " + m.body.substr(0, 40));
+        return;
+      }
+      if (f.group >= 0) {
+        auto prev =
+            st.last_in[static_cast<std::size_t>(f.group)].exchange(static_cast<std::int64_t>(f.n));
+        // A redelivery repeats the number; a lower one means an overtaking message.
+        if (prev > static_cast<std::int64_t>(f.n)) ++st.order_violations;
+      }
+      delivered_at.push_back(f.t_ns);
+    }
+    if (!t.ack(batch, ok, err)) {
+      st.fail("ack failed: " + err);
+      return;
+    }
+    auto t_ack = now_ns();
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (!ok[i]) {
+        ++st.failed_acks;
+        continue;
+      }
+      auto f = parse_body(batch[i].body);
+      if (st.acked[f.n].exchange(1) != 0) {
+        ++st.duplicates;
+        continue;
+      }
+      deliver_us.push_back((t_recv - delivered_at[i]) / 1000);
+      ack_us.push_back((t_ack - delivered_at[i]) / 1000);
+      ++st.acked_distinct;
+    }
+    st.last_ack_ns = t_ack;
+  }
+}
+
+json::object percentiles(std::vector<std::int64_t>& v) {
+  json::object o;
+  if (v.empty()) return o;
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) {
+    auto i = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size()))) - 1;
+    return v[std::min(i, v.size() - 1)];
+  };
+  o["p50_us"] = at(0.50);
+  o["p99_us"] = at(0.99);
+  o["p999_us"] = at(0.999);
+  o["max_us"] = v.back();
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  std::string err;
+  if (!parse_options(argc, argv, o, err)) {
+    std::cerr << "laneq_loadgen: " << err << "\n";
+    usage(std::cerr);
+    return 2;
+  }
+  if (o.queue.empty())
+    o.queue = "loadgen-" + std::to_string(getpid()) + "-" + std::to_string(now_ns() % 1'000'000);
+  json::object spec;
+  spec["delivery_durability"] = o.durability;
+  if (o.groups > 0)
+    spec["ordering"] =
+        json::object{{"mode", "key"}, {"key", json::array{json::object{{"header", "g"}}}}};
+  auto spec_text = json::serialize(spec);
+
+  // Both transports: HTTP for setup checks, CAF when asked.
+  auto ep = laneq::client::parse_url(o.url);
+  if (!ep) {
+    std::cerr << "laneq_loadgen: " << to_string(ep.err()) << "\n";
+    return 2;
+  }
+  caf::actor_system_config cfg;
+  cfg.add_message_types<caf::id_block::laneq>();
+  cfg.add_message_types<caf::id_block::laneq_remote>();
+  cfg.load<caf::io::middleman>();
+  cfg.set("scheduler.max-threads", 2);
+  caf::actor_system sys{cfg};
+  laneq::queue_api caf_queue;
+  laneq::remote_admin_actor caf_admin;
+  if (o.transport == "caf") {
+    auto admin = sys.middleman().remote_actor<laneq::remote_admin_actor>(o.caf_host, o.caf_port);
+    if (!admin) {
+      std::cerr << "laneq_loadgen: cannot reach laneqd's CAF port " << o.caf_host << ":"
+                << o.caf_port << ": " << sys.render(admin.error()) << "\n";
+      return 3;
+    }
+    caf_admin = *admin;
+    caf::scoped_actor self{sys};
+    bool ok = false;
+    self->request(caf_admin, std::chrono::seconds(30), laneq::create_atom_v, o.queue, spec_text)
+        .receive(
+            [&](laneq::queue_api q, bool) {
+              caf_queue = std::move(q);
+              ok = true;
+            },
+            [&](caf::error& e) { err = laneq::to_string(laneq::from_caf(e)); });
+    if (!ok) {
+      std::cerr << "laneq_loadgen: create " << o.queue << ": " << err << "\n";
+      return 1;
+    }
+  } else {
+    laneq::client::http_client c(ep.value(), {o.token, std::chrono::milliseconds(30'000)});
+    auto r = c.create_queue(o.queue, spec);
+    if (!r) {
+      std::cerr << "laneq_loadgen: create " << o.queue << ": " << to_string(r.err()) << "\n";
+      return r.err().kind == laneq::client::failure_kind::unreachable ? 3 : 1;
+    }
+  }
+  auto make = [&]() -> std::unique_ptr<transport> {
+    if (o.transport == "caf") return std::make_unique<caf_transport>(sys, caf_queue);
+    return std::make_unique<http_transport>(ep.value(), o);
+  };
+
+  shared_state st(o);
+  auto load_start = loadavg();
+  auto srv0 = sample_process(o.server_pid);
+  double rss_max = srv0.rss_mb;
+  std::vector<std::vector<std::int64_t>> deliver_us(o.consumers), ack_us(o.consumers);
+  for (std::uint32_t i = 0; i < o.consumers; ++i) {
+    deliver_us[i].reserve(o.messages / o.consumers + 1);
+    ack_us[i].reserve(o.messages / o.consumers + 1);
+  }
+  std::vector<std::unique_ptr<transport>> conns;
+  for (std::uint32_t i = 0; i <= o.consumers; ++i) conns.push_back(make());
+  auto t0 = now_ns();
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] { producer(st, *conns[0], t0); });
+  for (std::uint32_t i = 0; i < o.consumers; ++i)
+    threads.emplace_back([&, i] { consumer(st, *conns[i + 1], deliver_us[i], ack_us[i]); });
+
+  // Progress, stall detection and server sampling on this thread.
+  std::uint64_t prev_acked = 0;
+  auto last_progress = clock_type::now();
+  auto prev_tick = clock_type::now();
+  std::uint64_t prev_tick_acked = 0;
+  while (!st.stop && st.acked_distinct.load() < o.messages) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    auto now = clock_type::now();
+    auto acked = st.acked_distinct.load();
+    if (acked != prev_acked) {
+      prev_acked = acked;
+      last_progress = now;
+    } else if (now - last_progress > std::chrono::seconds(o.stall_s)) {
+      st.fail("stalled: no ack for " + std::to_string(o.stall_s) + " s at " +
+              std::to_string(acked) + " of " + std::to_string(o.messages));
+    }
+    if (now - prev_tick >= std::chrono::seconds(1)) {
+      auto s = sample_process(o.server_pid);
+      rss_max = std::max(rss_max, s.rss_mb);
+      auto secs = std::chrono::duration<double>(now - prev_tick).count();
+      if (o.progress) {
+        std::fprintf(
+            stderr,
+            "\r[loadgen %s] sent %" PRIu64 "  acked %" PRIu64 " (%.0f msg/s)  backlog %" PRIu64
+            "%s   ",
+            o.transport.c_str(), st.sent.load(), acked,
+            static_cast<double>(acked - prev_tick_acked) / secs, st.sent.load() - acked,
+            s.ok ? (" server rss " + std::to_string(static_cast<int>(s.rss_mb)) + " MB").c_str()
+                 : "");
+      }
+      prev_tick = now;
+      prev_tick_acked = acked;
+    }
+  }
+  st.stop = true;
+  for (auto& t : threads) t.join();
+  if (o.progress) std::fprintf(stderr, "\n");
+  auto srv1 = sample_process(o.server_pid);
+  rss_max = std::max(rss_max, srv1.rss_mb);
+  auto load_end = loadavg();
+  conns.clear();
+
+  // Clean up the queue unless asked to keep it.
+  if (!o.keep) {
+    if (o.transport == "caf") {
+      caf::scoped_actor self{sys};
+      self->request(caf_admin, std::chrono::seconds(30), laneq::drop_atom_v, o.queue)
+          .receive([](caf::ok_atom) {}, [](caf::error&) {});
+    } else {
+      laneq::client::http_client c(ep.value(), {o.token, std::chrono::milliseconds(30'000)});
+      (void)c.delete_queue(o.queue);
+    }
+  }
+
+  std::vector<std::int64_t> all_deliver, all_ack;
+  for (auto& v : deliver_us) all_deliver.insert(all_deliver.end(), v.begin(), v.end());
+  for (auto& v : ack_us) all_ack.insert(all_ack.end(), v.begin(), v.end());
+  auto acked = st.acked_distinct.load();
+  bool ok = st.first_error.empty() && acked == o.messages && st.order_violations == 0;
+  auto enq_s = static_cast<double>(st.last_send_done_ns - t0) / 1e9;
+  auto e2e_s = static_cast<double>(st.last_ack_ns - t0) / 1e9;
+  json::object out;
+  out["ok"] = ok;
+  if (!st.first_error.empty()) out["error"] = st.first_error;
+  out["transport"] = o.transport;
+  out["queue"] = o.queue;
+  out["messages"] = o.messages;
+  out["body_bytes"] = o.size;
+  out["groups"] = o.groups;
+  out["consumers"] = o.consumers;
+  out["producer_batch"] = o.batch;
+  out["receive_max"] = o.receive_max;
+  out["offered_rate"] = o.rate;
+  out["durability"] = o.durability;
+  out["acked"] = acked;
+  out["duplicates"] = st.duplicates.load();
+  out["failed_acks"] = st.failed_acks.load();
+  out["order_violations"] = st.order_violations.load();
+  out["enqueue_rate"] = enq_s > 0 ? static_cast<double>(st.sent.load()) / enq_s : 0.0;
+  out["end_to_end_rate"] = e2e_s > 0 ? static_cast<double>(acked) / e2e_s : 0.0;
+  out["duration_s"] = e2e_s;
+  out["enqueue_to_delivery"] = percentiles(all_deliver);
+  out["enqueue_to_ack"] = percentiles(all_ack);
+  if (srv0.ok && srv1.ok) {
+    json::object s;
+    s["pid"] = o.server_pid;
+    s["cpu_s"] = srv1.cpu_s - srv0.cpu_s;
+    s["cpu_cores"] = e2e_s > 0 ? (srv1.cpu_s - srv0.cpu_s) / e2e_s : 0.0;
+    s["rss_mb_end"] = srv1.rss_mb;
+    s["rss_mb_max_sampled"] = rss_max;
+    s["rss_mb_hwm"] = srv1.hwm_mb;
+    out["server"] = std::move(s);
+  }
+  out["loadavg_start"] = load_start;
+  out["loadavg_end"] = load_end;
+  std::cout << json::serialize(out) << std::endl;
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,263 @@
+// The CLI's argument parsing, spec building and output rendering, and the HTTP client's URL and
+// error parsing, without a server (issue 4 §4).
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "cli.hpp"
+
+namespace json = boost::json;
+using namespace laneq;
+using namespace laneq::cli;
+
+namespace {
+
+parsed parse_ok(std::vector<std::string> argv, std::map<std::string, std::string> env = {}) {
+  auto r = parse(argv, env);
+  if (auto* e = std::get_if<usage_error>(&r)) ADD_FAILURE() << "usage error: " << e->message;
+  return std::get<parsed>(r);
+}
+
+std::string parse_err(std::vector<std::string> argv) {
+  auto r = parse(argv, {});
+  if (std::holds_alternative<parsed>(r)) {
+    ADD_FAILURE() << "expected a usage error";
+    return {};
+  }
+  return std::get<usage_error>(r).message;
+}
+
+json::object spec_of(std::vector<std::string> argv) {
+  auto p = parse_ok(std::move(argv));
+  auto s = spec_from_options(p);
+  if (auto* e = std::get_if<usage_error>(&s)) ADD_FAILURE() << e->message;
+  return std::get<json::object>(s);
+}
+
+}  // namespace
+
+TEST(cli_parse, finds_two_word_commands_and_their_arguments) {
+  auto p = parse_ok({"queue", "create", "orders", "--ordering", "queue"});
+  ASSERT_NE(p.command, nullptr);
+  EXPECT_EQ(p.command->words, "queue create");
+  EXPECT_EQ(p.args, std::vector<std::string>{"orders"});
+  EXPECT_EQ(p.value("ordering"), "queue");
+}
+
+TEST(cli_parse, global_options_go_anywhere_and_flags_beat_the_environment) {
+  auto p = parse_ok({"--url", "http://h:1", "send", "q", "--json", "hello", "--token=t2"},
+                    {{"LANEQ_URL", "http://env:2"}, {"LANEQ_TOKEN", "t1"}});
+  EXPECT_EQ(p.command->words, "send");
+  EXPECT_EQ(p.url, "http://h:1");
+  EXPECT_EQ(p.token, "t2");
+  EXPECT_TRUE(p.json);
+  EXPECT_EQ(p.args, (std::vector<std::string>{"q", "hello"}));
+}
+
+TEST(cli_parse, environment_supplies_url_and_token) {
+  auto p = parse_ok({"health"}, {{"LANEQ_URL", "http://env:2"}, {"LANEQ_TOKEN", "t1"}});
+  EXPECT_EQ(p.url, "http://env:2");
+  EXPECT_EQ(p.token, "t1");
+}
+
+TEST(cli_parse, repeatable_options_collect_every_value) {
+  auto p = parse_ok({"send", "q", "--header", "a=1", "--header=b=2", "x", "y"});
+  EXPECT_EQ(p.all("header"), (std::vector<std::string>{"a=1", "b=2"}));
+  EXPECT_EQ(p.args, (std::vector<std::string>{"q", "x", "y"}));
+}
+
+TEST(cli_parse, a_double_dash_ends_the_options) {
+  auto p = parse_ok({"send", "q", "--", "--not-an-option"});
+  EXPECT_EQ(p.args, (std::vector<std::string>{"q", "--not-an-option"}));
+}
+
+TEST(cli_parse, rejects_unknown_commands_options_and_wrong_argument_counts) {
+  EXPECT_NE(parse_err({"frobnicate"}).find("unknown command \"frobnicate\""), std::string::npos);
+  EXPECT_NE(parse_err({"queue", "bake", "x"}).find("unknown command \"queue bake\""),
+            std::string::npos);
+  EXPECT_NE(parse_err({"queue"}).find("needs a sub-command"), std::string::npos);
+  EXPECT_NE(parse_err({"receive", "q", "--bogus"}).find("unknown option --bogus"),
+            std::string::npos);
+  EXPECT_NE(parse_err({"receive"}).find("takes 1 argument"), std::string::npos);
+  EXPECT_NE(parse_err({"ack", "q"}).find("at least 2"), std::string::npos);
+  EXPECT_NE(parse_err({"receive", "q", "--max"}).find("--max needs a value"), std::string::npos);
+  EXPECT_NE(parse_err({"receive", "q", "--max", "1", "--max", "2"}).find("given twice"),
+            std::string::npos);
+  EXPECT_NE(parse_err({"groups", "q", "--blocked=yes"}).find("takes no value"), std::string::npos);
+}
+
+TEST(cli_parse, help_anywhere_selects_help_for_the_command) {
+  auto p = parse_ok({"nack", "--help"});
+  EXPECT_TRUE(p.help);
+  ASSERT_NE(p.command, nullptr);
+  EXPECT_EQ(p.command->words, "nack");
+  auto h = render_help(p.command);
+  EXPECT_NE(h.find("--retry-after-ms"), std::string::npos);
+  EXPECT_NE(h.find("--dead-letter"), std::string::npos);
+  auto top = parse_ok({});
+  EXPECT_TRUE(top.help);
+  EXPECT_EQ(top.command, nullptr);
+  auto text = render_help(nullptr);
+  for (const auto& c : commands()) EXPECT_NE(text.find(std::string(c.words)), std::string::npos);
+  auto via_help = parse_ok({"help", "dlq", "redrive"});
+  ASSERT_NE(via_help.command, nullptr);
+  EXPECT_EQ(via_help.command->words, "dlq redrive");
+}
+
+TEST(cli_parse, integers_are_checked_and_the_error_names_the_option) {
+  EXPECT_EQ(std::get<std::int64_t>(parse_int("--max", "42", 1, 100)), 42);
+  EXPECT_EQ(std::get<usage_error>(parse_int("--max", "0", 1, 100)).message,
+            "--max wants a number from 1 to 100, got \"0\"");
+  EXPECT_NE(std::get<usage_error>(parse_int("--max", "4x", 1, 100)).message.find("--max"),
+            std::string::npos);
+  EXPECT_TRUE(std::holds_alternative<usage_error>(parse_int("--n", "", 0, 1)));
+  EXPECT_TRUE(std::holds_alternative<usage_error>(parse_int("--n", "99999999999999999999", 0, 1)));
+}
+
+TEST(cli_spec, builds_the_issue_4_spec_shape_from_options) {
+  auto s =
+      spec_of({"queue", "create", "payments", "--key", "header:account", "--key", "fairness_key",
+               "--when-key-missing", "keyless_lane", "--lease-ms", "5000", "--max-attempts", "3",
+               "--throttle", "5/10@header:account", "--durability", "durable"});
+  auto expected = json::parse(R"({
+    "ordering": {"mode": "key", "key": [{"header": "account"}, {"fairness_key": true}],
+                 "when_key_missing": "keyless_lane"},
+    "lease_ms": 5000, "max_attempts": 3,
+    "throttles": [{"key": [{"header": "account"}], "rate_per_s": 5, "burst": 10}],
+    "delivery_durability": "durable"})");
+  EXPECT_EQ(json::value(s), expected) << json::serialize(s);
+}
+
+TEST(cli_spec, options_override_fields_of_a_given_spec) {
+  auto s = spec_of({"queue", "create", "q", "--spec", R"({"lease_ms": 1, "max_attempts": 9})",
+                    "--lease-ms", "2000", "--ordering", "queue"});
+  EXPECT_EQ(json::value(s), json::parse(R"({"lease_ms": 2000, "max_attempts": 9,
+                                           "ordering": {"mode": "queue"}})"));
+  EXPECT_EQ(json::value(spec_of({"queue", "create", "q"})), json::parse("{}"));
+}
+
+TEST(cli_spec, rejects_contradictions_and_bad_values_naming_them) {
+  auto err = [](std::vector<std::string> argv) {
+    auto p = parse_ok(std::move(argv));
+    auto s = spec_from_options(p);
+    return std::holds_alternative<usage_error>(s) ? std::get<usage_error>(s).message
+                                                  : std::string("(accepted)");
+  };
+  EXPECT_NE(err({"queue", "create", "q", "--ordering", "key"}).find("at least one --key"),
+            std::string::npos);
+  EXPECT_NE(err({"queue", "create", "q", "--ordering", "queue", "--key", "header:a"})
+                .find("--key needs --ordering key"),
+            std::string::npos);
+  EXPECT_NE(err({"queue", "create", "q", "--ordering", "sorted"}).find("--ordering wants"),
+            std::string::npos);
+  EXPECT_NE(err({"queue", "create", "q", "--key", "cookie:x"}).find("bad key component"),
+            std::string::npos);
+  EXPECT_NE(err({"queue", "create", "q", "--spec", "{nope"}).find("not valid JSON"),
+            std::string::npos);
+  EXPECT_NE(err({"queue", "create", "q", "--throttle", "fast"}).find("--throttle rate"),
+            std::string::npos);
+  EXPECT_NE(err({"queue", "create", "q", "--durability", "forever"}).find("--durability"),
+            std::string::npos);
+}
+
+TEST(cli_render, messages_show_id_attempt_key_lease_body_and_headers) {
+  auto v = json::parse(R"({"messages": [{"id": "7", "lease": "L1", "attempt": 2,
+      "body": "line1\nline2", "headers": {"account": "42"}, "fairness_key": "",
+      "ordering_key": "account=42", "enqueued_at_ms": 1}]})");
+  EXPECT_EQ(render_messages(v),
+            "message 7  attempt 2  key account=42\n  lease: L1\n  body: line1\\nline2\n"
+            "  headers: account=42\n");
+  EXPECT_EQ(render_messages_quiet(v), "L1\taccount=42\tline1\\nline2\n");
+  EXPECT_EQ(render_messages(json::parse(R"({"messages": []})")), "no messages\n");
+  EXPECT_EQ(render_messages_quiet(json::parse(R"({"messages": []})")), "");
+}
+
+TEST(cli_render, groups_and_dead_letters_are_aligned_tables) {
+  auto g = json::parse(R"({"groups": [
+      {"key": "a", "backlog": 3, "state": "retry_wait", "since_ms": 1, "until_ms": 2, "head": "9"},
+      {"key": "bbbbbb", "backlog": 1, "state": "idle", "since_ms": 1, "until_ms": 0, "head": "10"}]})");
+  auto t = render_groups(g);
+  EXPECT_EQ(t.substr(0, t.find('\n')), "KEY     STATE       BACKLOG  HEAD  SINCE_MS  UNTIL_MS");
+  EXPECT_NE(t.find("a       retry_wait  3        9     1         2"), std::string::npos) << t;
+  EXPECT_EQ(render_groups(json::parse(R"({"groups": []})")), "no groups\n");
+  auto d = render_dead_letters(json::parse(
+      R"({"dead_letters": [{"id": "4", "reason": "nacked", "attempts": 1, "body": "x"}]})"));
+  EXPECT_NE(d.find("ID  REASON  ATTEMPTS  BODY"), std::string::npos) << d;
+  EXPECT_EQ(render_dead_letters(json::parse(R"({"dead_letters": []})")), "no dead letters\n");
+}
+
+TEST(cli_render, trees_and_lists_and_escapes) {
+  EXPECT_EQ(render_tree(json::parse(R"({"name": "q", "stats": {"backlog": 2}, "tags": [1, 2]})")),
+            "name: q\nstats:\n  backlog: 2\ntags: [1,2]\n");
+  EXPECT_EQ(render_queue_list(json::parse(R"({"queues": ["a", "t/b"]})")), "a\nt/b\n");
+  EXPECT_EQ(render_queue_list(json::parse(R"({"queues": []})")), "no queues\n");
+  EXPECT_EQ(one_line("a\tb\\c\x01"), "a\\tb\\\\c\\x01");
+}
+
+TEST(cli_exit, each_failure_kind_has_its_own_exit_code) {
+  using client::failure_kind;
+  EXPECT_EQ(exit_code_for({failure_kind::server, 404, "queue_not_found", 3, "x"}),
+            exit_server_error);
+  EXPECT_EQ(exit_code_for({failure_kind::unreachable, 0, {}, 0, "x"}), exit_unreachable);
+  EXPECT_EQ(exit_code_for({failure_kind::protocol, 200, {}, 0, "x"}), exit_bad_answer);
+  EXPECT_EQ(exit_code_for({failure_kind::usage, 0, {}, 0, "x"}), exit_usage);
+  std::set<int> codes{exit_ok, exit_server_error, exit_usage, exit_unreachable, exit_bad_answer};
+  EXPECT_EQ(codes.size(), 5u);
+}
+
+TEST(cli_run, usage_errors_exit_2_and_send_nothing) {
+  std::ostringstream out, err;
+  std::istringstream in;
+  // Port 1 on loopback: were anything sent, the exit code would be 3 (unreachable).
+  EXPECT_EQ(run({"--url", "http://127.0.0.1:1", "receive", "q", "--max", "zero"}, {}, out, err, in),
+            exit_usage);
+  EXPECT_NE(err.str().find("--max wants"), std::string::npos) << err.str();
+  err.str("");
+  EXPECT_EQ(run({"--url", "ftp://x", "health"}, {}, out, err, in), exit_usage);
+  EXPECT_NE(err.str().find("must start with http://"), std::string::npos) << err.str();
+  err.str("");
+  EXPECT_EQ(run({"--url", "http://127.0.0.1:1", "send", "q"}, {}, out, err, in), exit_usage);
+  EXPECT_NE(err.str().find("nothing to send"), std::string::npos) << err.str();
+}
+
+TEST(cli_run, an_unreachable_server_exits_3_naming_the_address) {
+  std::ostringstream out, err;
+  std::istringstream in;
+  EXPECT_EQ(run({"--url", "http://127.0.0.1:1", "health"}, {}, out, err, in), exit_unreachable);
+  EXPECT_NE(err.str().find("127.0.0.1:1"), std::string::npos) << err.str();
+}
+
+TEST(http_client, parses_urls_and_rejects_what_it_cannot_use) {
+  auto a = client::parse_url("http://localhost:7070");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a.value().host, "localhost");
+  EXPECT_EQ(a.value().port, "7070");
+  EXPECT_EQ(a.value().prefix, "");
+  auto b = client::parse_url("http://[::1]:8080/laneq/");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b.value().host, "::1");
+  EXPECT_EQ(b.value().prefix, "/laneq");
+  auto c = client::parse_url("http://example");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c.value().port, "80");
+  for (auto bad : {"https://x", "x:1", "http://", "http://h:0", "http://h:70000", "http://h:ab",
+                   "http://u@h:1"})
+    EXPECT_FALSE(client::parse_url(bad)) << bad;
+}
+
+TEST(http_client, encodes_a_tenant_queue_name_as_one_path_segment) {
+  EXPECT_EQ(client::encode_segment("acme/orders"), "acme%2Forders");
+  EXPECT_EQ(client::encode_segment("a b~_.-"), "a%20b~_.-");
+}
+
+TEST(http_client, reads_the_api_error_shape_and_survives_other_bodies) {
+  auto e = client::error_from_answer(
+      {404, R"({"error": {"code": "queue_not_found", "number": 3, "message": "no queue q"}})"});
+  EXPECT_EQ(e.code, "queue_not_found");
+  EXPECT_EQ(e.number, 3);
+  EXPECT_EQ(e.http_status, 404u);
+  EXPECT_EQ(client::to_string(e), "queue_not_found (3, HTTP 404): no queue q");
+  auto odd = client::error_from_answer({502, "<html>bad gateway</html>"});
+  EXPECT_EQ(odd.code, "");
+  EXPECT_NE(odd.message.find("502"), std::string::npos);
+}

@@ -1,0 +1,222 @@
+// End-to-end: the `laneq` binary, the CAF examples and the README demo against a real laneqd
+// process on free loopback ports (issue 4 §2, §4, §5).
+#include <map>
+#include <regex>
+#include <set>
+
+#include <gtest/gtest.h>
+#include <boost/json.hpp>
+
+#include "process.hpp"
+
+#ifdef LANEQ_LANEQD_BIN
+
+namespace json = boost::json;
+using laneq::test::run_result;
+
+namespace {
+
+class cli_e2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    d_ = std::make_unique<laneq::test::daemon>(LANEQ_LANEQD_BIN, false);
+    ASSERT_TRUE(d_->ready()) << d_->startup_error();
+  }
+  void TearDown() override {
+    if (d_) {
+      EXPECT_EQ(d_->stop(), 0) << "laneqd did not exit 0 on SIGTERM";
+    }
+  }
+  run_result cli(std::vector<std::string> args) {
+    args.insert(args.begin(), {LANEQ_CLI_BIN, "--url", d_->url()});
+    return laneq::test::run(args, d_->dir());
+  }
+  json::value cli_json(std::vector<std::string> args) {
+    args.push_back("--json");
+    auto r = cli(args);
+    EXPECT_EQ(r.rc, 0) << r.err;
+    json::error_code ec;
+    auto v = json::parse(r.out, ec);
+    EXPECT_FALSE(ec) << "not JSON: " << r.out;
+    return v;
+  }
+  std::unique_ptr<laneq::test::daemon> d_;
+};
+
+std::string str(const json::value& v) {
+  return std::string(v.as_string());
+}
+
+}  // namespace
+
+TEST_F(cli_e2e, queue_create_get_list_delete) {
+  auto r = cli({"queue", "create", "orders", "--key", "header:account"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "created queue orders\n");
+  r = cli({"queue", "create", "orders", "--key", "header:account"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("already exists"), std::string::npos) << r.out;
+  r = cli({"queue", "create", "orders", "--key", "header:region"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("spec_conflict"), std::string::npos) << r.err;
+  EXPECT_EQ(cli({"queue", "create", "acme/orders"}).rc, 0);
+  r = cli({"queue", "list"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "acme/orders\norders\n");
+  r = cli({"queue", "get", "acme/orders"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("backlog: 0"), std::string::npos) << r.out;
+  EXPECT_EQ(cli({"queue", "delete", "acme/orders"}).rc, 0);
+  r = cli({"queue", "get", "acme/orders"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("queue_not_found"), std::string::npos) << r.err;
+  r = cli({"queue", "create", "bad", "--spec", R"({"lease_ms": "soon"})"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("invalid_spec"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("lease_ms"), std::string::npos) << r.err;
+}
+
+TEST_F(cli_e2e, send_receive_ack_round_trip_and_a_stale_lease_fails) {
+  ASSERT_EQ(cli({"queue", "create", "jobs"}).rc, 0);
+  auto sent = cli_json({"send", "jobs", "one", "two", "--header", "k=v", "--fairness-key", "t1"});
+  ASSERT_EQ(sent.at("ids").as_array().size(), 2u);
+  auto got = cli_json({"receive", "jobs", "--max", "10"});
+  const auto& msgs = got.at("messages").as_array();
+  ASSERT_EQ(msgs.size(), 2u);
+  std::set<std::string> bodies{str(msgs[0].at("body")), str(msgs[1].at("body"))};
+  EXPECT_EQ(bodies, (std::set<std::string>{"one", "two"}));
+  EXPECT_EQ(str(msgs[0].at("headers").at("k")), "v");
+  auto lease0 = str(msgs[0].at("lease"));
+  auto lease1 = str(msgs[1].at("lease"));
+  auto r = cli({"ack", "jobs", lease0, lease1});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "acked 2 of 2 leases\n");
+  r = cli({"ack", "jobs", lease0});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(r.err.find("lease_not_found") != std::string::npos ||
+              r.err.find("lease_expired") != std::string::npos)
+      << r.err;
+  r = cli({"receive", "jobs"});
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_EQ(r.out, "no messages\n");
+  auto stats = cli_json({"stats", "jobs"});
+  EXPECT_EQ(stats.at("jobs").at("acked").as_int64(), 2);
+  EXPECT_EQ(stats.at("jobs").at("backlog").as_int64(), 0);
+}
+
+TEST_F(cli_e2e, retry_after_holds_the_group_and_a_dead_letter_is_redriven) {
+  ASSERT_EQ(cli({"queue", "create", "pay", "--key", "header:account"}).rc, 0);
+  ASSERT_EQ(cli({"send", "pay", "--header", "account=a", "a1", "a2"}).rc, 0);
+  ASSERT_EQ(cli({"send", "pay", "--header", "account=b", "b1", "b2"}).rc, 0);
+  auto first = cli({"receive", "pay", "--max", "10", "-q"});
+  ASSERT_EQ(first.rc, 0) << first.err;
+  // Quiet lines: LEASE \t KEY \t BODY; one per group.
+  std::map<std::string, std::string> lease_of;
+  std::istringstream lines(first.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    auto t1 = line.find('\t');
+    auto t2 = line.rfind('\t');
+    lease_of[line.substr(t2 + 1)] = line.substr(0, t1);
+  }
+  ASSERT_EQ(lease_of.size(), 2u) << first.out;
+  ASSERT_TRUE(lease_of.count("a1") && lease_of.count("b1")) << first.out;
+  auto r = cli({"nack", "pay", lease_of["a1"], "--retry-after-ms", "60000"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(cli({"ack", "pay", lease_of["b1"]}).rc, 0);
+  auto next = cli_json({"receive", "pay", "--max", "10"});
+  const auto& msgs = next.at("messages").as_array();
+  ASSERT_EQ(msgs.size(), 1u) << json::serialize(next);
+  EXPECT_EQ(str(msgs[0].at("body")), "b2");
+  auto groups = cli({"groups", "pay", "--blocked"});
+  EXPECT_EQ(groups.rc, 0) << groups.err;
+  EXPECT_NE(groups.out.find("retry_wait"), std::string::npos) << groups.out;
+  r = cli({"nack", "pay", str(msgs[0].at("lease")), "--dead-letter"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  auto dl = cli_json({"dlq", "list", "pay"});
+  ASSERT_EQ(dl.at("dead_letters").as_array().size(), 1u);
+  EXPECT_EQ(str(dl.at("dead_letters").as_array()[0].at("body")), "b2");
+  r = cli({"dlq", "redrive", "pay"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("redrove 1"), std::string::npos) << r.out;
+  auto again = cli_json({"receive", "pay", "--max", "10"});
+  ASSERT_EQ(again.at("messages").as_array().size(), 1u);
+  EXPECT_EQ(str(again.at("messages").as_array()[0].at("body")), "b2");
+}
+
+TEST_F(cli_e2e, errors_name_the_problem_with_distinct_exit_codes) {
+  auto r = cli({"send", "nowhere", "x"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("queue_not_found"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("HTTP 404"), std::string::npos) << r.err;
+  r = cli({"ack", "nowhere"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(cli({"queue", "create", "q"}).rc, 0);
+  r = cli({"ack", "q", "not-a-lease"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("lease"), std::string::npos) << r.err;
+  auto health = cli({"health"});
+  EXPECT_EQ(health.rc, 0) << health.err;
+  EXPECT_EQ(health.out.rfind("healthy", 0), 0u) << health.out;
+  auto unreachable =
+      laneq::test::run({LANEQ_CLI_BIN, "--url", "http://127.0.0.1:1", "health"}, d_->dir());
+  EXPECT_EQ(unreachable.rc, 3);
+  EXPECT_NE(unreachable.err.find("127.0.0.1:1"), std::string::npos) << unreachable.err;
+}
+
+#if defined(LANEQ_EXAMPLE_PRODUCER_BIN) && defined(LANEQ_EXAMPLE_WORKER_BIN)
+// The CAF examples against laneqd's CAF port: every message acked once, in order per account.
+TEST(caf_examples, worker_acks_every_message_in_order_per_account) {
+  laneq::test::daemon d(LANEQ_LANEQD_BIN, true);
+  ASSERT_TRUE(d.ready()) << d.startup_error();
+  const int count = 300;
+  const int accounts = 7;
+  auto port = "--port=" + std::to_string(d.caf_port());
+  auto p = laneq::test::run(
+      {LANEQ_EXAMPLE_PRODUCER_BIN, port, "--queue=caf-orders", "--count=" + std::to_string(count),
+       "--accounts=" + std::to_string(accounts), "--batch=40"},
+      d.dir());
+  ASSERT_EQ(p.rc, 0) << p.err;
+  EXPECT_EQ(p.out, "sent 300\n");
+  auto w = laneq::test::run({LANEQ_EXAMPLE_WORKER_BIN, port, "--queue=caf-orders",
+                             "--expect=" + std::to_string(count), "--max=5"},
+                            d.dir());
+  ASSERT_EQ(w.rc, 0) << w.err;
+  std::map<std::string, int> next;  // account -> next sequence number expected
+  std::istringstream lines(w.out);
+  std::string line;
+  int total = 0;
+  std::regex shape(R"(^([^\t]*)\t(account-\d+) (\d+)$)");
+  while (std::getline(lines, line)) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, shape)) << "unexpected worker line: " << line;
+    auto account = m[2].str();
+    auto seq = std::stoi(m[3].str());
+    EXPECT_NE(m[1].str().find(account), std::string::npos)
+        << "ordering key " << m[1] << " should name " << account;
+    EXPECT_EQ(seq, next[account]) << account << " acked out of order";
+    next[account] = seq + 1;
+    ++total;
+  }
+  EXPECT_EQ(total, count);
+  EXPECT_EQ(static_cast<int>(next.size()), accounts);
+  EXPECT_EQ(d.stop(), 0);
+}
+#endif
+
+// The README's demo (scripts/run-demo.sh without the install and build) against the built
+// binaries: its own checks fail the script when laneq does not behave as it tells.
+TEST(readme_demo, runs_and_passes_its_checks) {
+  laneq::test::temp_dir dir;
+  auto bin = std::filesystem::path(LANEQ_LANEQD_BIN).parent_path().string();
+  auto r = laneq::test::run({"/bin/bash", LANEQ_SOURCE_DIR "/scripts/run-demo.sh"}, dir,
+                            {{"LANEQ_DEMO_BIN_DIR", bin},
+                             {"LANEQ_DEMO_DATA_DIR", (dir.path() / "data").string()},
+                             {"LANEQ_DEMO_HTTP_PORT", "0"},
+                             {"LANEQ_DEMO_CAF_PORT", "0"}});
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("run-demo.sh: demo PASSED"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("laneqd stopped cleanly"), std::string::npos) << r.out;
+}
+
+#endif  // LANEQ_LANEQD_BIN

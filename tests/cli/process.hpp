@@ -1,0 +1,173 @@
+// Test support: runs programs as child processes (the laneq CLI, the CAF examples) and a laneqd
+// daemon on free ports with its own data directory, stopped with SIGTERM.
+#pragma once
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace laneq::test {
+
+/// What a finished child process left behind.
+struct run_result {
+  int rc = -1;  ///< exit code; 128 + signal when killed
+  std::string out;
+  std::string err;
+};
+
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+/// A fresh temporary directory, removed by the destructor.
+class temp_dir {
+ public:
+  temp_dir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "laneq-cli-test-XXXXXX").string();
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    if (mkdtemp(buf.data()) == nullptr) std::abort();
+    path_ = buf.data();
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Starts `argv` with stdout and stderr going to files; returns the pid.
+inline pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& out,
+                   const std::filesystem::path& err,
+                   const std::vector<std::pair<std::string, std::string>>& env = {}) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int in = ::open("/dev/null", O_RDONLY);
+    if (o < 0 || e < 0 || in < 0) _exit(126);
+    dup2(o, 1);
+    dup2(e, 2);
+    dup2(in, 0);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+/// Waits for `pid`; the exit code, or 128 + the signal that ended it.
+inline int wait_for(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+/// Runs `argv` to completion in `dir`'s files.
+inline run_result run(const std::vector<std::string>& argv, const temp_dir& dir,
+                      const std::vector<std::pair<std::string, std::string>>& env = {}) {
+  static int counter = 0;
+  auto n = std::to_string(++counter);
+  auto out = dir.path() / ("run-" + n + ".out");
+  auto err = dir.path() / ("run-" + n + ".err");
+  run_result r;
+  r.rc = wait_for(spawn(argv, out, err, env));
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+/// A TCP port that was free a moment ago (bound to port 0 and closed).
+inline std::uint16_t free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+/// laneqd on a free HTTP port (and a CAF port when asked), with its own data directory.
+class daemon {
+ public:
+  daemon(const std::string& binary, bool with_caf) {
+    caf_port_ = with_caf ? free_port() : 0;
+    auto out = dir_.path() / "laneqd.out";
+    auto err = dir_.path() / "laneqd.err";
+    pid_ = spawn({binary, "--data-dir", (dir_.path() / "data").string(), "--http-port", "0",
+                  "--caf-port", std::to_string(caf_port_)},
+                 out, err);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto text = slurp(out);
+      if (text.find("laneqd ready") != std::string::npos) {
+        auto at = text.find("http_port=");
+        if (at != std::string::npos) http_port_ = std::stoi(text.substr(at + 10));
+        break;
+      }
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        startup_error_ = "laneqd exited at start: " + slurp(err);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (http_port_ == 0) startup_error_ = "laneqd did not get ready: " + slurp(err);
+  }
+  ~daemon() { stop(); }
+  daemon(const daemon&) = delete;
+  daemon& operator=(const daemon&) = delete;
+
+  /// SIGTERM and wait; the exit code (-1 if it was not running).
+  int stop() {
+    if (pid_ <= 0) return -1;
+    kill(pid_, SIGTERM);
+    int rc = wait_for(pid_);
+    pid_ = -1;
+    return rc;
+  }
+  bool ready() const { return startup_error_.empty(); }
+  const std::string& startup_error() const { return startup_error_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(http_port_); }
+  int http_port() const { return http_port_; }
+  std::uint16_t caf_port() const { return caf_port_; }
+  const temp_dir& dir() const { return dir_; }
+
+ private:
+  temp_dir dir_;
+  pid_t pid_ = -1;
+  int http_port_ = 0;
+  std::uint16_t caf_port_ = 0;
+  std::string startup_error_;
+};
+
+}  // namespace laneq::test
