@@ -301,15 +301,7 @@ void admin_actor_impl::publish(const topic_spec& topic, std::vector<outgoing_mes
 admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
   return {
       [this](create_atom, queue_spec& spec) -> caf::result<queue_api, bool> {
-        auto errors = spec.validate();
-        if (!errors.empty()) {
-          std::string all;
-          for (const auto& e : errors) {
-            if (!all.empty()) all += "; ";
-            all += e.message;
-          }
-          return to_caf(error{errc::invalid_spec, std::move(all)});
-        }
+        if (auto errors = spec.validate(); !errors.empty()) return to_caf(combine(errors));
         if (auto it = queues_.find(spec.name()); it != queues_.end()) {
           auto& have = it->second;
           // A queue recovered without its hook or key functions matches only a spec that

@@ -54,4 +54,14 @@ std::string to_string(const error& x) {
   return out;
 }
 
+error combine(const std::vector<error>& errors) {
+  LANEQ_ASSERT(!errors.empty(), "combine() of no errors");
+  error out{errors.front().code, {}};
+  for (const auto& e : errors) {
+    if (!out.message.empty()) out.message += "; ";
+    out.message += e.message;
+  }
+  return out;
+}
+
 }  // namespace laneq

@@ -294,10 +294,16 @@ std::vector<error> queue_spec::validate() const {
   if (name_.size() > limits::queue_name_bytes_max)
     r.fail("name", "is longer than " + std::to_string(limits::queue_name_bytes_max) + " bytes");
   for (char c : name_)
-    if (!valid_name_char(c)) {
-      r.fail("name", "may hold only letters, digits, '-', '_' and '.'");
+    if (!valid_name_char(c) && c != '/') {
+      r.fail("name", "may hold only letters, digits, '-', '_', '.' and one '/' after the tenant");
       break;
     }
+  if (auto slash = name_.find('/'); slash != std::string::npos) {
+    if (slash == 0 || slash + 1 == name_.size())
+      r.fail("name", "'tenant/queue' needs a non-empty tenant and queue");
+    else if (name_.find('/', slash + 1) != std::string::npos)
+      r.fail("name", "may hold at most one '/' (between tenant and queue)");
+  }
   bool has_hook = static_cast<bool>(hook_);
   if (ordering_ == ordering_mode::key) {
     if (key_.empty()) r.fail("ordering.key", "ordered_by() needs at least one component");
@@ -371,6 +377,15 @@ bool same_names(const std::vector<std::string>& a, const std::vector<std::string
 }
 }  // namespace
 
+std::string_view tenant_of(std::string_view queue_name) {
+  auto slash = queue_name.find('/');
+  return slash == std::string_view::npos ? default_tenant : queue_name.substr(0, slash);
+}
+
+std::string_view queue_spec::tenant() const {
+  return tenant_of(name_);
+}
+
 bool queue_spec::same_ordering(const queue_spec& other) const {
   return ordering_ == other.ordering_ && key_ == other.key_ && missing_ == other.missing_;
 }
@@ -418,7 +433,7 @@ std::string queue_spec::describe() const {
 
 std::string tenant_queue(std::string_view queue_name) {
   if (queue_name.find('/') != std::string_view::npos) return std::string{queue_name};
-  return "default/" + std::string{queue_name};
+  return std::string{default_tenant} + "/" + std::string{queue_name};
 }
 
 result<placement> place(const queue_spec& spec, const key_source& src, bool* missing) {

@@ -24,16 +24,15 @@ std::vector<error> topic_spec::validate() const {
   if (queues_.empty() || queues_.size() > limits::topic_queues_max)
     fail("queues", "a topic fans out into 1 to " + std::to_string(limits::topic_queues_max) +
                        " queues, got " + std::to_string(queues_.size()));
-  auto tenant = tenant_queue(name_);
-  tenant = tenant.substr(0, tenant.find('/'));
+  auto tenant = tenant_of(name_);
   for (std::size_t i = 0; i < queues_.size(); ++i) {
     auto f = "queues[" + std::to_string(i) + "]";
     for (std::size_t j = 0; j < i; ++j)
       if (queues_[j] == queues_[i]) fail(f, "'" + queues_[i] + "' repeats queues[" +
                                                 std::to_string(j) + "]");
-    auto q = tenant_queue(queues_[i]);
-    if (q.substr(0, q.find('/')) != tenant)
-      fail(f, "queue '" + queues_[i] + "' is not in the topic's tenant '" + tenant + "'");
+    if (tenant_of(queues_[i]) != tenant)
+      fail(f, "queue '" + queues_[i] + "' is not in the topic's tenant '" + std::string{tenant} +
+                  "'");
   }
   return out;
 }

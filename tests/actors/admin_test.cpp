@@ -60,11 +60,11 @@ class admin : public ::testing::Test {
 // create_queue validates the spec and reports every broken rule in one invalid_spec error, each
 // naming the queue and the field, separated by "; "; nothing is created.
 TEST_F(admin, create_queue_reports_every_broken_rule_naming_queue_and_field) {
-  auto bad = h.create(queue_spec("bad/name").lease(0us).max_attempts(0));
+  auto bad = h.create(queue_spec("bad/na/me").lease(0us).max_attempts(0));
   EXPECT_EQ(failure(bad, errc::invalid_spec),
-            "queue 'bad/name': name: may hold only letters, digits, '-', '_' and '.'; "
-            "queue 'bad/name': lease_ms: must be between 1 and 43200000 ms; "
-            "queue 'bad/name': max_attempts: must be between 1 and 1000");
+            "queue 'bad/na/me': name: may hold at most one '/' (between tenant and queue); "
+            "queue 'bad/na/me': lease_ms: must be between 1 and 43200000 ms; "
+            "queue 'bad/na/me': max_attempts: must be between 1 and 1000");
 
   auto attr = h.create(queue_spec("geo").ordered_by({key::attribute("region")}));
   EXPECT_EQ(failure(attr, errc::invalid_spec),

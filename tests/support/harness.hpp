@@ -221,6 +221,8 @@ class harness {
   }
 
   caf::actor_system& system() { return sys_; }
+  /// The test's own actor (replies to `post` land in its mailbox).
+  caf::scoped_actor& self() { return self_; }
   const store_actor& store() const { return store_; }
   broker& brk() { return *broker_; }
   caf::scheduler::test_coordinator& sched() { return sched_; }

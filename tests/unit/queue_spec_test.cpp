@@ -134,10 +134,28 @@ TEST(queue_spec, empty_name_is_one_error) {
 }
 
 TEST(queue_spec, name_with_a_bad_character_is_one_error) {
-  EXPECT_THAT(
-      messages_of(queue_spec("a b/c").validate()),
-      testing::ElementsAre("queue 'a b/c': name: may hold only letters, digits, '-', '_' and '.'"));
+  EXPECT_THAT(messages_of(queue_spec("a b/c").validate()),
+              testing::ElementsAre("queue 'a b/c': name: may hold only letters, digits, '-', '_', "
+                                   "'.' and one '/' after the tenant"));
   EXPECT_TRUE(queue_spec("Az09-_.").validate().empty());
+}
+
+// Queue names live in a tenant namespace: `tenant/queue`, or a bare name in tenant `default`.
+TEST(queue_spec, tenant_is_the_part_before_the_slash_or_default) {
+  EXPECT_EQ(queue_spec("acme/orders").tenant(), "acme");
+  EXPECT_EQ(queue_spec("orders").tenant(), "default");
+  EXPECT_EQ(tenant_of("globex/orders"), "globex");
+  EXPECT_TRUE(queue_spec("acme/orders").validate().empty());
+  EXPECT_THAT(messages_of(queue_spec("/orders").validate()),
+              testing::ElementsAre("queue '/orders': name: 'tenant/queue' needs a non-empty "
+                                   "tenant and queue"));
+  EXPECT_THAT(messages_of(queue_spec("acme/").validate()),
+              testing::ElementsAre("queue 'acme/': name: 'tenant/queue' needs a non-empty "
+                                   "tenant and queue"));
+  EXPECT_THAT(
+      messages_of(queue_spec("a/b/c").validate()),
+      testing::ElementsAre("queue 'a/b/c': name: may hold at most one '/' (between tenant and "
+                           "queue)"));
 }
 
 TEST(queue_spec, name_longer_than_the_limit_is_one_error) {

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "laneq/assert.hpp"
 
@@ -46,6 +47,10 @@ struct error {
 
 /// Renders `name (number): message`.
 std::string to_string(const error& x);
+
+/// Several errors as one: the first one's code, the messages joined by "; ".
+/// Precondition: `errors` is not empty.
+error combine(const std::vector<error>& errors);
 
 /// Either a value or an error. Results are never silently dropped.
 template <class T>

@@ -106,7 +106,10 @@ class queue_spec {
   /// Returns false if `from` lacks one of them.
   bool restore_functions(const queue_spec& from);
 
+  /// The full name, `tenant/queue` or a bare `queue` (tenant `default`).
   const std::string& name() const { return name_; }
+  /// The tenant the queue belongs to (see `tenant_of`).
+  std::string_view tenant() const;
   ordering_mode ordering() const { return ordering_; }
   const std::vector<key_component>& ordering_key() const { return key_; }
   missing_ordering_key missing_key_policy() const { return missing_; }
@@ -160,6 +163,11 @@ class queue_spec {
   std::vector<std::string> header_list_;
   std::optional<dedupe_spec> dedupe_;
 };
+
+/// Tenant of a queue name: the part before its '/', or `default_tenant` for a bare name.
+/// Queue names live in a tenant namespace: `acme/orders` and `globex/orders` are two queues.
+std::string_view tenant_of(std::string_view queue_name);
+inline constexpr std::string_view default_tenant{"default"};
 
 /// Where an accepted message goes.
 struct placement {

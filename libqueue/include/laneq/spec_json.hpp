@@ -1,0 +1,40 @@
+// The JSON form of a queue spec (docs/api.md "Queue specs"): what `PUT /v1/queues/{name}`, the
+// daemon's config file and the CAF remote admin take, and what `GET /v1/queues/{name}` returns.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include "laneq/error.hpp"
+#include "laneq/queue_spec.hpp"
+
+namespace laneq {
+
+/// A spec read from JSON, or every reason it could not be.
+struct parsed_spec {
+  queue_spec spec;
+  /// One `invalid_spec` error per broken rule, each naming the queue and the JSON field
+  /// (`queue 'orders': ordering.key[1].header: must be a string`). Empty when the spec is valid.
+  std::vector<error> errors;
+  bool ok() const { return errors.empty(); }
+};
+
+/// Reads the spec of queue `name` from `v`:
+///   {"ordering": {"mode": "none"|"queue"|"key", "key": [<component>...],
+///                 "when_key_missing": "reject"|"unordered"|"keyless_lane"},
+///    "lease_ms": 30000, "max_attempts": 10,
+///    "throttles": [{"key": [<component>...], "rate_per_s": 5, "burst": 10}],
+///    "delivery_durability": "fast"|"durable", "sync_writes": true}
+/// where a component is {"fairness_key": true}, {"header": "account"} or {"attribute": "region"}.
+/// Every field is optional; an unknown field is an error (a typo must not silently fall back to
+/// a default). The result is also checked with `queue_spec::validate`.
+parsed_spec queue_spec_from_json(std::string_view name, const boost::json::value& v);
+
+/// The JSON form of `s` (every field, defaults included); `queue_spec_from_json` reads it back
+/// to a spec with the same definition (the hook aside: JSON cannot carry one).
+boost::json::object queue_spec_to_json(const queue_spec& s);
+
+}  // namespace laneq

@@ -1,0 +1,269 @@
+// JSON form of queue specs (libqueue/include/laneq/spec_json.hpp).
+#include "laneq/spec_json.hpp"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include <boost/json/array.hpp>
+
+namespace laneq {
+
+namespace json = boost::json;
+
+namespace {
+
+// Collects errors while reading, each prefixed with the queue and the field path.
+class reader {
+ public:
+  explicit reader(std::string_view queue) : queue_(queue) {}
+
+  void fail(const std::string& field, const std::string& what) {
+    errors_.push_back(
+        error{errc::invalid_spec, "queue '" + std::string{queue_} + "': " + field + ": " + what});
+  }
+
+  const json::object* object(const std::string& field, const json::value& v) {
+    if (const auto* o = v.if_object()) return o;
+    fail(field, "must be an object");
+    return nullptr;
+  }
+
+  /// Fails for every key of `o` that is not in `known`.
+  void only(const std::string& field, const json::object& o,
+            std::initializer_list<std::string_view> known) {
+    for (const auto& kv : o) {
+      bool ok = false;
+      for (auto k : known) ok = ok || kv.key() == k;
+      if (!ok) {
+        std::string list;
+        for (auto k : known) list += (list.empty() ? "" : ", ") + std::string{k};
+        fail(field.empty() ? std::string{kv.key()} : field + "." + std::string{kv.key()},
+             "unknown field (known: " + list + ")");
+      }
+    }
+  }
+
+  std::optional<std::string> string(const std::string& field, const json::value& v) {
+    if (const auto* s = v.if_string()) return std::string{s->data(), s->size()};
+    fail(field, "must be a string");
+    return std::nullopt;
+  }
+
+  std::optional<std::int64_t> integer(const std::string& field, const json::value& v,
+                                      std::int64_t lo, std::int64_t hi) {
+    std::optional<std::int64_t> x;
+    if (const auto* i = v.if_int64()) {
+      x = *i;
+    } else if (const auto* u = v.if_uint64()) {
+      if (*u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        x = static_cast<std::int64_t>(*u);
+    } else if (const auto* d = v.if_double()) {
+      if (std::trunc(*d) == *d && std::fabs(*d) < 9.0e18) x = static_cast<std::int64_t>(*d);
+    }
+    if (!x) {
+      fail(field, "must be an integer");
+      return std::nullopt;
+    }
+    if (*x < lo || *x > hi) {
+      fail(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+      return std::nullopt;
+    }
+    return x;
+  }
+
+  std::optional<double> number(const std::string& field, const json::value& v) {
+    if (v.is_number()) return v.to_number<double>();
+    fail(field, "must be a number");
+    return std::nullopt;
+  }
+
+  std::optional<bool> boolean(const std::string& field, const json::value& v) {
+    if (const auto* b = v.if_bool()) return *b;
+    fail(field, "must be true or false");
+    return std::nullopt;
+  }
+
+  /// A key: an array of components, each an object with exactly one known field.
+  std::vector<key_component> components(const std::string& field, const json::value& v) {
+    std::vector<key_component> out;
+    const auto* arr = v.if_array();
+    if (!arr) {
+      fail(field, "must be an array of key components");
+      return out;
+    }
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      auto f = field + "[" + std::to_string(i) + "]";
+      const auto* o = object(f, (*arr)[i]);
+      if (!o) continue;
+      if (o->size() != 1) {
+        fail(f, "must have exactly one of fairness_key, header, attribute, json");
+        continue;
+      }
+      const auto& kv = *o->begin();
+      auto kf = f + "." + std::string{kv.key()};
+      if (kv.key() == "fairness_key") {
+        if (auto b = boolean(kf, kv.value())) {
+          if (*b)
+            out.push_back(key::fairness_key());
+          else
+            fail(kf, "must be true (omit the component instead)");
+        }
+      } else if (kv.key() == "header") {
+        if (auto s = string(kf, kv.value())) out.push_back(key::header(*s));
+      } else if (kv.key() == "attribute") {
+        if (auto s = string(kf, kv.value())) out.push_back(key::attribute(*s));
+      } else if (kv.key() == "json") {
+        fail(kf, "JSON path key components are not supported by this version");
+      } else {
+        fail(kf, "unknown key component (known: fairness_key, header, attribute, json)");
+      }
+    }
+    return out;
+  }
+
+  std::vector<error> take() { return std::move(errors_); }
+
+ private:
+  std::string_view queue_;
+  std::vector<error> errors_;
+};
+
+template <class Enum, std::size_t N>
+std::optional<Enum> enum_value(reader& r, const std::string& field, const json::value& v,
+                               const Enum (&all)[N]) {
+  auto s = r.string(field, v);
+  if (!s) return std::nullopt;
+  std::string list;
+  for (auto e : all) {
+    if (*s == to_string(e)) return e;
+    list += (list.empty() ? "" : ", ") + std::string{to_string(e)};
+  }
+  r.fail(field, "'" + *s + "' is not one of " + list);
+  return std::nullopt;
+}
+
+void read_ordering(reader& r, const json::value& v, queue_spec& spec) {
+  const auto* o = r.object("ordering", v);
+  if (!o) return;
+  r.only("ordering", *o, {"mode", "key", "when_key_missing"});
+  std::optional<ordering_mode> mode = ordering_mode::none;
+  if (const auto* m = o->if_contains("mode")) {
+    const ordering_mode all[] = {ordering_mode::none, ordering_mode::queue, ordering_mode::key};
+    mode = enum_value(r, "ordering.mode", *m, all);
+  }
+  const auto* k = o->if_contains("key");
+  if (mode == ordering_mode::key) {
+    spec.ordered_by(k ? r.components("ordering.key", *k) : std::vector<key_component>{});
+  } else if (mode) {
+    if (*mode == ordering_mode::queue) spec.ordered();
+    if (k) r.fail("ordering.key", "applies only to ordering mode 'key'");
+  }
+  if (const auto* w = o->if_contains("when_key_missing")) {
+    const missing_ordering_key all[] = {missing_ordering_key::reject,
+                                        missing_ordering_key::unordered,
+                                        missing_ordering_key::keyless_lane};
+    if (auto policy = enum_value(r, "ordering.when_key_missing", *w, all))
+      spec.when_ordering_key_missing(*policy);
+  }
+}
+
+void read_throttles(reader& r, const json::value& v, queue_spec& spec) {
+  const auto* arr = v.if_array();
+  if (!arr) {
+    r.fail("throttles", "must be an array");
+    return;
+  }
+  for (std::size_t i = 0; i < arr->size(); ++i) {
+    auto f = "throttles[" + std::to_string(i) + "]";
+    const auto* o = r.object(f, (*arr)[i]);
+    if (!o) continue;
+    r.only(f, *o, {"key", "rate_per_s", "burst"});
+    std::vector<key_component> key;
+    if (const auto* k = o->if_contains("key")) key = r.components(f + ".key", *k);
+    std::optional<double> rate;
+    if (const auto* x = o->if_contains("rate_per_s"))
+      rate = r.number(f + ".rate_per_s", *x);
+    else
+      r.fail(f + ".rate_per_s", "is required");
+    std::optional<std::int64_t> burst = 1;
+    if (const auto* x = o->if_contains("burst"))
+      burst = r.integer(f + ".burst", *x, 1, limits::throttle_burst_max);
+    if (rate && burst) spec.throttle(std::move(key), *rate, static_cast<std::uint32_t>(*burst));
+  }
+}
+
+json::array components_to_json(const std::vector<key_component>& cs) {
+  json::array out;
+  for (const auto& c : cs) {
+    switch (c.which()) {
+      case key_component::kind::fairness_key:
+        out.push_back(json::object{{"fairness_key", true}});
+        break;
+      case key_component::kind::header: out.push_back(json::object{{"header", c.name()}}); break;
+      case key_component::kind::attribute:
+        out.push_back(json::object{{"attribute", c.name()}});
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+parsed_spec queue_spec_from_json(std::string_view name, const json::value& v) {
+  parsed_spec out{queue_spec{std::string{name}}, {}};
+  reader r{name};
+  const auto* o = r.object("spec", v);
+  if (!o) {
+    out.errors = r.take();
+    return out;
+  }
+  r.only(
+      "", *o,
+      {"ordering", "lease_ms", "max_attempts", "throttles", "delivery_durability", "sync_writes"});
+  auto& spec = out.spec;
+  if (const auto* x = o->if_contains("ordering")) read_ordering(r, *x, spec);
+  if (const auto* x = o->if_contains("lease_ms")) {
+    auto lo = std::chrono::duration_cast<std::chrono::milliseconds>(limits::lease_min).count();
+    auto hi = std::chrono::duration_cast<std::chrono::milliseconds>(limits::lease_max).count();
+    if (auto ms = r.integer("lease_ms", *x, lo, hi)) spec.lease(std::chrono::milliseconds{*ms});
+  }
+  if (const auto* x = o->if_contains("max_attempts"))
+    if (auto n = r.integer("max_attempts", *x, 1, limits::max_attempts_max))
+      spec.max_attempts(static_cast<std::uint32_t>(*n));
+  if (const auto* x = o->if_contains("throttles")) read_throttles(r, *x, spec);
+  if (const auto* x = o->if_contains("delivery_durability")) {
+    const delivery_durability all[] = {delivery_durability::fast, delivery_durability::durable};
+    if (auto d = enum_value(r, "delivery_durability", *x, all)) spec.delivery(*d);
+  }
+  if (const auto* x = o->if_contains("sync_writes"))
+    if (auto b = r.boolean("sync_writes", *x)) spec.sync_writes(*b);
+  out.errors = r.take();
+  for (auto& e : spec.validate()) out.errors.push_back(std::move(e));
+  return out;
+}
+
+json::object queue_spec_to_json(const queue_spec& s) {
+  json::object ordering{{"mode", to_string(s.ordering())}};
+  if (s.ordered_by_key()) {
+    ordering["key"] = components_to_json(s.ordering_key());
+    ordering["when_key_missing"] = to_string(s.missing_key_policy());
+  }
+  json::array throttles;
+  for (const auto& t : s.throttles())
+    throttles.push_back(json::object{
+        {"key", components_to_json(t.key)}, {"rate_per_s", t.rate_per_s}, {"burst", t.burst}});
+  return json::object{
+      {"ordering", std::move(ordering)},
+      {"lease_ms",
+       std::chrono::duration_cast<std::chrono::milliseconds>(s.lease_duration()).count()},
+      {"max_attempts", s.attempts_max()},
+      {"throttles", std::move(throttles)},
+      {"delivery_durability", to_string(s.delivery_mode())},
+      {"sync_writes", s.syncs_writes()},
+  };
+}
+
+}  // namespace laneq

@@ -1,0 +1,140 @@
+// Unit tests for the JSON form of queue specs (libqueue/include/laneq/spec_json.hpp).
+#include "laneq/spec_json.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+namespace laneq {
+namespace {
+
+using namespace std::chrono_literals;
+
+parsed_spec parse(std::string_view name, std::string_view text) {
+  return queue_spec_from_json(name, boost::json::parse(text));
+}
+
+std::vector<std::string> messages(const parsed_spec& p) {
+  std::vector<std::string> out;
+  for (const auto& e : p.errors) {
+    EXPECT_EQ(e.code, errc::invalid_spec) << e.message;
+    out.push_back(e.message);
+  }
+  return out;
+}
+
+TEST(spec_json, an_empty_object_is_the_default_unordered_queue) {
+  auto p = parse("jobs", "{}");
+  ASSERT_TRUE(p.ok()) << messages(p).front();
+  EXPECT_TRUE(p.spec.same_definition(queue_spec("jobs")));
+}
+
+TEST(spec_json, reads_every_field_of_the_contract) {
+  auto p = parse("acme/orders", R"({
+    "ordering": {"mode": "key", "key": [{"fairness_key": true}, {"header": "account"}],
+                 "when_key_missing": "keyless_lane"},
+    "lease_ms": 5000, "max_attempts": 3,
+    "throttles": [{"key": [{"header": "account"}], "rate_per_s": 5, "burst": 10}],
+    "delivery_durability": "durable", "sync_writes": false})");
+  ASSERT_TRUE(p.ok()) << messages(p).front();
+  auto want = queue_spec("acme/orders")
+                  .ordered_by({key::fairness_key(), key::header("account")})
+                  .when_ordering_key_missing(missing_ordering_key::keyless_lane)
+                  .lease(5s)
+                  .max_attempts(3)
+                  .throttle({key::header("account")}, 5, 10)
+                  .delivery(delivery_durability::durable)
+                  .sync_writes(false);
+  EXPECT_TRUE(p.spec.same_definition(want)) << p.spec.describe();
+  EXPECT_EQ(p.spec.tenant(), "acme");
+}
+
+TEST(spec_json, whole_queue_ordering) {
+  auto p = parse("audit", R"({"ordering": {"mode": "queue"}})");
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p.spec.same_definition(queue_spec("audit").ordered()));
+}
+
+TEST(spec_json, to_json_reads_back_to_the_same_definition) {
+  auto spec = queue_spec("t/q")
+                  .ordered_by({key::header("x-entity"), key::fairness_key()})
+                  .when_ordering_key_missing(missing_ordering_key::unordered)
+                  .lease(1500ms)
+                  .throttle({}, 2.5, 3)
+                  .delivery(delivery_durability::durable);
+  auto back = queue_spec_from_json("t/q", queue_spec_to_json(spec));
+  ASSERT_TRUE(back.ok()) << messages(back).front();
+  EXPECT_TRUE(back.spec.same_definition(spec));
+  EXPECT_EQ(boost::json::serialize(queue_spec_to_json(back.spec)),
+            boost::json::serialize(queue_spec_to_json(spec)));
+}
+
+// Every broken rule is reported at once, each naming the queue and the field.
+TEST(spec_json, reports_every_error_naming_queue_and_field) {
+  auto p = parse("q", R"({
+    "ordering": {"mode": "sorted", "key": 7},
+    "lease_ms": "long", "max_attempts": 0, "retries": 3,
+    "throttles": [{"rate_per_s": "fast", "burst": 1.5}, 4],
+    "delivery_durability": "forever", "sync_writes": 1})");
+  EXPECT_THAT(messages(p),
+              testing::UnorderedElementsAre(
+                  "queue 'q': ordering.mode: 'sorted' is not one of none, queue, key",
+                  "queue 'q': lease_ms: must be an integer",
+                  "queue 'q': max_attempts: must be between 1 and 1000",
+                  "queue 'q': retries: unknown field (known: ordering, lease_ms, max_attempts, "
+                  "throttles, delivery_durability, sync_writes)",
+                  "queue 'q': throttles[0].rate_per_s: must be a number",
+                  "queue 'q': throttles[0].burst: must be an integer",
+                  "queue 'q': throttles[1]: must be an object",
+                  "queue 'q': delivery_durability: 'forever' is not one of fast, durable",
+                  "queue 'q': sync_writes: must be true or false"));
+}
+
+TEST(spec_json, key_component_errors_name_their_index) {
+  auto p = parse("q", R"({"ordering": {"mode": "key", "key": [
+      {"header": 3}, {"fairness_key": false}, {"header": "a", "attribute": "b"}, {"color": "x"},
+      "account"]}})");
+  EXPECT_THAT(
+      messages(p),
+      testing::UnorderedElementsAre(
+          "queue 'q': ordering.key[0].header: must be a string",
+          "queue 'q': ordering.key[1].fairness_key: must be true (omit the component instead)",
+          "queue 'q': ordering.key[2]: must have exactly one of fairness_key, header, "
+          "attribute, json",
+          "queue 'q': ordering.key[3].color: unknown key component (known: fairness_key, "
+          "header, attribute, json)",
+          "queue 'q': ordering.key[4]: must be an object",
+          "queue 'q': ordering.key: ordered_by() needs at least one component"));
+}
+
+// The JSON form goes through queue_spec::validate too: its rules are not duplicated here.
+TEST(spec_json, validation_rules_of_the_spec_apply) {
+  auto p = parse("bad name", R"({"ordering": {"mode": "key", "key": [{"attribute": "region"}]},
+                                 "throttles": [{"rate_per_s": 0}]})");
+  EXPECT_THAT(
+      messages(p),
+      testing::UnorderedElementsAre(
+          testing::HasSubstr("queue 'bad name': name: may hold only"),
+          "queue 'bad name': ordering.key[0]: attribute 'region' needs an on_enqueue "
+          "hook to set it",
+          testing::HasSubstr("queue 'bad name': throttles[0].rate_per_s: must be between")));
+}
+
+TEST(spec_json, misplaced_ordering_fields_are_errors) {
+  EXPECT_THAT(messages(parse("q", R"({"ordering": {"mode": "queue", "key": []}})")),
+              testing::ElementsAre("queue 'q': ordering.key: applies only to ordering mode 'key'"));
+  EXPECT_THAT(messages(parse("q", R"({"ordering": {"when_key_missing": "unordered"}})")),
+              testing::ElementsAre(testing::HasSubstr("ordering.when_key_missing: applies only")));
+  EXPECT_THAT(messages(parse("q", R"([1, 2])")),
+              testing::ElementsAre("queue 'q': spec: must be an object"));
+  EXPECT_THAT(messages(parse("q", R"({"throttles": [{"burst": 2}]})")),
+              testing::ElementsAre("queue 'q': throttles[0].rate_per_s: is required"));
+}
+
+}  // namespace
+}  // namespace laneq
