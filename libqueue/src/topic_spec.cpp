@@ -18,8 +18,10 @@ std::vector<error> topic_spec::validate() const {
   };
   // A topic's name follows the queue name rules; reuse them through a probe spec.
   for (auto& e : queue_spec{name_}.validate()) {
-    auto at = e.message.find("': ");
-    fail("name", at == std::string::npos ? e.message : e.message.substr(at + 3));
+    auto at = e.message.find("': ");  // "queue '<name>': name: <what>"
+    out.push_back(error{errc::invalid_spec, "topic '" + name_ + "': " +
+                                                (at == std::string::npos ? e.message
+                                                                         : e.message.substr(at + 3))});
   }
   if (queues_.empty() || queues_.size() > limits::topic_queues_max)
     fail("queues", "a topic fans out into 1 to " + std::to_string(limits::topic_queues_max) +
