@@ -34,8 +34,8 @@ outgoing_message event(std::string body, std::vector<header_field> headers = {})
 /// Every stored message record: seq -> lane (one queue per test).
 std::map<std::uint64_t, codec::lane_id> stored_lanes(harness& h) {
   auto [from, to] = codec::tag_range(codec::tag::message);
-  auto entries = h.ask<std::vector<store_entry>>(h.store(), scan_atom_v, from, to,
-                                                 limits::store_scan_max);
+  auto entries =
+      h.ask<std::vector<store_entry>>(h.store(), scan_atom_v, from, to, limits::store_scan_max);
   EXPECT_TRUE(entries.ok());
   std::map<std::uint64_t, codec::lane_id> out;
   if (!entries.ok()) return out;
@@ -49,8 +49,8 @@ std::map<std::uint64_t, codec::lane_id> stored_lanes(harness& h) {
 
 std::size_t stored_count(harness& h, codec::tag t) {
   auto [from, to] = codec::tag_range(t);
-  auto entries = h.ask<std::vector<store_entry>>(h.store(), scan_atom_v, from, to,
-                                                 limits::store_scan_max);
+  auto entries =
+      h.ask<std::vector<store_entry>>(h.store(), scan_atom_v, from, to, limits::store_scan_max);
   EXPECT_TRUE(entries.ok());
   return entries.ok() ? entries.value().size() : 0;
 }
@@ -101,8 +101,9 @@ TEST(lanes, a_json_path_key_orders_per_customer_and_delivers_the_key) {
 TEST(lanes, every_missing_key_is_counted_and_the_keyless_lane_delivers_tenant_slash_queue) {
   harness h;
   auto by = [&](std::string name, missing_ordering_key p) {
-    return make_queue(
-        h, queue_spec(std::move(name)).ordered_by({key::json("customer")}).when_ordering_key_missing(p));
+    return make_queue(h, queue_spec(std::move(name))
+                             .ordered_by({key::json("customer")})
+                             .when_ordering_key_missing(p));
   };
   auto keyless = by("acme/keyless", missing_ordering_key::keyless_lane);
   auto unordered = by("acme/unordered", missing_ordering_key::unordered);
@@ -131,15 +132,16 @@ TEST(lanes, every_missing_key_is_counted_and_the_keyless_lane_delivers_tenant_sl
 // L7: a denied header never reaches the store or the consumer; the key was read before.
 TEST(lanes, stored_headers_keep_secrets_out_of_the_store_and_the_delivery) {
   harness h;
-  auto spec = queue_spec("payments")
-                  .ordered_by({key::function("auth_of",
-                                             [](const message& m) -> std::optional<std::string> {
-                                               if (auto* v = header_value(m.headers, "authorization"))
-                                                 return *v;
-                                               return std::nullopt;
-                                             })})
-                  .when_ordering_key_missing(missing_ordering_key::keyless_lane)
-                  .store_headers_deny({"Authorization"});
+  auto spec =
+      queue_spec("payments")
+          .ordered_by({key::function("auth_of",
+                                     [](const message& m) -> std::optional<std::string> {
+                                       if (auto* v = header_value(m.headers, "authorization"))
+                                         return *v;
+                                       return std::nullopt;
+                                     })})
+          .when_ordering_key_missing(missing_ordering_key::keyless_lane)
+          .store_headers_deny({"Authorization"});
   auto q = make_queue(h, spec);
   put(h, q, event("p1", hdrs({{"authorization", "Bearer s3cret"}, {"account", "A"}})));
   auto d = take_one(h, q);
@@ -147,8 +149,9 @@ TEST(lanes, stored_headers_keep_secrets_out_of_the_store_and_the_delivery) {
   EXPECT_EQ(d.msg.headers, (hdrs({{"account", "A"}})));
   EXPECT_EQ(stats_of(h, q).key_missing, 0u);
   // A header key component whose header is not stored is refused at create.
-  auto bad = h.create(queue_spec("bad").ordered_by({key::header("authorization")}).store_headers_deny(
-      {"authorization"}));
+  auto bad = h.create(queue_spec("bad")
+                          .ordered_by({key::header("authorization")})
+                          .store_headers_deny({"authorization"}));
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.err().code, errc::invalid_spec);
   EXPECT_NE(bad.err().message.find("queue 'bad'"), std::string::npos);
@@ -158,13 +161,14 @@ TEST(lanes, stored_headers_keep_secrets_out_of_the_store_and_the_delivery) {
 // L6, L7: redrive resolves the lane again from the stored envelope: the same lane id.
 TEST(lanes, redrive_resolves_the_same_lane_from_the_stored_envelope) {
   harness h;
-  auto q = make_queue(h, queue_spec("orders")
-                             .ordered_by({key::json("data.customer"), customer_fn(),
-                                          key::header("account")})
-                             .store_headers_allow({"account"})
-                             .max_attempts(1));
-  auto id = put(h, q, event(R"({"data": {"customer": "c7"}, "x": "customer=c7"})",
-                            hdrs({{"account", "A"}, {"x-drop", "y"}})));
+  auto q = make_queue(
+      h, queue_spec("orders")
+             .ordered_by({key::json("data.customer"), customer_fn(), key::header("account")})
+             .store_headers_allow({"account"})
+             .max_attempts(1));
+  auto id = put(h, q,
+                event(R"({"data": {"customer": "c7"}, "x": "customer=c7"})",
+                      hdrs({{"account", "A"}, {"x-drop", "y"}})));
   auto before = stored_lanes(h);
   ASSERT_EQ(before.size(), 1u);
   auto lane = before.begin()->second;
@@ -236,8 +240,9 @@ struct topic_fixture : ::testing::Test {
                                     .when_ordering_key_missing(missing_ordering_key::reject));
     by_account = make_queue(h, queue_spec("acme/by-account").ordered_by({key::header("account")}));
     audit = make_queue(h, queue_spec("acme/audit"));
-    auto t = create_topic(h, topic_spec("acme/orders").fan_out(
-                                 {"acme/by-customer", "acme/by-account", "acme/audit"}));
+    auto t = create_topic(
+        h,
+        topic_spec("acme/orders").fan_out({"acme/by-customer", "acme/by-account", "acme/audit"}));
     ASSERT_TRUE(t.ok()) << to_string(t.err());
     EXPECT_TRUE(t.value());
   }
@@ -303,8 +308,7 @@ TEST_F(topic_fixture, a_rejection_in_one_queue_commits_the_topic_enqueue_to_no_q
   auto r = publish(h, "acme/orders", {order("c1", "A"), event("{}", hdrs({{"account", "B"}}))});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.err().code, errc::ordering_key_missing);
-  EXPECT_NE(r.err().message.find("queue 'acme/by-customer'"), std::string::npos)
-      << r.err().message;
+  EXPECT_NE(r.err().message.find("queue 'acme/by-customer'"), std::string::npos) << r.err().message;
   for (const auto* q : {&by_customer, &by_account, &audit}) EXPECT_TRUE(take(h, *q, 10).empty());
   EXPECT_EQ(stored_count(h, codec::tag::message), 0u);
   EXPECT_EQ(stats_of(h, by_customer).key_missing, 1u);
@@ -314,8 +318,8 @@ TEST_F(topic_fixture, a_rejection_in_one_queue_commits_the_topic_enqueue_to_no_q
 TEST_F(topic_fixture, topics_are_validated_and_survive_a_restart) {
   harness h;
   make_queues(h);
-  EXPECT_FALSE(create_topic(h, topic_spec("acme/orders").fan_out(
-                                   {"acme/by-customer", "acme/by-account", "acme/audit"}))
+  EXPECT_FALSE(create_topic(h, topic_spec("acme/orders")
+                                   .fan_out({"acme/by-customer", "acme/by-account", "acme/audit"}))
                    .value())
       << "the same spec again";
   auto other = create_topic(h, topic_spec("acme/orders").fan_out({"acme/audit"}));
@@ -335,8 +339,8 @@ TEST_F(topic_fixture, topics_are_validated_and_survive_a_restart) {
   ASSERT_FALSE(drop.ok());
   EXPECT_NE(drop.err().message.find("drop the topic first"), std::string::npos);
   ASSERT_TRUE(h.restart(test::with_grace(0s)).ok());
-  auto t = h.ask<topic_spec>(h.brk().admin(), topic_atom_v, lookup_atom_v,
-                             std::string{"acme/orders"});
+  auto t =
+      h.ask<topic_spec>(h.brk().admin(), topic_atom_v, lookup_atom_v, std::string{"acme/orders"});
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t.value().queues().size(), 3u);
   ASSERT_TRUE(publish(h, "acme/orders", {order("c1", "A")}).ok());
