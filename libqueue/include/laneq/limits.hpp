@@ -20,6 +20,11 @@ inline constexpr double throttle_rate_per_s_min = 0.001;
 inline constexpr std::uint32_t throttle_burst_max = 1'000'000;
 inline constexpr std::uint32_t max_attempts_max = 1000;
 inline constexpr std::uint32_t max_attempts_default = 10;
+inline constexpr std::size_t stored_header_names_max = 64;  ///< names in an allow or deny list
+inline constexpr duration dedupe_window_min = 1ms;
+inline constexpr duration dedupe_window_max = std::chrono::hours{24 * 7};
+inline constexpr std::size_t topic_queues_max = 16;  ///< queues a topic fans out into
+inline constexpr std::size_t topics_max = 1000;
 
 // Leases.
 inline constexpr duration lease_min = 1ms;
