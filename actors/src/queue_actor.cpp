@@ -54,6 +54,7 @@ void queue_actor_impl::on_exit() {
   fairness_ = nullptr;
   groups_.clear();
   group_by_key_.clear();
+  group_by_lane_.clear();
   qc_.store = nullptr;
 }
 
@@ -465,8 +466,16 @@ queue_actor_impl::group_entry& queue_actor_impl::group_for(const std::string& ke
                                                            const std::string& label, group_id id) {
   auto it = group_by_key_.find(key);
   if (it != group_by_key_.end()) return groups_.at(it->second);
-  if (!id) id = group_id{next_group_++};
   auto lane = codec::make_lane_id(qc_.spec.name(), key);
+  if (auto same = group_by_lane_.find(lane.bytes); same != group_by_lane_.end()) {
+    // Two keys with one lane id (a SHA-256 prefix collision) are one group: their messages
+    // share a store lane, so they merge, never split (lanes.md L6).
+    auto& g = groups_.at(same->second);
+    g.keys.push_back(key);
+    group_by_key_.emplace(key, g.id);
+    return g;
+  }
+  if (!id) id = group_id{next_group_++};
   group_actor_config gc{qc_.ctx,
                         qc_.metrics,
                         qc_.storage,
@@ -479,7 +488,8 @@ queue_actor_impl::group_entry& queue_actor_impl::group_for(const std::string& ke
                         qc_.store};
   auto handle = spawn<group_actor_impl, caf::linked>(std::move(gc));
   group_by_key_.emplace(key, id);
-  return groups_.emplace(id, group_entry{id, std::move(handle), key, lane, 0, std::nullopt})
+  group_by_lane_.emplace(lane.bytes, id);
+  return groups_.emplace(id, group_entry{id, std::move(handle), {key}, lane, 0, std::nullopt})
       .first->second;
 }
 
@@ -836,7 +846,8 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
         send(entry->handle, stop_atom_v);
         // A token of the previous run that named this group's head names nothing any more.
         if (entry->reclaim_head) reclaimable_.erase(*entry->reclaim_head);
-        group_by_key_.erase(entry->key);
+        for (const auto& key : entry->keys) group_by_key_.erase(key);
+        group_by_lane_.erase(entry->lane.bytes);
         groups_.erase(id);
       },
       [this](recover_atom) -> caf::result<caf::ok_atom> {

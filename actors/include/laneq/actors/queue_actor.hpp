@@ -8,6 +8,7 @@
 // enqueues (docs/design/lanes.md).
 #pragma once
 
+#include <array>
 #include <deque>
 #include <functional>
 #include <map>
@@ -47,7 +48,8 @@ class queue_actor_impl : public queue_actor::base {
   struct group_entry {
     group_id id;
     group_actor handle;
-    std::string key;
+    /// Its encoded key, plus any key whose lane id collides with it (lanes.md L6: merged).
+    std::vector<std::string> keys;
     codec::lane_id lane;       // where its messages are stored
     std::uint64_t routed = 0;  // messages sent to this incarnation
     /// Its recovered head, while a token of the previous run may name it (`reclaimable_`).
@@ -118,7 +120,8 @@ class queue_actor_impl : public queue_actor::base {
   /// the previous run (whose group id is gone) reaches the group: within the grace to reclaim
   /// the lease, and after it while a reclaimed lease runs. Dropped when the group goes idle.
   std::unordered_map<message_id, group_id> reclaimable_;
-  std::unordered_map<std::string, group_id> group_by_key_;
+  std::unordered_map<std::string, group_id> group_by_key_;          // by encoded key (saves a hash)
+  std::map<std::array<std::uint8_t, 16>, group_id> group_by_lane_;  // one group per lane
   std::unordered_map<group_id, group_entry> groups_;
   std::map<std::uint64_t, dead_letter> dead_letters_;  // by dead-letter order
   std::unordered_map<message_id, std::uint64_t> dead_letter_order_;
