@@ -100,15 +100,18 @@ void admin_actor_impl::recover_queues(caf::typed_response_promise<std::uint64_t>
               std::size_t remaining = 1;
               std::uint64_t queues = 0;
               std::optional<caf::error> failed;
+              std::function<void(std::uint64_t)> then;
               void done() {
                 if (--remaining > 0) return;
                 if (failed)
                   promise.deliver(*failed);
                 else
-                  promise.deliver(queues);
+                  then(queues);
               }
             };
             auto g = std::make_shared<gather>();
+            // The queues first, then the topics that name them.
+            g->then = [this, promise](std::uint64_t queues) { recover_topics(promise, queues); };
             g->promise = promise;
             for (const auto& e : records) {
               auto q = codec::decode_queue(e.value);
@@ -134,20 +137,183 @@ void admin_actor_impl::recover_queues(caf::typed_response_promise<std::uint64_t>
           [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
 }
 
+void admin_actor_impl::recover_topics(caf::typed_response_promise<std::uint64_t> promise,
+                                      std::uint64_t queues) {
+  auto [from, to] = codec::tag_range(codec::tag::topic);
+  request(ac_.store, caf::infinite, scan_atom_v, from, to, limits::store_scan_max)
+      .then(
+          [this, promise, queues](std::vector<store_entry>& records) mutable {
+            for (const auto& e : records) {
+              auto t = codec::decode_topic(e.value);
+              if (!t) {
+                promise.deliver(to_caf(t.err()));
+                return;
+              }
+              for (const auto& q : t.value().queues()) topic_of_queue_[q] = t.value().name();
+              auto name = t.value().name();
+              topics_.emplace(std::move(name), std::move(t).value());
+            }
+            promise.deliver(queues);
+          },
+          [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
+}
+
+caf::result<bool> admin_actor_impl::create_topic(topic_spec& spec) {
+  auto errors = spec.validate();
+  for (const auto& q : spec.queues()) {
+    if (!queues_.contains(q))
+      errors.push_back(error{errc::invalid_spec, "topic '" + spec.name() + "': queues: no queue named '" +
+                                                     q + "'; create it before the topic"});
+    else if (auto it = topic_of_queue_.find(q); it != topic_of_queue_.end() && it->second != spec.name())
+      errors.push_back(error{errc::invalid_spec, "topic '" + spec.name() + "': queues: queue '" + q +
+                                                     "' is already a subscription of topic '" +
+                                                     it->second + "'"});
+  }
+  if (!errors.empty()) {
+    std::string all;
+    for (const auto& e : errors) {
+      if (!all.empty()) all += "; ";
+      all += e.message;
+    }
+    return to_caf(error{errc::invalid_spec, std::move(all)});
+  }
+  if (auto it = topics_.find(spec.name()); it != topics_.end()) {
+    if (it->second == spec) return false;
+    return to_caf(error{errc::spec_conflict, "topic '" + spec.name() +
+                                                 "' exists with other queues; drop it first"});
+  }
+  if (topics_.size() >= limits::topics_max)
+    return to_caf(error{errc::limit_exceeded,
+                        "at most " + std::to_string(limits::topics_max) + " topics"});
+  auto name = spec.name();
+  std::vector<store_op> ops{
+      {store_op::kind::put, codec::topic_key(name), codec::encode_topic(spec)}};
+  for (const auto& q : spec.queues()) topic_of_queue_[q] = name;
+  topics_.emplace(name, std::move(spec));
+  // The topic exists once it is stored; until then a second create finds it here.
+  auto promise = make_response_promise<bool>();
+  request(ac_.store, caf::infinite, write_atom_v, store_write{std::move(ops), true})
+      .then([promise](caf::ok_atom) mutable { promise.deliver(true); },
+            [this, promise, name](caf::error& e) mutable {
+              if (auto it = topics_.find(name); it != topics_.end()) {
+                for (const auto& q : it->second.queues()) topic_of_queue_.erase(q);
+                topics_.erase(it);
+              }
+              auto err = from_caf(e);
+              if (err.code == errc::unavailable) err.code = errc::storage_failed;
+              err.message = "topic '" + name + "': " + err.message;
+              promise.deliver(to_caf(err));
+            });
+  return promise;
+}
+
+void admin_actor_impl::publish_next() {
+  publishing_ = false;
+  if (publishes_.empty()) return;
+  auto f = std::move(publishes_.front());
+  publishes_.pop_front();
+  f();
+}
+
+void admin_actor_impl::publish(const topic_spec& topic, std::vector<outgoing_message> batch,
+                               publish_promise promise) {
+  publishing_ = true;
+  struct gather {
+    publish_promise promise;
+    std::vector<topic_enqueued> out;
+    std::vector<queue_actor> prepared;
+    std::vector<store_op> ops;
+    bool sync = false;
+    std::optional<caf::error> failed;
+    std::size_t remaining = 0;
+  };
+  auto g = std::make_shared<gather>();
+  g->promise = promise;
+  std::vector<queue_actor> handles;
+  bool needs_json = false;
+  for (const auto& q : topic.queues()) {
+    auto it = queues_.find(q);
+    if (it == queues_.end()) {
+      promise.deliver(to_caf(error{errc::queue_not_found, "topic '" + topic.name() +
+                                                             "': queue '" + q + "' is gone"}));
+      publish_next();
+      return;
+    }
+    handles.push_back(it->second.handle);
+    needs_json = needs_json || it->second.spec.reads_json();
+  }
+  // One parse per message serves every key of every queue (lanes.md L2).
+  std::vector<shared_json> parsed(batch.size());
+  if (needs_json)
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      if (batch[i].body.size() <= limits::body_bytes_max) parsed[i] = parse_body_json(batch[i].body);
+  g->out.resize(handles.size());
+  g->remaining = handles.size();
+  auto finish = [this, g]() {
+    auto settle = [g](bool ok) {
+      for (auto& h : g->prepared) caf::anon_send(h, settle_atom_v, ok);
+    };
+    if (g->failed) {
+      settle(false);
+      g->promise.deliver(std::move(*g->failed));
+      publish_next();
+      return;
+    }
+    // Every queue's messages in one write: all of them are committed, or none (lanes.md L10).
+    request(ac_.store, caf::infinite, write_atom_v, store_write{std::move(g->ops), g->sync})
+        .then(
+            [this, g, settle](caf::ok_atom) {
+              settle(true);
+              g->promise.deliver(std::move(g->out));
+              publish_next();
+            },
+            [this, g, settle](caf::error& e) {
+              settle(false);
+              auto err = from_caf(e);
+              if (err.code == errc::unavailable) err.code = errc::storage_failed;
+              err.message = "topic enqueue: " + err.message;
+              g->promise.deliver(to_caf(err));
+              publish_next();
+            });
+  };
+  for (std::size_t i = 0; i < handles.size(); ++i) {
+    auto name = topic.queues()[i];
+    request(handles[i], caf::infinite, prepare_atom_v, batch, parsed)
+        .then(
+            [g, i, name, h = handles[i], finish](topic_prepared& p) {
+              g->prepared.push_back(h);
+              g->out[i] = topic_enqueued{name, std::move(p.ids)};
+              for (auto& op : p.ops) g->ops.push_back(std::move(op));
+              g->sync = g->sync || p.sync;
+              if (--g->remaining == 0) finish();
+            },
+            [g, name, finish](caf::error& e) {
+              if (!g->failed) {
+                auto err = from_caf(e);
+                err.message = "topic enqueue into queue '" + name + "': " + err.message;
+                g->failed = to_caf(err);
+              }
+              if (--g->remaining == 0) finish();
+            });
+  }
+}
+
 admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
   return {
       [this](create_atom, queue_spec& spec) -> caf::result<queue_api, bool> {
         if (auto errors = spec.validate(); !errors.empty()) return to_caf(combine(errors));
         if (auto it = queues_.find(spec.name()); it != queues_.end()) {
           auto& have = it->second;
-          // A queue recovered without its hook matches only a spec that brings the hook back.
-          if (!have.hook_missing && have.spec.same_definition(spec))
+          // A queue recovered without its hook or key functions matches only a spec that
+          // brings them back.
+          bool incomplete = have.hook_missing || have.spec.functions_missing();
+          if (!incomplete && have.spec.same_definition(spec))
             return {queue_api{have.handle}, false};
-          if (have.hook_missing && spec.hook()) {
-            // Recovered without its hook: the same definition with a hook brings it back.
-            auto without = have.spec;
-            without.on_enqueue(spec.hook());
-            if (without.same_definition(spec)) {
+          if (incomplete && (!have.hook_missing || spec.hook())) {
+            // The same definition with the hook and functions brings them back.
+            auto restored = have.spec;
+            if (have.hook_missing) restored.on_enqueue(spec.hook());
+            if (restored.restore_functions(spec) && restored.same_definition(spec)) {
               have.spec = spec;
               have.hook_missing = false;
               send(have.handle, create_atom_v, std::move(spec));
@@ -212,6 +378,10 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
         auto it = queues_.find(name);
         if (it == queues_.end())
           return to_caf(error{errc::queue_not_found, "no queue named '" + name + "'"});
+        if (auto t = topic_of_queue_.find(name); t != topic_of_queue_.end())
+          return to_caf(error{errc::invalid_argument, "queue '" + name +
+                                                          "' is a subscription of topic '" +
+                                                          t->second + "'; drop the topic first"});
         anon_send_exit(it->second.handle, caf::exit_reason::user_shutdown);
         auto uid = it->second.uid;
         queues_.erase(it);
@@ -231,6 +401,58 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
         return promise;
       },
       [this](recover_atom) { return recover(); },
+      [this](create_atom, topic_spec& spec) { return create_topic(spec); },
+      [this](topic_atom, lookup_atom, const std::string& name) -> caf::result<topic_spec> {
+        auto it = topics_.find(name);
+        if (it == topics_.end())
+          return to_caf(error{errc::queue_not_found, "no topic named '" + name + "'"});
+        return it->second;
+      },
+      [this](topic_atom, list_atom) {
+        std::vector<topic_spec> out;
+        for (const auto& [name, t] : topics_) out.push_back(t);
+        return out;
+      },
+      [this](topic_atom, drop_atom, const std::string& name) -> caf::result<caf::ok_atom> {
+        auto it = topics_.find(name);
+        if (it == topics_.end())
+          return to_caf(error{errc::queue_not_found, "no topic named '" + name + "'"});
+        for (const auto& q : it->second.queues()) topic_of_queue_.erase(q);
+        topics_.erase(it);
+        auto promise = make_response_promise<caf::ok_atom>();
+        std::vector<store_op> ops{{store_op::kind::erase, codec::topic_key(name), {}}};
+        request(ac_.store, caf::infinite, write_atom_v, store_write{std::move(ops), true})
+            .then([promise](caf::ok_atom) mutable { promise.deliver(caf::ok_atom_v); },
+                  [promise, name](caf::error& e) mutable {
+                    auto err = from_caf(e);
+                    if (err.code == errc::unavailable) err.code = errc::storage_failed;
+                    err.message = "topic '" + name + "': " + err.message;
+                    promise.deliver(to_caf(err));
+                  });
+        return promise;
+      },
+      [this](publish_atom, const std::string& name,
+             std::vector<outgoing_message>& batch) -> caf::result<std::vector<topic_enqueued>> {
+        auto it = topics_.find(name);
+        if (it == topics_.end())
+          return to_caf(error{errc::queue_not_found, "no topic named '" + name + "'"});
+        auto promise = make_response_promise<std::vector<topic_enqueued>>();
+        if (publishing_) {
+          publishes_.push_back([this, name, batch = std::move(batch), promise]() mutable {
+            auto t = topics_.find(name);
+            if (t == topics_.end()) {
+              promise.deliver(
+                  to_caf(error{errc::queue_not_found, "no topic named '" + name + "'"}));
+              publish_next();
+              return;
+            }
+            publish(t->second, std::move(batch), promise);
+          });
+          return promise;
+        }
+        publish(it->second, std::move(batch), promise);
+        return promise;
+      },
   };
 }
 

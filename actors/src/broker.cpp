@@ -116,6 +116,28 @@ status blocking_admin::delete_queue(const std::string& name) {
   return call_ok(sys_, admin_, timeout_, drop_atom_v, name);
 }
 
+result<bool> blocking_admin::create_topic(topic_spec spec) {
+  return call<bool>(sys_, admin_, timeout_, create_atom_v, std::move(spec));
+}
+
+result<topic_spec> blocking_admin::lookup_topic(const std::string& name) {
+  return call<topic_spec>(sys_, admin_, timeout_, topic_atom_v, lookup_atom_v, name);
+}
+
+result<std::vector<topic_spec>> blocking_admin::list_topics() {
+  return call<std::vector<topic_spec>>(sys_, admin_, timeout_, topic_atom_v, list_atom_v);
+}
+
+status blocking_admin::delete_topic(const std::string& name) {
+  return call_ok(sys_, admin_, timeout_, topic_atom_v, drop_atom_v, name);
+}
+
+result<std::vector<topic_enqueued>> blocking_admin::publish(const std::string& topic,
+                                                            std::vector<outgoing_message> batch) {
+  return call<std::vector<topic_enqueued>>(sys_, admin_, timeout_, publish_atom_v, topic,
+                                           std::move(batch));
+}
+
 blocking_queue::blocking_queue(caf::actor_system& sys, queue_api q, caf::timespan timeout)
     : sys_(sys), q_(std::move(q)), timeout_(timeout) {}
 

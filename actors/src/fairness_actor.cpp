@@ -295,6 +295,26 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
         check();
       },
       [this](waiting_atom) { return sched_.waiting(); },
+      [this](stats_atom) {
+        // The largest backlogs by name, the rest summed: a bounded number of metric series.
+        auto by_key = sched_.backlog_by_fairness_key();
+        std::vector<fairness_backlog> all;
+        all.reserve(by_key.size());
+        for (auto& [k, n] : by_key) all.push_back(fairness_backlog{k, n, false});
+        std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+          return a.backlog != b.backlog ? a.backlog > b.backlog : a.key < b.key;
+        });
+        queue_stats s;
+        if (all.size() > limits::fairness_backlog_keys_max) {
+          fairness_backlog rest{{}, 0, true};
+          for (auto i = limits::fairness_backlog_keys_max; i < all.size(); ++i)
+            rest.backlog += all[i].backlog;
+          all.resize(limits::fairness_backlog_keys_max);
+          all.push_back(std::move(rest));
+        }
+        s.fairness = std::move(all);
+        return s;
+      },
       [this](extend_atom, const group_actor& g, const lease_token& lease, timestamp deadline) {
         watch(g, lease, deadline);
         rearm(now());

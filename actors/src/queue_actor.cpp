@@ -71,7 +71,7 @@ struct queue_actor_impl::recovery {
     std::vector<message> window;  // the first messages, payloads decoded
     std::uint64_t beyond = 0;     // the rest: counted, left in the store
   };
-  caf::typed_response_promise<caf::ok_atom> promise;
+  std::function<void(std::optional<error>)> done;
   std::map<std::array<std::uint8_t, 16>, lane_state> lanes;
   std::vector<message> unordered;
   std::unordered_map<message_id, codec::lease_record> leases;
@@ -105,13 +105,28 @@ void queue_actor_impl::recover(std::shared_ptr<recovery> r) {
   const auto uid = qc_.storage->uid;
   auto fail = [this, r](error err) {
     err.message = "recovering queue '" + qc_.spec.name() + "': " + err.message;
-    r->promise.deliver(to_caf(err));
+    r->done(std::move(err));
   };
   // Counters, then leases, dead letters and messages; each step starts when the last is done.
   auto [cfrom, cto] = codec::queue_range(codec::tag::counters, uid);
   auto [lfrom, lto] = codec::queue_range(codec::tag::lease, uid);
   auto [dfrom, dto] = codec::queue_range(codec::tag::dead, uid);
   auto [mfrom, mto] = codec::queue_range(codec::tag::message, uid);
+  auto [ufrom, uto] = codec::queue_range(codec::tag::dedupe, uid);
+  auto expired = std::make_shared<std::vector<store_op>>();
+  auto on_dedupe = [this, expired, t = now()](const store_entry& e) -> std::optional<error> {
+    auto d = codec::decode_dedupe(e.value);
+    if (!d) return d.err();
+    if (d.value().expires <= t) {
+      expired->push_back(store_op{store_op::kind::erase, e.key, {}});
+      return std::nullopt;
+    }
+    auto k = codec::parse_dedupe_key(e.key);
+    if (!k) return k.err();
+    dedupe_expiry_.emplace_back(d.value().expires, k.value());
+    dedupe_.emplace(std::move(k).value(), dedupe_entry{d.value().id, d.value().expires, true});
+    return std::nullopt;
+  };
   auto on_message = [this, r](const store_entry& e) -> std::optional<error> {
     auto key = codec::parse_message_key(e.key);
     if (!key) return key.err();
@@ -157,10 +172,16 @@ void queue_actor_impl::recover(std::shared_ptr<recovery> r) {
   };
   auto messages = [=, this](std::optional<error> err) {
     if (err) return fail(*err);
-    scan_all(mfrom, mto, on_message, [this, r, fail](std::optional<error> err2) {
+    scan_all(mfrom, mto, on_message, [=, this](std::optional<error> err2) {
       if (err2) return fail(*err2);
-      finish_recovery(*r);
-      r->promise.deliver(caf::ok_atom_v);
+      scan_all(ufrom, uto, on_dedupe, [=, this](std::optional<error> err3) {
+        if (err3) return fail(*err3);
+        std::sort(dedupe_expiry_.begin(), dedupe_expiry_.end());
+        if (!expired->empty())
+          caf::anon_send(qc_.store, write_atom_v, qc_.storage->write(std::move(*expired)));
+        finish_recovery(*r);
+        r->done(std::nullopt);
+      });
     });
   };
   auto dead = [=, this](std::optional<error> err) {
@@ -183,7 +204,13 @@ void queue_actor_impl::finish_recovery(recovery& r) {
     // Every message of a lane has the same placement; the head's stands for all of them.
     auto& head = lane.window.front();
     auto where = place(qc_.spec, head);
-    LANEQ_ASSERT(where.ok() && where.value().ordered, "a stored lane is an ordering group");
+    if (!where || !where.value().ordered) {
+      // A key function that no longer places the stored head (it must not, lanes.md L3): the
+      // lane still becomes one group, under a key no placement produces ("\xFE" + lane id).
+      std::string key(1, '\xFE');
+      key.append(bytes.begin(), bytes.end());
+      where = placement{true, std::move(key), tenant_queue(qc_.spec.name())};
+    }
     group_recovery gr;
     group_id id{};
     if (auto it = r.leases.find(head.id); it != r.leases.end() && it->second.seq == head.seq) {
@@ -192,7 +219,7 @@ void queue_actor_impl::finish_recovery(recovery& r) {
       id = it->second.lease.group;  // the token keeps naming its group after the restart
     }
     if (hold) gr.hold_until = t + st.reclaim_grace;
-    auto& g = group_for(where.value().group_key, where.value().group_label, id);
+    auto& g = group_for(where.value().group_key, where.value().ordering_key, id);
     if (hold) {
       reclaimable_.emplace(head.id, g.id);
       g.reclaim_head = head.id;
@@ -217,8 +244,8 @@ void queue_actor_impl::finish_recovery(recovery& r) {
     send(fairness_, recover_atom_v, std::move(ready), std::move(leased));
 }
 
-result<std::vector<queue_actor_impl::placed>> queue_actor_impl::admit(
-    std::vector<outgoing_message>& batch, timestamp t) {
+result<queue_actor_impl::admitted> queue_actor_impl::admit(
+    std::vector<outgoing_message>& batch, timestamp t, const std::vector<shared_json>* parsed) {
   const auto& spec = qc_.spec;
   if (batch.empty() || batch.size() > limits::enqueue_batch_max)
     return error{errc::invalid_argument, "enqueue: a batch holds 1 to " +
@@ -231,9 +258,37 @@ result<std::vector<queue_actor_impl::placed>> queue_actor_impl::admit(
                  "queue '" + spec.name() +
                      "' was recovered without its on_enqueue hook; create it again with the hook "
                      "before enqueueing"};
-  std::vector<placed> out;
-  out.reserve(batch.size());
+  if (spec.functions_missing())
+    return error{errc::enqueue_rejected,
+                 "queue '" + spec.name() +
+                     "' was recovered without its key functions; create it again with them "
+                     "before enqueueing"};
+  // The window: entries past their expiry go (their records too, with this batch's write).
+  admitted out;
+  while (!dedupe_expiry_.empty() && dedupe_expiry_.front().first <= t) {
+    auto& [expires, key] = dedupe_expiry_.front();
+    if (auto it = dedupe_.find(key); it != dedupe_.end() && it->second.expires == expires) {
+      if (it->second.confirmed)
+        out.ops.push_back(
+            store_op{store_op::kind::erase, codec::dedupe_key(qc_.storage->uid, key), {}});
+      dedupe_.erase(it);
+    }
+    dedupe_expiry_.pop_front();
+  }
+  const auto& rule = spec.dedupe_rule();
+  bool dedupe_after_hook = false;
+  if (rule)
+    for (const auto& c : rule->key)
+      dedupe_after_hook = dedupe_after_hook || c.which() == key_component::kind::attribute;
+  out.batch.reserve(batch.size());
+  out.ids.reserve(batch.size());
   std::uint64_t missing_total = 0;
+  std::uint64_t stored = 0;
+  auto fail = [&](error err) -> result<admitted> {
+    for (const auto& k : out.new_keys) dedupe_.erase(k);  // the window forgets this batch
+    queue_metrics::add(qc_.metrics->key_missing, missing_total);
+    return err;
+  };
   for (std::size_t i = 0; i < batch.size(); ++i) {
     auto& in = batch[i];
     message m;
@@ -245,43 +300,125 @@ result<std::vector<queue_actor_impl::placed>> queue_actor_impl::admit(
     m.not_before = m.delay_until;
     // The hook sees the id and seq the message gets if the batch is accepted (queue_spec.hpp);
     // they are committed below only then, so a rejected batch leaves no gap.
-    m.id = message_id{next_id_ + i};
-    m.seq = message_seq{next_seq_ + i};
+    m.id = message_id{next_id_ + stored};
+    m.seq = message_seq{next_seq_ + stored};
+    // Every key of this queue reads one source: the body is parsed once (lanes.md L2).
+    key_source src = parsed ? key_source{m, (*parsed)[i]} : key_source{m};
+    std::optional<std::string> dkey;
+    auto duplicate = [&]() {
+      if (!rule) return false;
+      dkey = dedupe_key(spec, src);
+      if (!dkey) return false;
+      auto it = dedupe_.find(*dkey);
+      if (it == dedupe_.end() || it->second.expires <= t) return false;
+      out.ids.push_back(it->second.id);
+      out.waits_for_original = out.waits_for_original || !it->second.confirmed;
+      ++out.duplicates;
+      return true;
+    };
+    if (!dedupe_after_hook && duplicate()) continue;
     if (spec.hook()) {
       auto attrs = spec.hook()(m);
       if (!attrs)
-        return error{errc::enqueue_rejected, "queue '" + spec.name() + "': " + field(i, "") +
-                                                 " rejected by on_enqueue: " + attrs.err().message};
+        return fail(error{errc::enqueue_rejected, "queue '" + spec.name() + "': " + field(i, "") +
+                                                      " rejected by on_enqueue: " +
+                                                      attrs.err().message});
       if (attrs.value().size() > limits::attributes_max)
-        return limit("queue '" + spec.name() + "': on_enqueue returned more than " +
-                     std::to_string(limits::attributes_max) + " attributes");
+        return fail(limit("queue '" + spec.name() + "': on_enqueue returned more than " +
+                          std::to_string(limits::attributes_max) + " attributes"));
       for (const auto& a : attrs.value())
         if (a.name.size() > limits::key_component_name_bytes_max ||
             a.value.size() > limits::header_value_bytes_max)
-          return limit("queue '" + spec.name() + "': on_enqueue returned attribute '" +
-                       a.name.substr(0, 64) + "' longer than allowed (name at most " +
-                       std::to_string(limits::key_component_name_bytes_max) +
-                       " bytes, value at most " + std::to_string(limits::header_value_bytes_max) +
-                       ")");
+          return fail(limit("queue '" + spec.name() + "': on_enqueue returned attribute '" +
+                            a.name.substr(0, 64) + "' longer than allowed (name at most " +
+                            std::to_string(limits::key_component_name_bytes_max) +
+                            " bytes, value at most " +
+                            std::to_string(limits::header_value_bytes_max) + ")"));
       m.attributes = std::move(attrs).value();
     }
+    if (dedupe_after_hook && duplicate()) continue;
     bool missing = false;
-    auto where = place(spec, m, &missing);
+    auto where = place(spec, src, &missing);
     if (missing) ++missing_total;
     if (!where) {
-      queue_metrics::add(qc_.metrics->key_missing, missing_total);
       auto err = where.err();
       err.message = field(i, "") + ": " + err.message;
-      return err;
+      return fail(std::move(err));
+    }
+    // The lane is fixed; only the headers the queue stores reach the store (lanes.md L7).
+    m.headers = spec.stored_headers(std::move(m.headers));
+    if (dkey) {
+      auto expires = t + rule->window;
+      dedupe_[*dkey] = dedupe_entry{m.id, expires, false};
+      dedupe_expiry_.emplace_back(expires, *dkey);
+      out.ops.push_back(store_op{store_op::kind::put, codec::dedupe_key(qc_.storage->uid, *dkey),
+                                 codec::encode_dedupe(codec::dedupe_record{m.id, expires})});
+      out.new_keys.push_back(std::move(*dkey));
     }
     auto lane = lane_of(where.value());
-    out.push_back(placed{std::move(m), std::move(where).value(), lane});
+    out.ids.push_back(m.id);
+    out.batch.push_back(placed{std::move(m), std::move(where).value(), lane});
+    ++stored;
   }
   queue_metrics::add(qc_.metrics->key_missing, missing_total);
   // Ids and seqs only once the whole batch is accepted: a rejected batch leaves no gap.
-  next_id_ += out.size();
-  next_seq_ += out.size();
+  next_id_ += stored;
+  next_seq_ += stored;
   return out;
+}
+
+void queue_actor_impl::settle_dedupe(const admitted& a, bool committed) {
+  for (std::size_t i = 0; i < a.new_keys.size(); ++i) {
+    auto it = dedupe_.find(a.new_keys[i]);
+    if (it == dedupe_.end()) continue;
+    if (committed)
+      it->second.confirmed = true;
+    else
+      dedupe_.erase(it);  // nothing was stored: a retry is a new message
+  }
+}
+
+void queue_actor_impl::run_or_hold(std::function<void()> f) {
+  if (topic_batch_ || recovering_ || recovery_deferred_) {
+    held_.push_back(std::move(f));
+    return;
+  }
+  f();
+}
+
+void queue_actor_impl::release_held() {
+  while (!held_.empty() && !topic_batch_ && !recovering_ && !recovery_deferred_) {
+    auto f = std::move(held_.front());
+    held_.pop_front();
+    f();
+  }
+}
+
+void queue_actor_impl::enqueue_batch(std::vector<outgoing_message> batch, ids_promise promise) {
+  auto adm = admit(batch, now());
+  if (!adm) {
+    queue_metrics::add(qc_.metrics->rejected, batch.size());
+    promise.deliver(to_caf(adm.err()));
+    return;
+  }
+  auto a = std::make_shared<admitted>(std::move(adm).value());
+  if (a->batch.empty() && !a->waits_for_original && a->ops.empty()) {
+    queue_metrics::add(qc_.metrics->deduplicated, a->duplicates);
+    promise.deliver(std::move(a->ids));
+    return;
+  }
+  auto n = a->batch.size();
+  persist_and_route(std::move(a->batch), std::move(a->ops),
+                    [this, promise, a, n](std::optional<error> err) mutable {
+                      settle_dedupe(*a, !err);
+                      if (err) {
+                        promise.deliver(to_caf(*err));
+                        return;
+                      }
+                      queue_metrics::add(qc_.metrics->enqueued, n);
+                      queue_metrics::add(qc_.metrics->deduplicated, a->duplicates);
+                      promise.deliver(std::move(a->ids));
+                    });
 }
 
 codec::lane_id queue_actor_impl::lane_of(const placement& where) const {
@@ -302,6 +439,13 @@ std::vector<store_op> queue_actor_impl::counters_op() const {
 template <class Done>
 void queue_actor_impl::persist_and_route(std::vector<placed> batch, std::vector<store_op> ops,
                                          Done finish) {
+  if (topic_batch_ || recovering_ || recovery_deferred_) {
+    // A topic's write is pending: this one goes after it, keeping seqs and counters in order.
+    held_.push_back([this, batch = std::move(batch), ops = std::move(ops), finish]() mutable {
+      persist_and_route(std::move(batch), std::move(ops), std::move(finish));
+    });
+    return;
+  }
   ops.reserve(ops.size() + batch.size() + 1);
   for (const auto& p : batch) ops.push_back(qc_.storage->put_message(p.lane, p.msg));
   for (auto& op : counters_op()) ops.push_back(std::move(op));
@@ -361,7 +505,7 @@ void queue_actor_impl::route(std::vector<placed> batch) {
       unordered.push_back(std::move(p.msg));
       continue;
     }
-    auto& g = group_for(p.where.group_key, p.where.group_label);
+    auto& g = group_for(p.where.group_key, p.where.ordering_key);
     ++g.routed;
     auto& slot = by_group[g.id];
     if (slot.empty()) order.push_back(g.id);
@@ -385,6 +529,7 @@ queue_stats queue_actor_impl::stats() const {
   s.key_missing = queue_metrics::get(m.key_missing);
   s.rejected = queue_metrics::get(m.rejected);
   s.recovered = queue_metrics::get(m.recovered);
+  s.deduplicated = queue_metrics::get(m.deduplicated);
   auto in = s.recovered + s.enqueued + s.redriven;
   auto out = s.acked + s.dead_lettered;
   s.backlog = in > out ? in - out : 0;
@@ -463,26 +608,15 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
   return {
       [this](enqueue_atom,
              std::vector<outgoing_message>& batch) -> caf::result<std::vector<message_id>> {
-        auto placed_batch = admit(batch, now());
-        if (!placed_batch) {
-          queue_metrics::add(qc_.metrics->rejected, batch.size());
-          return to_caf(placed_batch.err());
-        }
-        std::vector<message_id> ids;
-        ids.reserve(placed_batch.value().size());
-        for (const auto& p : placed_batch.value()) ids.push_back(p.msg.id);
-        auto n = ids.size();
         auto promise = make_response_promise<std::vector<message_id>>();
-        persist_and_route(
-            std::move(placed_batch).value(), {},
-            [this, promise, ids = std::move(ids), n](std::optional<error> err) mutable {
-              if (err) {
-                promise.deliver(to_caf(*err));
-                return;
-              }
-              queue_metrics::add(qc_.metrics->enqueued, n);
-              promise.deliver(std::move(ids));
-            });
+        if (recovering_) {
+          // Numbering continues from the store: wait for the (deferred) recovery to finish.
+          held_.push_back([this, promise, batch = std::move(batch)]() mutable {
+            enqueue_batch(std::move(batch), promise);
+          });
+          return promise;
+        }
+        enqueue_batch(std::move(batch), promise);
         return promise;
       },
       [this](receive_atom, const receive_request& req) {
@@ -626,8 +760,18 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
           m.seq = message_seq{next_seq_++};
           m.attempts = 0;
           m.not_before = m.delay_until;
+          // The lane again from the stored envelope, by the same function (lanes.md L7).
           auto where = place(qc_.spec, m);
-          LANEQ_ASSERT(where.ok(), "a message that was placed once is placed again");
+          if (!where) {
+            // A key function that no longer finds the key: nothing is redriven.
+            for (auto& [o, dl] : taken) {
+              dead_letter_order_[dl.msg.id] = o;
+              dead_letters_.emplace(o, std::move(dl));
+            }
+            auto err = where.err();
+            err.message = "redrive of message " + std::to_string(m.id.value) + ": " + err.message;
+            return to_caf(err);
+          }
           auto lane = lane_of(where.value());
           batch.push_back(placed{std::move(m), std::move(where).value(), lane});
         }
@@ -650,7 +794,19 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
             });
         return promise;
       },
-      [this](stats_atom) { return stats(); },
+      [this](stats_atom) -> caf::result<queue_stats> {
+        // The per-fairness-key backlog lives in the fairness actor; the rest is read here.
+        auto promise = make_response_promise<queue_stats>();
+        request(fairness_, caf::infinite, stats_atom_v)
+            .then(
+                [this, promise](queue_stats& f) mutable {
+                  auto s = stats();
+                  s.fairness = std::move(f.fairness);
+                  promise.deliver(std::move(s));
+                },
+                [this, promise](caf::error&) mutable { promise.deliver(stats()); });
+        return promise;
+      },
       [this](groups_atom, bool blocked_only) { return describe_groups(blocked_only); },
       [this](dead_atom, std::vector<dead_letter>& dls) {
         // The move is not waited for: if it is lost, the message is still stored as live and
@@ -658,16 +814,20 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
         std::vector<store_op> ops;
         for (auto& dl : dls) {
           auto order = next_dead_letter_++;
-          auto where = place(qc_.spec, dl.msg);
-          LANEQ_ASSERT(where.ok(), "a message that was placed once is placed again");
-          ops.push_back(qc_.storage->erase_message(lane_of(where.value()), dl.msg.seq));
+          // A key function that no longer places the stored message leaves its live record
+          // (it comes back after a restart: at least once, never lost).
+          if (auto where = place(qc_.spec, dl.msg))
+            ops.push_back(qc_.storage->erase_message(lane_of(where.value()), dl.msg.seq));
           ops.push_back(store_op{store_op::kind::put, codec::dead_key(qc_.storage->uid, order),
                                  codec::encode_dead_letter(dl)});
           dead_letter_order_[dl.msg.id] = order;
           dead_letters_.emplace(order, std::move(dl));
         }
-        for (auto& op : counters_op()) ops.push_back(std::move(op));
-        caf::anon_send(qc_.store, write_atom_v, qc_.storage->write(std::move(ops)));
+        run_or_hold([this, ops = std::move(ops)]() mutable {
+          // Counters as of the write, so a held write never stores older ones.
+          for (auto& op : counters_op()) ops.push_back(std::move(op));
+          caf::anon_send(qc_.store, write_atom_v, qc_.storage->write(std::move(ops)));
+        });
       },
       [this](idle_atom, group_id id, std::uint64_t received) {
         auto* entry = find_group(id);
@@ -679,15 +839,72 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
         groups_.erase(id);
       },
       [this](recover_atom) -> caf::result<caf::ok_atom> {
+        if (qc_.spec.functions_missing()) {
+          // The lanes of stored messages need the key functions: recovery waits for a create
+          // that brings them back (lanes.md L3); until then enqueues are rejected.
+          recovery_deferred_ = true;
+          return caf::ok_atom_v;
+        }
         auto r = std::make_shared<recovery>();
-        r->promise = make_response_promise<caf::ok_atom>();
+        auto promise = make_response_promise<caf::ok_atom>();
+        r->done = [promise](std::optional<error> err) mutable {
+          if (err)
+            promise.deliver(to_caf(*err));
+          else
+            promise.deliver(caf::ok_atom_v);
+        };
         recover(r);
-        return r->promise;
+        return promise;
       },
       [this](create_atom, queue_spec& spec) {
-        // The same queue created again after a restart brings back its hook.
+        // The same queue created again after a restart brings back its hook and key functions.
         qc_.spec = std::move(spec);
         qc_.hook_missing = false;
+        if (recovery_deferred_ && !qc_.spec.functions_missing()) {
+          recovery_deferred_ = false;
+          recovering_ = true;
+          auto r = std::make_shared<recovery>();
+          r->done = [this](std::optional<error> err) {
+            if (err) {
+              // The queue cannot serve without its stored messages.
+              quit(to_caf(*err));
+              return;
+            }
+            recovering_ = false;
+            release_held();
+          };
+          recover(r);
+        }
+      },
+      [this](prepare_atom, std::vector<outgoing_message>& batch,
+             std::vector<shared_json>& parsed) -> caf::result<topic_prepared> {
+        if (topic_batch_ || recovering_ || batch.size() != parsed.size())
+          return to_caf(error{errc::unavailable, "queue '" + qc_.spec.name() +
+                                                     "' is busy with another topic enqueue"});
+        auto adm = admit(batch, now(), &parsed);
+        if (!adm) {
+          queue_metrics::add(qc_.metrics->rejected, batch.size());
+          return to_caf(adm.err());
+        }
+        auto& a = adm.value();
+        topic_prepared out{a.ids, std::move(a.ops), qc_.storage->sync};
+        for (const auto& p : a.batch) out.ops.push_back(qc_.storage->put_message(p.lane, p.msg));
+        for (auto& op : counters_op()) out.ops.push_back(std::move(op));
+        // Every other write of this queue waits for the topic's (seq and counter order).
+        topic_batch_ = std::move(adm).value();
+        return out;
+      },
+      [this](settle_atom, bool committed) {
+        if (!topic_batch_) return;
+        auto a = std::move(*topic_batch_);
+        topic_batch_.reset();
+        settle_dedupe(a, committed);
+        if (committed) {
+          queue_metrics::add(qc_.metrics->enqueued, a.batch.size());
+          queue_metrics::add(qc_.metrics->deduplicated, a.duplicates);
+          route(std::move(a.batch));
+        }
+        release_held();
       },
 
   };

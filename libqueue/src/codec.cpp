@@ -193,7 +193,8 @@ result<std::vector<key_component>> get_components(reader& r) {
   std::vector<key_component> out;
   for (std::uint32_t i = 0; i < n && r.ok(); ++i) {
     auto k = static_cast<std::uint8_t>(r.uint(1));
-    if (k < 1 || k > 3) return corrupt("queue", "unknown key component kind");
+    if (k < 1 || k > 5) return corrupt("queue", "unknown key component kind");
+    // A function component comes back without its callable (key_component::function_missing).
     out.emplace_back(static_cast<key_component::kind>(k), r.bytes(limits::header_name_bytes_max));
   }
   return out;
@@ -279,6 +280,24 @@ std::string lease_key(std::uint64_t uid, message_id id) {
   return std::move(w.out());
 }
 
+std::string dedupe_key(std::uint64_t uid, std::string_view key) {
+  auto out = key_prefix(tag::dedupe, uid);
+  out.append(key);
+  return out;
+}
+
+std::string topic_key(std::string_view name) {
+  std::string out(1, static_cast<char>(tag::topic));
+  out.append(name);
+  return out;
+}
+
+result<std::string> parse_dedupe_key(std::string_view key) {
+  if (key.size() < 9 || key[0] != static_cast<char>(tag::dedupe))
+    return corrupt("dedupe key", "a dedupe key starts with 'U' and a queue uid");
+  return std::string{key.substr(9)};
+}
+
 std::pair<std::string, std::string> tag_range(tag t) {
   auto c = static_cast<char>(t);
   return {std::string(1, c), std::string(1, static_cast<char>(c + 1))};
@@ -362,6 +381,15 @@ std::string encode_queue(const queue_record& q) {
   w.u8(static_cast<std::uint8_t>(s.delivery_mode()));
   w.u8(s.syncs_writes() ? 1 : 0);
   w.u8(q.had_hook ? 1 : 0);
+  // Stored headers and dedupe (docs/design/lanes.md).
+  w.u8(static_cast<std::uint8_t>(s.header_policy()));
+  w.u32(static_cast<std::uint32_t>(s.header_list().size()));
+  for (const auto& n : s.header_list()) w.bytes(n);
+  w.u8(s.dedupe_rule() ? 1 : 0);
+  if (s.dedupe_rule()) {
+    put_components(w, s.dedupe_rule()->key);
+    w.i64(s.dedupe_rule()->window.count());
+  }
   return seal(w);
 }
 
@@ -398,6 +426,24 @@ result<queue_record> decode_queue(std::string_view record) {
   spec.delivery(static_cast<delivery_durability>(delivery));
   spec.sync_writes(r.uint(1) != 0);
   q.had_hook = r.uint(1) != 0;
+  {
+    auto policy = r.uint(1);
+    if (policy > 2) return corrupt("queue", "unknown stored-headers policy");
+    auto n = r.u32();
+    if (n > limits::stored_header_names_max) return corrupt("queue", "too many header names");
+    std::vector<std::string> names;
+    for (std::uint32_t i = 0; i < n && r.ok(); ++i)
+      names.push_back(r.bytes(limits::header_name_bytes_max));
+    if (policy == static_cast<std::uint8_t>(header_storage::allow))
+      spec.store_headers_allow(std::move(names));
+    if (policy == static_cast<std::uint8_t>(header_storage::deny))
+      spec.store_headers_deny(std::move(names));
+    if (r.uint(1) != 0) {
+      auto dkey = get_components(r);
+      if (!dkey) return dkey.err();
+      spec.dedupe(std::move(dkey).value(), duration{r.i64()});
+    }
+  }
   if (auto done = finish("queue", r); !done) return done.err();
   q.spec = std::move(spec);
   return q;
@@ -471,6 +517,47 @@ result<lease_record> decode_lease(std::string_view record) {
   l.seq = message_seq{r.u64()};
   if (auto done = finish("lease", r); !done) return done.err();
   return l;
+}
+
+std::string encode_dedupe(const dedupe_record& d) {
+  writer w;
+  w.u64(d.id.value);
+  w.i64(d.expires.us);
+  return seal(w);
+}
+
+result<dedupe_record> decode_dedupe(std::string_view record) {
+  auto payload = unseal("dedupe", record);
+  if (!payload) return payload.err();
+  reader r{payload.value()};
+  dedupe_record d;
+  d.id = message_id{r.u64()};
+  d.expires = timestamp{r.i64()};
+  if (auto done = finish("dedupe", r); !done) return done.err();
+  return d;
+}
+
+std::string encode_topic(const topic_spec& t) {
+  writer w;
+  w.bytes(t.name());
+  w.u32(static_cast<std::uint32_t>(t.queues().size()));
+  for (const auto& q : t.queues()) w.bytes(q);
+  return seal(w);
+}
+
+result<topic_spec> decode_topic(std::string_view record) {
+  auto payload = unseal("topic", record);
+  if (!payload) return payload.err();
+  reader r{payload.value()};
+  topic_spec t{r.bytes(limits::queue_name_bytes_max)};
+  auto n = r.u32();
+  if (n > limits::topic_queues_max) return corrupt("topic", "too many queues");
+  std::vector<std::string> queues;
+  for (std::uint32_t i = 0; i < n && r.ok(); ++i)
+    queues.push_back(r.bytes(limits::queue_name_bytes_max));
+  t.fan_out(std::move(queues));
+  if (auto done = finish("topic", r); !done) return done.err();
+  return t;
 }
 
 std::string encode_u64(std::uint64_t x) {

@@ -19,6 +19,9 @@ std::string_view to_string(errc x) {
     case errc::storage_failed: return "storage_failed";
     case errc::unavailable: return "unavailable";
     case errc::corrupt_record: return "corrupt_record";
+    case errc::unauthorized: return "unauthorized";
+    case errc::forbidden: return "forbidden";
+    case errc::route_not_found: return "route_not_found";
   }
   return "unknown_error";
 }
@@ -41,6 +44,9 @@ std::string_view describe(errc x) {
     case errc::storage_failed: return "the store could not make the write durable";
     case errc::unavailable: return "the broker did not answer in time, or is shutting down";
     case errc::corrupt_record: return "a stored record failed its checksum or format check";
+    case errc::unauthorized: return "the request has no valid bearer token";
+    case errc::forbidden: return "the token may not use that queue";
+    case errc::route_not_found: return "no such endpoint or method";
   }
   return "unknown error";
 }

@@ -1,19 +1,75 @@
-// Key components, resolution and encoding (libqueue/include/laneq/key.hpp).
+// Key components, resolution, encoding and hashing (libqueue/include/laneq/key.hpp).
 #include "laneq/key.hpp"
+
+#include <array>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+#include <openssl/evp.h>
+
+#include "laneq/limits.hpp"
 
 namespace laneq {
 
-std::optional<std::string_view> key_component::value_in(const message& m) const {
-  switch (kind_) {
-    case kind::fairness_key: return std::string_view{m.fairness_key};
-    case kind::header:
-      if (const auto* v = header_value(m.headers, name_)) return std::string_view{*v};
-      return std::nullopt;
-    case kind::attribute:
-      if (const auto* v = attribute_value(m.attributes, name_)) return std::string_view{*v};
-      return std::nullopt;
+shared_json parse_body_json(std::string_view body) {
+  // A body over 1 MiB is not read as JSON (lanes.md L2); neither is one that does not parse.
+  if (body.size() > limits::body_bytes_max) return nullptr;
+  boost::system::error_code ec;
+  auto v = boost::json::parse(body, ec);
+  if (ec) return nullptr;
+  return std::make_shared<const boost::json::value>(std::move(v));
+}
+
+key_source::key_source(const message& m) : m_(&m) {}
+key_source::key_source(const message& m, shared_json parsed)
+    : m_(&m), json_(std::move(parsed)), tried_(true) {}
+key_source::~key_source() = default;
+
+const boost::json::value* key_source::json() const {
+  if (!tried_) {
+    tried_ = true;
+    if (m_->body.size() <= limits::body_bytes_max) ++parses_;
+    json_ = parse_body_json(m_->body);
   }
-  return std::nullopt;
+  return json_.get();
+}
+
+key_component::key_component(std::string label, key_function f)
+    : kind_(kind::function), name_(std::move(label)) {
+  set_function(std::move(f));
+}
+
+void key_component::set_function(key_function f) {
+  if (kind_ != kind::function) return;
+  if (f)
+    fn_ = std::make_shared<const key_function>(std::move(f));
+  else
+    fn_.reset();
+}
+
+std::optional<std::string> key_component::value_in(const key_source& src) const {
+  const auto& m = src.msg();
+  std::optional<std::string> out;
+  switch (kind_) {
+    case kind::fairness_key: out = m.fairness_key; break;
+    case kind::header:
+      if (const auto* v = header_value(m.headers, name_)) out = *v;
+      break;
+    case kind::attribute:
+      if (const auto* v = attribute_value(m.attributes, name_)) out = *v;
+      break;
+    case kind::json: out = json_string_at(src, name_); break;
+    case kind::function:
+      if (!fn_ || !*fn_) return std::nullopt;
+      try {
+        out = (*fn_)(m);
+      } catch (...) {
+        return std::nullopt;  // a throwing function is a missing key (lanes.md L3)
+      }
+      break;
+  }
+  if (out) out = bound_key(std::move(*out));
+  return out;
 }
 
 std::string key_component::describe() const {
@@ -21,6 +77,8 @@ std::string key_component::describe() const {
     case kind::fairness_key: return "fairness_key";
     case kind::header: return "header:" + name_;
     case kind::attribute: return "attribute:" + name_;
+    case kind::json: return "json:" + name_;
+    case kind::function: return "function:" + name_;
   }
   return "?";
 }
@@ -41,7 +99,60 @@ key_component header(std::string name) {
 key_component attribute(std::string name) {
   return {key_component::kind::attribute, std::move(name)};
 }
+key_component json(std::string path) {
+  return {key_component::kind::json, std::move(path)};
+}
+key_component function(std::string label, key_function f) {
+  return {std::move(label), std::move(f)};
+}
 }  // namespace key
+
+std::string bound_key(std::string s) {
+  if (s.size() <= key_bytes_max) return s;
+  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
+  unsigned int len = 0;
+  EVP_Digest(s.data(), s.size(), md.data(), &len, EVP_sha256(), nullptr);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out = "sha256:";
+  out.reserve(7 + 2 * len);
+  for (unsigned int i = 0; i < len; ++i) {
+    out.push_back(hex[md[i] >> 4]);
+    out.push_back(hex[md[i] & 0xF]);
+  }
+  return out;
+}
+
+bool valid_json_path(std::string_view path) {
+  if (path.empty()) return false;
+  std::size_t start = 0;
+  while (true) {
+    auto dot = path.find('.', start);
+    auto end = dot == std::string_view::npos ? path.size() : dot;
+    if (end == start) return false;  // an empty segment: leading, trailing or doubled dot
+    if (dot == std::string_view::npos) return true;
+    start = dot + 1;
+  }
+}
+
+std::optional<std::string> json_string_at(const key_source& src, std::string_view path) {
+  if (!valid_json_path(path)) return std::nullopt;
+  const auto* v = src.json();
+  if (v == nullptr) return std::nullopt;
+  std::size_t start = 0;
+  while (true) {
+    auto dot = path.find('.', start);
+    auto end = dot == std::string_view::npos ? path.size() : dot;
+    const auto* obj = v->if_object();
+    if (obj == nullptr) return std::nullopt;
+    v = obj->if_contains(path.substr(start, end - start));
+    if (v == nullptr) return std::nullopt;
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  const auto* s = v->if_string();
+  if (s == nullptr) return std::nullopt;
+  return std::string{s->data(), s->size()};
+}
 
 std::optional<std::size_t> key_values::first_missing() const {
   for (std::size_t i = 0; i < values.size(); ++i)
@@ -49,16 +160,15 @@ std::optional<std::size_t> key_values::first_missing() const {
   return std::nullopt;
 }
 
-key_values resolve(const std::vector<key_component>& components, const message& m) {
+key_values resolve(const std::vector<key_component>& components, const key_source& src) {
   key_values out;
   out.values.reserve(components.size());
-  for (const auto& c : components) {
-    if (auto v = c.value_in(m))
-      out.values.emplace_back(std::string{*v});
-    else
-      out.values.emplace_back(std::nullopt);
-  }
+  for (const auto& c : components) out.values.push_back(c.value_in(src));
   return out;
+}
+
+key_values resolve(const std::vector<key_component>& components, const message& m) {
+  return resolve(components, key_source{m});
 }
 
 namespace {
@@ -84,6 +194,21 @@ std::string encode_key(const key_values& v) {
     out += *x;
   }
   return out;
+}
+
+std::string delivered_key(const key_values& v) {
+  if (v.values.size() == 1) return v.values[0] ? *v.values[0] : std::string{};
+  std::string out;
+  for (const auto& x : v.values) {
+    if (!x) {
+      out += "-:";  // never produced for a placed key (every component is present there)
+      continue;
+    }
+    out += std::to_string(x->size());
+    out += ':';
+    out += *x;
+  }
+  return bound_key(std::move(out));
 }
 
 std::string describe_key(const std::vector<key_component>& components, const key_values& v) {

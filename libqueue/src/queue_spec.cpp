@@ -24,6 +24,15 @@ std::string_view to_string(missing_ordering_key x) {
   return "?";
 }
 
+std::string_view to_string(header_storage x) {
+  switch (x) {
+    case header_storage::all: return "all";
+    case header_storage::allow: return "allow";
+    case header_storage::deny: return "deny";
+  }
+  return "?";
+}
+
 std::string_view to_string(delivery_durability x) {
   switch (x) {
     case delivery_durability::fast: return "fast";
@@ -81,6 +90,107 @@ queue_spec& queue_spec::sync_writes(bool on) {
   return *this;
 }
 
+queue_spec& queue_spec::store_headers_allow(std::vector<std::string> names) {
+  header_policy_ = header_storage::allow;
+  header_list_ = std::move(names);
+  return *this;
+}
+
+queue_spec& queue_spec::store_headers_deny(std::vector<std::string> names) {
+  header_policy_ = header_storage::deny;
+  header_list_ = std::move(names);
+  return *this;
+}
+
+queue_spec& queue_spec::dedupe(std::vector<key_component> key, duration window) {
+  dedupe_ = dedupe_spec{std::move(key), window};
+  return *this;
+}
+
+bool queue_spec::stores_header(std::string_view name) const {
+  bool listed = false;
+  for (const auto& n : header_list_)
+    if (iequals(n, name)) {
+      listed = true;
+      break;
+    }
+  switch (header_policy_) {
+    case header_storage::all: return true;
+    case header_storage::allow: return listed;
+    case header_storage::deny: return !listed;
+  }
+  return true;
+}
+
+std::vector<header_field> queue_spec::stored_headers(std::vector<header_field> headers) const {
+  if (header_policy_ == header_storage::all) return headers;
+  std::erase_if(headers, [this](const header_field& h) { return !stores_header(h.name); });
+  return headers;
+}
+
+namespace {
+
+template <class F>
+void each_component(const queue_spec& s, F f) {
+  for (const auto& c : s.ordering_key()) f(c);
+  for (const auto& t : s.throttles())
+    for (const auto& c : t.key) f(c);
+  if (s.dedupe_rule())
+    for (const auto& c : s.dedupe_rule()->key) f(c);
+}
+
+template <class F>
+void each_component_mut(std::vector<key_component>& key, std::vector<throttle_spec>& throttles,
+                        std::optional<dedupe_spec>& dedupe, F f) {
+  for (auto& c : key) f(c);
+  for (auto& t : throttles)
+    for (auto& c : t.key) f(c);
+  if (dedupe)
+    for (auto& c : dedupe->key) f(c);
+}
+
+}  // namespace
+
+bool queue_spec::functions_missing() const {
+  bool out = false;
+  each_component(*this, [&out](const key_component& c) { out = out || c.function_missing(); });
+  return out;
+}
+
+bool queue_spec::has_functions() const {
+  bool out = false;
+  each_component(*this, [&out](const key_component& c) {
+    out = out || c.which() == key_component::kind::function;
+  });
+  return out;
+}
+
+bool queue_spec::reads_json() const {
+  bool out = false;
+  each_component(*this, [&out](const key_component& c) {
+    out = out || c.which() == key_component::kind::json;
+  });
+  return out;
+}
+
+bool queue_spec::restore_functions(const queue_spec& from) {
+  std::vector<const key_component*> given;
+  each_component(from, [&given](const key_component& c) {
+    if (c.which() == key_component::kind::function && c.function()) given.push_back(&c);
+  });
+  bool complete = true;
+  each_component_mut(key_, throttles_, dedupe_, [&](key_component& c) {
+    if (c.which() != key_component::kind::function) return;
+    for (const auto* g : given)
+      if (g->name() == c.name()) {
+        c.set_function(*g->function());
+        return;
+      }
+    complete = false;
+  });
+  return complete;
+}
+
 namespace {
 
 bool valid_name_char(char c) {
@@ -128,6 +238,21 @@ class rule_checker {
               }
           }
           break;
+        case key_component::kind::json:
+          if (c.name().empty())
+            fail(f, "JSON path is empty");
+          else if (!valid_json_path(c.name()))
+            fail(f, "JSON path '" + c.name() + "' has an empty segment");
+          else if (c.name().size() > limits::key_component_name_bytes_max)
+            fail(f, "JSON path is longer than " +
+                        std::to_string(limits::key_component_name_bytes_max) + " bytes");
+          break;
+        case key_component::kind::function:
+          if (c.name().empty()) fail(f, "function label is empty");
+          if (c.name().size() > limits::key_component_name_bytes_max)
+            fail(f, "function label is longer than " +
+                        std::to_string(limits::key_component_name_bytes_max) + " bytes");
+          break;
         case key_component::kind::attribute:
           if (c.name().empty())
             fail(f, "attribute name is empty");
@@ -138,6 +263,20 @@ class rule_checker {
           break;
       }
     }
+  }
+
+  /// A header component is read again from the stored message (redrive, recovery, throttles):
+  /// its header must be one the queue stores.
+  void check_stored(const std::string& field, const std::vector<key_component>& cs,
+                    const queue_spec& s) {
+    for (std::size_t i = 0; i < cs.size(); ++i)
+      if (cs[i].which() == key_component::kind::header && !cs[i].name().empty() &&
+          !s.stores_header(cs[i].name()))
+        fail(field + "[" + std::to_string(i) + "]",
+             "header '" + cs[i].name() +
+                 "' is a key component but the queue does not store it (store_headers " +
+                 std::string{to_string(s.header_policy())} +
+                 "); a redrive could not resolve the same lane");
   }
 
   std::vector<error> take() { return std::move(errors_); }
@@ -194,9 +333,49 @@ std::vector<error> queue_spec::validate() const {
     if (t.burst < 1 || t.burst > limits::throttle_burst_max)
       r.fail(f + ".burst", "must be between 1 and " + std::to_string(limits::throttle_burst_max));
     r.check_components(f + ".key", t.key, has_hook);
+    r.check_stored(f + ".key", t.key, *this);
+    for (std::size_t k = 0; k < t.key.size(); ++k)
+      if (t.key[k].which() == key_component::kind::json ||
+          t.key[k].which() == key_component::kind::function)
+        r.fail(f + ".key[" + std::to_string(k) + "]",
+               t.key[k].describe() +
+                   ": a throttle key is read at delivery from the stored message; use "
+                   "fairness_key, header or attribute");
+  }
+  if (ordering_ == ordering_mode::key) r.check_stored("ordering.key", key_, *this);
+  if (header_policy_ != header_storage::all) {
+    auto f = std::string{"store_headers."} + std::string{to_string(header_policy_)};
+    if (header_list_.size() > limits::stored_header_names_max)
+      r.fail(f, "at most " + std::to_string(limits::stored_header_names_max) + " names allowed");
+    for (std::size_t i = 0; i < header_list_.size(); ++i) {
+      const auto& n = header_list_[i];
+      bool ok = !n.empty() && n.size() <= limits::header_name_bytes_max;
+      for (char ch : n) ok = ok && valid_header_char(ch);
+      if (!ok)
+        r.fail(f + "[" + std::to_string(i) + "]",
+               "'" + n.substr(0, 64) + "' is not a header name (1 to " +
+                   std::to_string(limits::header_name_bytes_max) + " token characters)");
+    }
+  }
+  if (dedupe_) {
+    if (dedupe_->key.empty()) r.fail("dedupe.key", "needs at least one component");
+    r.check_components("dedupe.key", dedupe_->key, has_hook);
+    if (dedupe_->window < limits::dedupe_window_min || dedupe_->window > limits::dedupe_window_max)
+      r.fail("dedupe.window_ms",
+             "must be between " + std::to_string(limits::dedupe_window_min.count() / 1000) +
+                 " and " + std::to_string(limits::dedupe_window_max.count() / 1000) + " ms");
   }
   return r.take();
 }
+
+namespace {
+bool same_names(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!iequals(a[i], b[i])) return false;
+  return true;
+}
+}  // namespace
 
 std::string_view tenant_of(std::string_view queue_name) {
   auto slash = queue_name.find('/');
@@ -215,6 +394,8 @@ bool queue_spec::same_definition(const queue_spec& other) const {
   return name_ == other.name_ && same_ordering(other) && lease_ == other.lease_ &&
          max_attempts_ == other.max_attempts_ && throttles_ == other.throttles_ &&
          delivery_ == other.delivery_ && sync_ == other.sync_ &&
+         header_policy_ == other.header_policy_ && same_names(header_list_, other.header_list_) &&
+         dedupe_ == other.dedupe_ &&
          static_cast<bool>(hook_) == static_cast<bool>(other.hook_);
 }
 
@@ -231,18 +412,39 @@ std::string queue_spec::describe() const {
   if (delivery_ != delivery_durability::fast)
     out += " delivery=" + std::string{to_string(delivery_)};
   if (!sync_) out += " sync=false";
+  if (header_policy_ != header_storage::all) {
+    out += " store_headers=" + std::string{to_string(header_policy_)} + ":[";
+    for (std::size_t i = 0; i < header_list_.size(); ++i) {
+      if (i > 0) out += ", ";
+      out += header_list_[i];
+    }
+    out += "]";
+  }
+  if (dedupe_) {
+    out += " dedupe=[";
+    for (std::size_t i = 0; i < dedupe_->key.size(); ++i) {
+      if (i > 0) out += ", ";
+      out += dedupe_->key[i].describe();
+    }
+    out += "] window_ms=" + std::to_string(dedupe_->window.count() / 1000);
+  }
   return out;
 }
 
-result<placement> place(const queue_spec& spec, const message& m, bool* missing) {
+std::string tenant_queue(std::string_view queue_name) {
+  if (queue_name.find('/') != std::string_view::npos) return std::string{queue_name};
+  return std::string{default_tenant} + "/" + std::string{queue_name};
+}
+
+result<placement> place(const queue_spec& spec, const key_source& src, bool* missing) {
   if (missing) *missing = false;
   switch (spec.ordering()) {
     case ordering_mode::none: return placement{};
     case ordering_mode::queue:
-      return placement{true, std::string{whole_queue_group_key}, "whole queue"};
+      return placement{true, std::string{whole_queue_group_key}, tenant_queue(spec.name())};
     case ordering_mode::key: break;
   }
-  auto values = resolve(spec.ordering_key(), m);
+  auto values = resolve(spec.ordering_key(), src);
   if (auto idx = values.first_missing()) {
     if (missing) *missing = true;
     switch (spec.missing_key_policy()) {
@@ -254,10 +456,21 @@ result<placement> place(const queue_spec& spec, const message& m, bool* missing)
                          "); the queue rejects messages without an ordering key"};
       case missing_ordering_key::unordered: return placement{};
       case missing_ordering_key::keyless_lane:
-        return placement{true, std::string{keyless_group_key}, "keyless lane"};
+        return placement{true, std::string{keyless_group_key}, tenant_queue(spec.name())};
     }
   }
-  return placement{true, encode_key(values), describe_key(spec.ordering_key(), values)};
+  return placement{true, encode_key(values), delivered_key(values)};
+}
+
+result<placement> place(const queue_spec& spec, const message& m, bool* missing) {
+  return place(spec, key_source{m}, missing);
+}
+
+std::optional<std::string> dedupe_key(const queue_spec& spec, const key_source& src) {
+  if (!spec.dedupe_rule()) return std::nullopt;
+  auto values = resolve(spec.dedupe_rule()->key, src);
+  if (values.first_missing()) return std::nullopt;
+  return encode_key(values);
 }
 
 }  // namespace laneq

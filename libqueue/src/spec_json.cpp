@@ -117,7 +117,11 @@ class reader {
       } else if (kv.key() == "attribute") {
         if (auto s = string(kf, kv.value())) out.push_back(key::attribute(*s));
       } else if (kv.key() == "json") {
-        fail(kf, "JSON path key components are not supported by this version");
+        if (auto s = string(kf, kv.value())) out.push_back(key::json(*s));
+      } else if (kv.key() == "function") {
+        fail(kf,
+             "a function key component is available only in the in-process C++ API "
+             "(key::function); the JSON form (HTTP API, daemon config) cannot carry one");
       } else {
         fail(kf, "unknown key component (known: fairness_key, header, attribute, json)");
       }
@@ -196,6 +200,56 @@ void read_throttles(reader& r, const json::value& v, queue_spec& spec) {
   }
 }
 
+void read_store_headers(reader& r, const json::value& v, queue_spec& spec) {
+  if (const auto* s = v.if_string()) {
+    if (*s != "all") r.fail("store_headers", "must be \"all\", {\"allow\": [...]} or {\"deny\": [...]}");
+    return;
+  }
+  const auto* o = r.object("store_headers", v);
+  if (!o) return;
+  r.only("store_headers", *o, {"allow", "deny"});
+  if (o->size() != 1) {
+    r.fail("store_headers", "must have exactly one of allow, deny");
+    return;
+  }
+  const auto& kv = *o->begin();
+  auto f = "store_headers." + std::string{kv.key()};
+  const auto* arr = kv.value().if_array();
+  if (!arr) {
+    r.fail(f, "must be an array of header names");
+    return;
+  }
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < arr->size(); ++i)
+    if (auto n = r.string(f + "[" + std::to_string(i) + "]", (*arr)[i])) names.push_back(*n);
+  if (kv.key() == "allow")
+    spec.store_headers_allow(std::move(names));
+  else if (kv.key() == "deny")
+    spec.store_headers_deny(std::move(names));
+}
+
+void read_dedupe(reader& r, const json::value& v, queue_spec& spec) {
+  const auto* o = r.object("dedupe", v);
+  if (!o) return;
+  r.only("dedupe", *o, {"key", "window_ms"});
+  std::vector<key_component> key;
+  if (const auto* k = o->if_contains("key"))
+    key = r.components("dedupe.key", *k);
+  else
+    r.fail("dedupe.key", "is required");
+  std::optional<std::int64_t> ms;
+  if (const auto* w = o->if_contains("window_ms")) {
+    auto lo =
+        std::chrono::duration_cast<std::chrono::milliseconds>(limits::dedupe_window_min).count();
+    auto hi =
+        std::chrono::duration_cast<std::chrono::milliseconds>(limits::dedupe_window_max).count();
+    ms = r.integer("dedupe.window_ms", *w, lo, hi);
+  } else {
+    r.fail("dedupe.window_ms", "is required");
+  }
+  if (ms) spec.dedupe(std::move(key), std::chrono::milliseconds{*ms});
+}
+
 json::array components_to_json(const std::vector<key_component>& cs) {
   json::array out;
   for (const auto& c : cs) {
@@ -206,6 +260,11 @@ json::array components_to_json(const std::vector<key_component>& cs) {
       case key_component::kind::header: out.push_back(json::object{{"header", c.name()}}); break;
       case key_component::kind::attribute:
         out.push_back(json::object{{"attribute", c.name()}});
+        break;
+      case key_component::kind::json: out.push_back(json::object{{"json", c.name()}}); break;
+      case key_component::kind::function:
+        // Shown, not read back: queue_spec_from_json refuses function components.
+        out.push_back(json::object{{"function", c.name()}});
         break;
     }
   }
@@ -224,7 +283,8 @@ parsed_spec queue_spec_from_json(std::string_view name, const json::value& v) {
   }
   r.only(
       "", *o,
-      {"ordering", "lease_ms", "max_attempts", "throttles", "delivery_durability", "sync_writes"});
+      {"ordering", "lease_ms", "max_attempts", "throttles", "delivery_durability", "sync_writes",
+       "store_headers", "dedupe"});
   auto& spec = out.spec;
   if (const auto* x = o->if_contains("ordering")) read_ordering(r, *x, spec);
   if (const auto* x = o->if_contains("lease_ms")) {
@@ -242,6 +302,8 @@ parsed_spec queue_spec_from_json(std::string_view name, const json::value& v) {
   }
   if (const auto* x = o->if_contains("sync_writes"))
     if (auto b = r.boolean("sync_writes", *x)) spec.sync_writes(*b);
+  if (const auto* x = o->if_contains("store_headers")) read_store_headers(r, *x, spec);
+  if (const auto* x = o->if_contains("dedupe")) read_dedupe(r, *x, spec);
   out.errors = r.take();
   for (auto& e : spec.validate()) out.errors.push_back(std::move(e));
   return out;
@@ -257,7 +319,13 @@ json::object queue_spec_to_json(const queue_spec& s) {
   for (const auto& t : s.throttles())
     throttles.push_back(json::object{
         {"key", components_to_json(t.key)}, {"rate_per_s", t.rate_per_s}, {"burst", t.burst}});
-  return json::object{
+  json::value store_headers = "all";
+  if (s.header_policy() != header_storage::all) {
+    json::array names;
+    for (const auto& n : s.header_list()) names.push_back(json::string{n});
+    store_headers = json::object{{to_string(s.header_policy()), std::move(names)}};
+  }
+  json::object out{
       {"ordering", std::move(ordering)},
       {"lease_ms",
        std::chrono::duration_cast<std::chrono::milliseconds>(s.lease_duration()).count()},
@@ -265,7 +333,52 @@ json::object queue_spec_to_json(const queue_spec& s) {
       {"throttles", std::move(throttles)},
       {"delivery_durability", to_string(s.delivery_mode())},
       {"sync_writes", s.syncs_writes()},
+      {"store_headers", std::move(store_headers)},
   };
+  if (const auto& d = s.dedupe_rule())
+    out["dedupe"] = json::object{
+        {"key", components_to_json(d->key)},
+        {"window_ms", std::chrono::duration_cast<std::chrono::milliseconds>(d->window).count()}};
+  return out;
+}
+
+parsed_topic topic_spec_from_json(std::string_view name, const json::value& v) {
+  parsed_topic out{topic_spec{std::string{name}}, {}};
+  auto fail = [&](const std::string& field, const std::string& what) {
+    out.errors.push_back(
+        error{errc::invalid_spec, "topic '" + std::string{name} + "': " + field + ": " + what});
+  };
+  const auto* o = v.if_object();
+  if (!o) {
+    fail("spec", "must be an object");
+    return out;
+  }
+  for (const auto& kv : *o)
+    if (kv.key() != "queues") fail(std::string{kv.key()}, "unknown field (known: queues)");
+  const auto* q = o->if_contains("queues");
+  if (!q) {
+    fail("queues", "is required");
+  } else if (const auto* arr = q->if_array()) {
+    std::vector<std::string> queues;
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      if (const auto* s = (*arr)[i].if_string())
+        queues.emplace_back(s->data(), s->size());
+      else
+        fail("queues[" + std::to_string(i) + "]", "must be a string");
+    }
+    out.spec.fan_out(std::move(queues));
+  } else {
+    fail("queues", "must be an array of queue names");
+  }
+  if (out.errors.empty())
+    for (auto& e : out.spec.validate()) out.errors.push_back(std::move(e));
+  return out;
+}
+
+json::object topic_spec_to_json(const topic_spec& t) {
+  json::array queues;
+  for (const auto& q : t.queues()) queues.push_back(json::string{q});
+  return json::object{{"queues", std::move(queues)}};
 }
 
 }  // namespace laneq

@@ -254,8 +254,8 @@ TEST_F(admin, an_on_enqueue_attribute_can_be_an_ordering_key_component) {
                   .ok());
   auto first = take(h, q, 10);
   ASSERT_EQ(bodies(first), (strings{"berlin", "boston"})) << "munich is behind berlin (eu)";
-  EXPECT_EQ(first[0].ordering_key, "attribute:region=eu");
-  EXPECT_EQ(first[1].ordering_key, "attribute:region=us");
+  EXPECT_EQ(first[0].ordering_key, "eu");
+  EXPECT_EQ(first[1].ordering_key, "us");
   EXPECT_EQ(first[0].msg.attributes, (std::vector<attribute>{{"region", "eu"}}));
   ASSERT_TRUE(h.ack(q, first[0].lease).ok());
   EXPECT_EQ(bodies(take(h, q, 10)), (strings{"munich"}));

@@ -50,7 +50,7 @@ TEST_F(introspection, an_in_flight_group_reports_its_delivery_time_and_lease_dea
   advance_to(h, 2s);
   take_one(h, q, 10s);
   auto g = only_blocked();
-  EXPECT_EQ(g.key, "header:account=A");
+  EXPECT_EQ(g.key, "A");
   EXPECT_EQ(g.state, group_status::in_flight);
   EXPECT_EQ(g.since, at(2s));
   EXPECT_EQ(g.until, at(12s));
@@ -84,7 +84,7 @@ TEST_F(introspection, a_delayed_group_reports_its_enqueue_time_and_the_end_of_it
   ASSERT_TRUE(ids.ok());
   advance_to(h, 3s);
   auto g = only_blocked();
-  EXPECT_EQ(g.key, "header:account=A");
+  EXPECT_EQ(g.key, "A");
   EXPECT_EQ(g.state, group_status::delayed);
   EXPECT_EQ(g.since, at(1s));
   EXPECT_EQ(g.until, at(6s));
@@ -99,7 +99,7 @@ TEST_F(introspection, a_ready_group_is_listed_only_without_blocked_only) {
   EXPECT_TRUE(groups(true).empty());
   auto all = groups(false);
   ASSERT_EQ(all.size(), 1u);
-  EXPECT_EQ(all[0].key, "header:account=A");
+  EXPECT_EQ(all[0].key, "A");
   EXPECT_EQ(all[0].state, group_status::ready);
   EXPECT_EQ(all[0].backlog, 1u);
   EXPECT_EQ(all[0].head, id);
@@ -117,19 +117,19 @@ TEST_F(introspection, blocked_only_lists_blocked_groups_by_head_and_idle_groups_
   ASSERT_TRUE(h.nack(q, ds[1].lease, 5s).ok());  // B1
   auto blocked = groups(true);
   EXPECT_EQ(keys(blocked),
-            (std::vector<std::string>{"header:account=A", "header:account=B", "header:account=C"}));
+            (std::vector<std::string>{"A", "B", "C"}));
   ASSERT_EQ(blocked.size(), 3u);
   EXPECT_EQ(blocked[0].state, group_status::in_flight);
   EXPECT_EQ(blocked[1].state, group_status::retry_wait);
   EXPECT_EQ(blocked[2].state, group_status::delayed);
   EXPECT_EQ(keys(groups(false)),
-            (std::vector<std::string>{"header:account=A", "header:account=B", "header:account=C",
-                                      "header:account=D"}));
+            (std::vector<std::string>{"A", "B", "C",
+                                      "D"}));
 
   ASSERT_TRUE(h.ack(q, ds[0].lease).ok());  // group A is now empty and idle
-  EXPECT_EQ(keys(groups(true)), (std::vector<std::string>{"header:account=B", "header:account=C"}));
+  EXPECT_EQ(keys(groups(true)), (std::vector<std::string>{"B", "C"}));
   EXPECT_EQ(keys(groups(false)),
-            (std::vector<std::string>{"header:account=B", "header:account=C", "header:account=D"}));
+            (std::vector<std::string>{"B", "C", "D"}));
 }
 
 }  // namespace

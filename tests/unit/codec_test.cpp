@@ -628,9 +628,10 @@ TEST(codec, every_damaged_queue_record_is_detected) {
 
 TEST(codec, queue_record_with_unknown_enum_values_is_refused_under_a_valid_checksum) {
   // Body of queue "q", no key, no throttles: uid(8) name(4+1) mode(1) components(4)
-  // missing(1) lease(8) attempts(4) throttles(4) delivery(1) sync(1) had_hook(1).
+  // missing(1) lease(8) attempts(4) throttles(4) delivery(1) sync(1) had_hook(1)
+  // header_policy(1) header_names(4) dedupe(1).
   auto body = body_of(codec::encode_queue({1, queue_spec("q"), false}));
-  ASSERT_EQ(body.size(), 38u);
+  ASSERT_EQ(body.size(), 44u);
   constexpr std::size_t mode_at = 13;
   constexpr std::size_t missing_at = 18;
   constexpr std::size_t throttles_at = 31;
@@ -653,7 +654,7 @@ TEST(codec, queue_record_with_unknown_enum_values_is_refused_under_a_valid_check
   // An unknown key component kind (the first component's kind byte follows its count).
   auto keyed =
       body_of(codec::encode_queue({1, queue_spec("q").ordered_by({key::header("h")}), false}));
-  for (int kind : {0, 4}) {
+  for (int kind : {0, 6}) {
     auto b = keyed;
     b[18] = static_cast<char>(kind);
     auto r = codec::decode_queue(reseal(b));

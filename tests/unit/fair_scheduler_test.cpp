@@ -469,7 +469,7 @@ class example_broker {
     auto [it, fresh] = group_of_key_.try_emplace(placed.value().group_key, 0);
     if (fresh) {
       it->second = groups_.size() + 1;
-      labels_[it->second] = placed.value().group_label;
+      labels_[it->second] = placed.value().ordering_key;
       groups_.emplace(it->second, group_state{group_id{it->second}, spec_.attempts_max()});
     }
     offer(it->second, groups_.at(it->second).on_enqueue({m}, now), now);
@@ -574,8 +574,8 @@ TEST(ordering, worked_example_pure_core) {
   ASSERT_TRUE(spec.validate().empty());
   example_broker broker{spec};
   auto t = [](std::int64_t s) { return timestamp::from_ms(s * 1000); };
-  const std::string A = "header:account=A";
-  const std::string B = "header:account=B";
+  const std::string A = "A";
+  const std::string B = "B";
   constexpr int W1 = 1;
   constexpr int W2 = 2;
 

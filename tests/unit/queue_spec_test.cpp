@@ -370,7 +370,7 @@ TEST(queue_spec, ordered_queue_places_every_message_in_the_whole_queue_group) {
   ASSERT_TRUE(p.ok());
   EXPECT_TRUE(p.value().ordered);
   EXPECT_EQ(p.value().group_key, whole_queue_group_key);
-  EXPECT_EQ(p.value().group_label, "whole queue");
+  EXPECT_EQ(p.value().ordering_key, "default/audit");  // tenant/queue (lanes.md L5)
   EXPECT_FALSE(missing);
 }
 
@@ -381,7 +381,7 @@ TEST(queue_spec, keyed_queue_places_by_the_encoded_key_values) {
   EXPECT_TRUE(p.value().ordered);
   EXPECT_EQ(p.value().group_key,
             encode_key(key_values{std::vector<std::optional<std::string>>{"t1", "A"}}));
-  EXPECT_EQ(p.value().group_label, "fairness_key=t1 header:account=A");
+  EXPECT_EQ(p.value().ordering_key, "2:t11:A");  // several components: length-prefixed
   EXPECT_FALSE(missing);
 }
 
@@ -428,7 +428,7 @@ TEST(queue_spec, keyless_lane_policy_places_a_keyless_message_in_the_keyless_gro
   ASSERT_TRUE(p.ok());
   EXPECT_TRUE(p.value().ordered);
   EXPECT_EQ(p.value().group_key, keyless_group_key);
-  EXPECT_EQ(p.value().group_label, "keyless lane");
+  EXPECT_EQ(p.value().ordering_key, "default/account-events");
   EXPECT_TRUE(missing);
   auto keyed = place(spec, msg("t1", {{"account", ""}}));
   ASSERT_TRUE(keyed.ok());

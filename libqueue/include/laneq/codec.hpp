@@ -10,6 +10,8 @@
 //   'M' uid lane(16) seq       message record; one lane per ordering group, lane 0 = unordered
 //   'D' uid order              dead letter (dead-letter list order)
 //   'E' uid message-id         lease record (delivery durability `durable` only)
+//   'U' uid dedupe-key         dedupe record: the first message's id and when it was seen
+//   'T' topic-name             topic record: the queues it fans out into
 #pragma once
 
 #include <array>
@@ -24,6 +26,7 @@
 #include "laneq/lease.hpp"
 #include "laneq/message.hpp"
 #include "laneq/queue_spec.hpp"
+#include "laneq/topic_spec.hpp"
 
 namespace laneq::codec {
 
@@ -56,6 +59,8 @@ enum class tag : char {
   message = 'M',
   dead = 'D',
   lease = 'E',
+  dedupe = 'U',
+  topic = 'T',
 };
 
 std::string meta_key(std::string_view name);
@@ -64,6 +69,8 @@ std::string counters_key(std::uint64_t uid);
 std::string message_key(std::uint64_t uid, const lane_id& lane, message_seq seq);
 std::string dead_key(std::uint64_t uid, std::uint64_t order);
 std::string lease_key(std::uint64_t uid, message_id id);
+std::string dedupe_key(std::uint64_t uid, std::string_view key);
+std::string topic_key(std::string_view name);
 
 /// [first, last) of every key with this tag (and uid, for queue data).
 std::pair<std::string, std::string> tag_range(tag t);
@@ -78,7 +85,9 @@ struct message_key_parts {
   message_seq seq;
 };
 result<message_key_parts> parse_message_key(std::string_view key);
-/// The uid in any 'Q', 'C', 'M', 'D' or 'E' key.
+/// The dedupe key in a `dedupe_key`.
+result<std::string> parse_dedupe_key(std::string_view key);
+/// The uid in any 'Q', 'C', 'M', 'D', 'E' or 'U' key.
 result<std::uint64_t> parse_uid(std::string_view key);
 /// The dead-letter order in a `dead_key`.
 result<std::uint64_t> parse_dead_order(std::string_view key);
@@ -120,6 +129,18 @@ struct lease_record {
 };
 std::string encode_lease(const lease_record& l);
 result<lease_record> decode_lease(std::string_view record);
+
+/// A dedupe window entry: an enqueue with this key before `expires` gets `id`.
+struct dedupe_record {
+  message_id id;
+  timestamp expires;
+  friend bool operator==(const dedupe_record&, const dedupe_record&) = default;
+};
+std::string encode_dedupe(const dedupe_record& d);
+result<dedupe_record> decode_dedupe(std::string_view record);
+
+std::string encode_topic(const topic_spec& t);
+result<topic_spec> decode_topic(std::string_view record);
 
 /// A 64-bit metadata value (boot epoch, next uid, nonce key halves).
 std::string encode_u64(std::uint64_t x);

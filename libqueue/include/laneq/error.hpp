@@ -29,6 +29,9 @@ enum class errc : std::uint8_t {
   storage_failed = 12,  ///< the store could not make a write durable; nothing was acknowledged
   unavailable = 13,     ///< the broker did not answer in time, or is shutting down
   corrupt_record = 14,  ///< a stored record failed its checksum or format check
+  unauthorized = 15,    ///< no valid bearer token (HTTP 401)
+  forbidden = 16,       ///< the token's tenant may not use that queue (HTTP 403)
+  route_not_found = 17,  ///< no such HTTP endpoint or method (HTTP 404/405)
 };
 
 /// Name of an error number, as used in the HTTP API (`"lease_not_found"`).

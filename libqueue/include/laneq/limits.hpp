@@ -20,6 +20,11 @@ inline constexpr double throttle_rate_per_s_min = 0.001;
 inline constexpr std::uint32_t throttle_burst_max = 1'000'000;
 inline constexpr std::uint32_t max_attempts_max = 1000;
 inline constexpr std::uint32_t max_attempts_default = 10;
+inline constexpr std::size_t stored_header_names_max = 64;  ///< names in an allow or deny list
+inline constexpr duration dedupe_window_min = 1ms;
+inline constexpr duration dedupe_window_max = std::chrono::hours{24 * 7};
+inline constexpr std::size_t topic_queues_max = 16;  ///< queues a topic fans out into
+inline constexpr std::size_t topics_max = 1000;
 
 // Leases.
 inline constexpr duration lease_min = 1ms;
@@ -55,6 +60,9 @@ inline constexpr std::size_t group_window_default = 64;
 /// After a restart in fast delivery mode: how long heads wait for their old lease holders.
 inline constexpr duration reclaim_grace_default = 10s;
 inline constexpr duration reclaim_grace_max = std::chrono::hours{1};
+
+// Metrics: per-fairness-key backlog series per queue (the rest are summed into one).
+inline constexpr std::size_t fairness_backlog_keys_max = 20;
 
 // Queues per broker.
 inline constexpr std::size_t queues_max = 10'000;

@@ -1,9 +1,11 @@
-// What a queue is: name, ordering, missing-key policy, leases, attempts, throttles, on_enqueue.
-// Implements docs/design/ordering.md (O1, O2, O8) and docs/design/throttling.md (T1).
+// What a queue is: name, ordering, missing-key policy, leases, attempts, throttles, on_enqueue,
+// stored headers and dedupe. Implements docs/design/ordering.md (O1, O2, O8),
+// docs/design/throttling.md (T1) and docs/design/lanes.md (L1-L9).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,7 +36,16 @@ enum class delivery_durability : std::uint8_t {
   durable = 1,  ///< a lease is committed before the message is handed out, honoured after restart
 };
 
+/// Which headers a queue stores with a message (lanes.md L7). Keys are resolved from the complete
+/// header list at enqueue; only the stored ones reach the store and the consumer.
+enum class header_storage : std::uint8_t {
+  all = 0,    ///< every header (default)
+  allow = 1,  ///< only the listed names (case-insensitive)
+  deny = 2,   ///< every header but the listed names (for secrets such as `authorization`)
+};
+
 std::string_view to_string(ordering_mode x);
+std::string_view to_string(header_storage x);
 std::string_view to_string(delivery_durability x);
 std::string_view to_string(missing_ordering_key x);
 
@@ -44,6 +55,14 @@ struct throttle_spec {
   double rate_per_s = 1.0;
   std::uint32_t burst = 1;
   friend bool operator==(const throttle_spec&, const throttle_spec&) = default;
+};
+
+/// A dedupe rule (lanes.md L8): an enqueue whose key was seen within `window` is acknowledged
+/// with the original message id and stored nowhere.
+struct dedupe_spec {
+  std::vector<key_component> key;
+  duration window{0};
+  friend bool operator==(const dedupe_spec&, const dedupe_spec&) = default;
 };
 
 /// The on_enqueue hook: sees the message (id, seq, enqueued_at already set) and returns the
@@ -77,6 +96,15 @@ class queue_spec {
   /// Whether writes are synced before they are acknowledged (default true). false: an
   /// acknowledged enqueue survives a process crash, not a power loss.
   queue_spec& sync_writes(bool on);
+  /// Stores only these headers (names compared case-insensitively).
+  queue_spec& store_headers_allow(std::vector<std::string> names);
+  /// Stores every header but these (names compared case-insensitively).
+  queue_spec& store_headers_deny(std::vector<std::string> names);
+  /// Acknowledges a repeat of `key` within `window` with the first message's id, storing nothing.
+  queue_spec& dedupe(std::vector<key_component> key, duration window);
+  /// Gives the key functions of a recovered spec their callables back, matched by label.
+  /// Returns false if `from` lacks one of them.
+  bool restore_functions(const queue_spec& from);
 
   /// The full name, `tenant/queue` or a bare `queue` (tenant `default`).
   const std::string& name() const { return name_; }
@@ -92,6 +120,19 @@ class queue_spec {
   delivery_durability delivery_mode() const { return delivery_; }
   bool syncs_writes() const { return sync_; }
   bool ordered_by_key() const { return ordering_ == ordering_mode::key; }
+  header_storage header_policy() const { return header_policy_; }
+  const std::vector<std::string>& header_list() const { return header_list_; }
+  /// True if a header of this name is stored.
+  bool stores_header(std::string_view name) const;
+  /// The headers kept of `headers` (in order), under the stored-headers policy.
+  std::vector<header_field> stored_headers(std::vector<header_field> headers) const;
+  const std::optional<dedupe_spec>& dedupe_rule() const { return dedupe_; }
+  /// True if a key function has no callable (a spec recovered from the store).
+  bool functions_missing() const;
+  /// True if any key (ordering, throttle, dedupe) has a function component.
+  bool has_functions() const;
+  /// True if the ordering or dedupe key reads the JSON body (a topic parses it once for all).
+  bool reads_json() const;
 
   /// Every broken rule, one error each, naming the queue and the field. Empty when valid.
   std::vector<error> validate() const;
@@ -118,6 +159,9 @@ class queue_spec {
   enqueue_hook hook_;
   delivery_durability delivery_ = delivery_durability::fast;
   bool sync_ = true;
+  header_storage header_policy_ = header_storage::all;
+  std::vector<std::string> header_list_;
+  std::optional<dedupe_spec> dedupe_;
 };
 
 /// Tenant of a queue name: the part before its '/', or `default_tenant` for a bare name.
@@ -127,9 +171,9 @@ inline constexpr std::string_view default_tenant{"default"};
 
 /// Where an accepted message goes.
 struct placement {
-  bool ordered = false;     ///< false: no group (unordered)
-  std::string group_key;    ///< encoded key of the ordering group (when ordered)
-  std::string group_label;  ///< printable key, for introspection
+  bool ordered = false;      ///< false: no group (unordered)
+  std::string group_key;     ///< encoded key of the ordering group (when ordered)
+  std::string ordering_key;  ///< the key a consumer receives (lanes.md L5); empty if unordered
 };
 
 /// Encoded group key of an `ordered()` queue's single group.
@@ -137,8 +181,17 @@ inline constexpr std::string_view whole_queue_group_key{};
 /// Encoded group key of the shared keyless lane (cannot collide: real keys are >= 4 bytes).
 inline constexpr std::string_view keyless_group_key{"\xFF", 1};
 
+/// `tenant/queue` for a queue name: the name itself when it holds a '/', else `default/<name>`.
+/// The ordering key a consumer receives for the keyless lane and for an `ordered()` queue.
+std::string tenant_queue(std::string_view queue_name);
+
 /// Decides the message's ordering group under the queue's spec and missing-key policy.
 /// `missing` is set when a component was absent (for the missing-key counter), whatever policy.
+result<placement> place(const queue_spec& spec, const key_source& src, bool* missing = nullptr);
 result<placement> place(const queue_spec& spec, const message& m, bool* missing = nullptr);
+
+/// The message's dedupe key under the queue's rule: nullopt when the queue has no rule or a
+/// component is missing (such a message is never a duplicate).
+std::optional<std::string> dedupe_key(const queue_spec& spec, const key_source& src);
 
 }  // namespace laneq

@@ -10,6 +10,7 @@
 
 #include "laneq/error.hpp"
 #include "laneq/queue_spec.hpp"
+#include "laneq/topic_spec.hpp"
 
 namespace laneq {
 
@@ -27,8 +28,12 @@ struct parsed_spec {
 ///                 "when_key_missing": "reject"|"unordered"|"keyless_lane"},
 ///    "lease_ms": 30000, "max_attempts": 10,
 ///    "throttles": [{"key": [<component>...], "rate_per_s": 5, "burst": 10}],
-///    "delivery_durability": "fast"|"durable", "sync_writes": true}
-/// where a component is {"fairness_key": true}, {"header": "account"} or {"attribute": "region"}.
+///    "delivery_durability": "fast"|"durable", "sync_writes": true,
+///    "store_headers": "all"|{"allow": ["account", ...]}|{"deny": ["authorization", ...]},
+///    "dedupe": {"key": [<component>...], "window_ms": 60000}}
+/// where a component is {"fairness_key": true}, {"header": "account"}, {"attribute": "region"}
+/// or {"json": "data.object.customer"} (docs/design/lanes.md). A {"function": ...} component is
+/// an error naming the in-process API: JSON cannot carry a callable.
 /// Every field is optional; an unknown field is an error (a typo must not silently fall back to
 /// a default). The result is also checked with `queue_spec::validate`.
 parsed_spec queue_spec_from_json(std::string_view name, const boost::json::value& v);
@@ -36,5 +41,19 @@ parsed_spec queue_spec_from_json(std::string_view name, const boost::json::value
 /// The JSON form of `s` (every field, defaults included); `queue_spec_from_json` reads it back
 /// to a spec with the same definition (the hook aside: JSON cannot carry one).
 boost::json::object queue_spec_to_json(const queue_spec& s);
+
+/// A topic spec read from JSON, or every reason it could not be.
+struct parsed_topic {
+  topic_spec spec;
+  /// One `invalid_spec` error per broken rule, each naming the topic and the field.
+  std::vector<error> errors;
+  bool ok() const { return errors.empty(); }
+};
+
+/// Reads topic `name` from `{"queues": ["orders-by-customer", "audit"]}` (docs/design/lanes.md
+/// L9); also checked with `topic_spec::validate` (whether the queues exist is the broker's check).
+parsed_topic topic_spec_from_json(std::string_view name, const boost::json::value& v);
+
+boost::json::object topic_spec_to_json(const topic_spec& t);
 
 }  // namespace laneq

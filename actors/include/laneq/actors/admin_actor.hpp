@@ -1,9 +1,12 @@
 // The admin actor: the broker's registry of queues. Creates a queue (idempotent for the same
 // spec, an error for a different one), finds, lists, describes and deletes queues, and at start
 // rebuilds every queue from the store (docs/design/recovery.md). Queue specs are stored before a
-// create is answered; a delete removes every record of the queue in one write.
+// create is answered; a delete removes every record of the queue in one write. It also keeps the
+// topics and runs topic enqueues, one at a time, each as one store write (docs/design/lanes.md).
 #pragma once
 
+#include <deque>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -42,9 +45,22 @@ class admin_actor_impl : public admin_actor::base {
   queue_actor spawn_queue(const queue_spec& spec, std::uint64_t uid, bool hook_missing);
   caf::result<std::uint64_t> recover();
   void recover_queues(caf::typed_response_promise<std::uint64_t> promise);
+  void recover_topics(caf::typed_response_promise<std::uint64_t> promise, std::uint64_t queues);
+  caf::result<bool> create_topic(topic_spec& spec);
+  using publish_promise = caf::typed_response_promise<std::vector<topic_enqueued>>;
+  /// Runs one topic enqueue: prepare in every queue, one write, settle every queue.
+  void publish(const topic_spec& topic, std::vector<outgoing_message> batch,
+               publish_promise promise);
+  void publish_next();
 
   admin_actor_config ac_;
   std::map<std::string, entry> queues_;
+  std::map<std::string, topic_spec> topics_;
+  std::map<std::string, std::string> topic_of_queue_;  ///< a queue is in at most one topic
+  /// Topic enqueues run one at a time (a queue holds its writes while one is prepared there; two
+  /// at once could wait on each other); the others wait here in arrival order.
+  std::deque<std::function<void()>> publishes_;
+  bool publishing_ = false;
   std::uint64_t next_uid_ = 1;  ///< numbers queue incarnations (store keys); never reused
   std::uint64_t epoch_ = 0;     ///< broker runs over this store (0: never recovered)
   nonce_source nonces_;         ///< the lease key (persisted with the store)

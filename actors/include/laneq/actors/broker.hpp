@@ -88,6 +88,16 @@ class blocking_admin {
   result<queue_description> describe(const std::string& name);
   status delete_queue(const std::string& name);
 
+  /// Creates a topic over existing queues (true: newly created; the same spec again: false).
+  result<bool> create_topic(topic_spec spec);
+  result<topic_spec> lookup_topic(const std::string& name);
+  result<std::vector<topic_spec>> list_topics();
+  status delete_topic(const std::string& name);
+  /// Enqueues each message into every queue of the topic, all in one store write; per queue, the
+  /// ids in batch order (docs/design/lanes.md L10).
+  result<std::vector<topic_enqueued>> publish(const std::string& topic,
+                                              std::vector<outgoing_message> batch);
+
  private:
   caf::actor_system& sys_;
   admin_actor admin_;

@@ -50,6 +50,7 @@ struct queue_metrics {
   std::atomic<std::uint64_t> dead_lettered{0};
   std::atomic<std::uint64_t> redriven{0};
   std::atomic<std::uint64_t> key_missing{0};
+  std::atomic<std::uint64_t> deduplicated{0};  ///< enqueues answered with an earlier id
   std::atomic<std::uint64_t> rejected{0};
   std::atomic<std::uint64_t> recovered{0};  ///< messages found in the store at start
   std::atomic<std::int64_t> in_flight{0};

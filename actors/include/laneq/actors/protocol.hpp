@@ -15,6 +15,7 @@
 #include "laneq/lease.hpp"
 #include "laneq/message.hpp"
 #include "laneq/queue_spec.hpp"
+#include "laneq/topic_spec.hpp"
 
 namespace laneq {
 
@@ -37,7 +38,9 @@ struct delivery {
   message msg;
   lease_token lease;
   timestamp deadline;
-  std::string ordering_key;  ///< printable key of the message's group; empty when unordered
+  /// The message's ordering key (docs/design/lanes.md L5): the key itself, or `tenant/queue` for
+  /// the keyless lane and an `ordered()` queue; empty when unordered.
+  std::string ordering_key;
 };
 
 /// The outcome of one lease in a batch ack: only failures are listed.
@@ -104,6 +107,14 @@ struct group_recovery {
   timestamp hold_until;
 };
 
+/// Messages of one fairness key that are ready or waiting for delivery (unordered messages and
+/// group heads in the fairness actor; messages queued behind a group head are not counted).
+struct fairness_backlog {
+  std::string key;  ///< the fairness key; "" with `other` set: every key beyond the bound
+  std::uint64_t backlog = 0;
+  bool other = false;
+};
+
 /// Counters and gauges of one queue.
 struct queue_stats {
   std::string name;
@@ -118,12 +129,32 @@ struct queue_stats {
   std::uint64_t key_missing = 0;  ///< messages that lacked an ordering key component
   std::uint64_t rejected = 0;     ///< enqueues refused (missing key, hook, limits)
   std::uint64_t recovered = 0;    ///< messages found in the store at start
+  std::uint64_t deduplicated = 0;  ///< enqueues answered with an earlier message's id (dedupe)
   // Gauges.
   std::uint64_t backlog = 0;  ///< messages in the queue, in flight included
   std::uint64_t in_flight = 0;
   std::uint64_t live_groups = 0;
   std::uint64_t dead_letters = 0;
   std::uint64_t waiting_receives = 0;
+  /// The largest per-fairness-key backlogs, at most limits::fairness_backlog_keys_max of them,
+  /// plus one `other` entry summing the rest (bounded metric cardinality).
+  std::vector<fairness_backlog> fairness;
+};
+
+/// A topic enqueue's first phase in one queue (docs/design/lanes.md L10): the queue has placed
+/// the messages and answers their ids and the store operations that commit them. It holds its
+/// other writes until the topic tells it the outcome (`settle_atom`).
+struct topic_prepared {
+  std::vector<message_id> ids;
+  std::vector<store_op> ops;
+  bool sync = true;
+};
+
+/// What a topic enqueue committed into one of its queues.
+struct topic_enqueued {
+  std::string queue;
+  std::vector<message_id> ids;  ///< aligned with the batch (a duplicate has its original's id)
+  friend bool operator==(const topic_enqueued&, const topic_enqueued&) = default;
 };
 
 /// A queue as `describe` reports it.
@@ -182,10 +213,22 @@ auto inspect(Inspector& f, store_stats& x) {
            x.batch_histogram, x.degraded, x.reason);
 }
 template <class Inspector>
+auto inspect(Inspector& f, fairness_backlog& x) {
+  return f(x.key, x.backlog, x.other);
+}
+template <class Inspector>
 auto inspect(Inspector& f, queue_stats& x) {
   return f(x.name, x.enqueued, x.delivered, x.acked, x.nacked, x.lease_expired, x.dead_lettered,
-           x.redriven, x.key_missing, x.rejected, x.recovered, x.backlog, x.in_flight,
-           x.live_groups, x.dead_letters, x.waiting_receives);
+           x.redriven, x.key_missing, x.rejected, x.recovered, x.deduplicated, x.backlog,
+           x.in_flight, x.live_groups, x.dead_letters, x.waiting_receives, x.fairness);
+}
+template <class Inspector>
+auto inspect(Inspector& f, topic_prepared& x) {
+  return f(x.ids, x.ops, x.sync);
+}
+template <class Inspector>
+auto inspect(Inspector& f, topic_enqueued& x) {
+  return f(x.queue, x.ids);
 }
 template <class Inspector>
 auto inspect(Inspector& f, queue_description& x) {
@@ -202,6 +245,8 @@ error from_caf(const caf::error& e);
 // The queue spec carries the on_enqueue hook (a std::function), so it never crosses a process
 // boundary; the daemon's remote interface uses a serializable description instead.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(laneq::queue_spec)
+// Bodies parsed once per topic enqueue, shared read-only by the topic's queues (in process only).
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<laneq::shared_json>)
 
 CAF_BEGIN_TYPE_ID_BLOCK(laneq, caf::first_custom_type_id)
 CAF_ADD_TYPE_ID(laneq, (laneq::message))
@@ -235,6 +280,11 @@ CAF_ADD_TYPE_ID(laneq, (laneq::store_entry))
 CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::store_entry>))
 CAF_ADD_TYPE_ID(laneq, (laneq::store_stats))
 CAF_ADD_TYPE_ID(laneq, (laneq::group_recovery))
+CAF_ADD_TYPE_ID(laneq, (laneq::topic_spec))
+CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::topic_spec>))
+CAF_ADD_TYPE_ID(laneq, (laneq::topic_prepared))
+CAF_ADD_TYPE_ID(laneq, (laneq::topic_enqueued))
+CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::topic_enqueued>))
 CAF_ADD_ATOM(laneq, laneq, enqueue_atom, "enqueue")
 CAF_ADD_ATOM(laneq, laneq, receive_atom, "receive")
 CAF_ADD_ATOM(laneq, laneq, ack_atom, "ack")
@@ -263,6 +313,10 @@ CAF_ADD_ATOM(laneq, laneq, reopen_atom, "reopen")
 CAF_ADD_ATOM(laneq, laneq, recover_atom, "recover")
 CAF_ADD_ATOM(laneq, laneq, fetch_atom, "fetch")
 CAF_ADD_ATOM(laneq, laneq, release_atom, "release")
+CAF_ADD_ATOM(laneq, laneq, topic_atom, "topic")
+CAF_ADD_ATOM(laneq, laneq, publish_atom, "publish")
+CAF_ADD_ATOM(laneq, laneq, prepare_atom, "prepare")
+CAF_ADD_ATOM(laneq, laneq, settle_atom, "settle")
 CAF_END_TYPE_ID_BLOCK(laneq)
 
 namespace laneq {
@@ -312,6 +366,7 @@ using fairness_actor = caf::typed_actor<
     caf::replies_to<nack_atom, lease_token, nack_request>::with<caf::ok_atom>,
     caf::replies_to<extend_atom, lease_token, std::int64_t>::with<timestamp>,
     caf::replies_to<waiting_atom>::with<std::vector<waiting_item>>,
+    caf::replies_to<stats_atom>::with<queue_stats>,  // only `fairness` is filled in
     caf::reacts_to<extend_atom, group_actor, lease_token, timestamp>,  // a group head's new
                                                                        // deadline
     caf::reacts_to<recover_atom, std::vector<message>, std::vector<delivery>>,  // after a restart
@@ -335,7 +390,12 @@ using queue_actor = queue_api::extend<caf::reacts_to<dead_atom, std::vector<dead
                                       // load the queue from the store
                                       caf::replies_to<recover_atom>::with<caf::ok_atom>,
                                       // adopt a spec (its hook)
-                                      caf::reacts_to<create_atom, queue_spec>>;
+                                      caf::reacts_to<create_atom, queue_spec>,
+                                      // a topic enqueue: place, answer the ops, hold writes
+                                      caf::replies_to<prepare_atom, std::vector<outgoing_message>,
+                                                      std::vector<shared_json>>::with<topic_prepared>,
+                                      // the topic's write committed (true) or failed (false)
+                                      caf::reacts_to<settle_atom, bool>>;
 
 /// The admin actor: creates, finds, lists and deletes queues.
 using admin_actor = caf::typed_actor<
@@ -344,6 +404,14 @@ using admin_actor = caf::typed_actor<
     caf::replies_to<list_atom>::with<std::vector<std::string>>,
     caf::replies_to<describe_atom, std::string>::with<queue_description>,
     caf::replies_to<drop_atom, std::string>::with<caf::ok_atom>,
-    caf::replies_to<recover_atom>::with<std::uint64_t>>;  // load every queue; answers how many
+    caf::replies_to<recover_atom>::with<std::uint64_t>,  // load every queue; answers how many
+    // topics (docs/design/lanes.md L9-L11): create (bool: newly created), look up, list, drop
+    caf::replies_to<create_atom, topic_spec>::with<bool>,
+    caf::replies_to<topic_atom, lookup_atom, std::string>::with<topic_spec>,
+    caf::replies_to<topic_atom, list_atom>::with<std::vector<topic_spec>>,
+    caf::replies_to<topic_atom, drop_atom, std::string>::with<caf::ok_atom>,
+    // one message per batch entry into every queue of the topic, in one store write
+    caf::replies_to<publish_atom, std::string,
+                    std::vector<outgoing_message>>::with<std::vector<topic_enqueued>>>;
 
 }  // namespace laneq

@@ -4,9 +4,12 @@
 // the group's first message) or, unordered, straight to the fairness actor. It routes acks, nacks
 // and extends by the group named in the lease, keeps the dead-letter list, answers stats and
 // per-group introspection, and rebuilds the queue from the store after a restart
-// (docs/design/recovery.md).
+// (docs/design/recovery.md). It keeps the queue's dedupe window and takes part in topic
+// enqueues (docs/design/lanes.md).
 #pragma once
 
+#include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -28,6 +31,7 @@ struct queue_actor_config {
   /// again under the same name never sees a late write of its predecessor.
   storage_ptr storage;
   /// Recovered without the on_enqueue hook it had: enqueues wait until the hook is given again.
+  /// (Key functions missing from a recovered spec are `queue_spec::functions_missing`.)
   bool hook_missing = false;
 };
 
@@ -55,10 +59,35 @@ class queue_actor_impl : public queue_actor::base {
     codec::lane_id lane;
   };
   struct recovery;  // state of a running recovery (queue_actor.cpp)
+  /// One entry of the dedupe window (lanes.md L8).
+  struct dedupe_entry {
+    message_id id;
+    timestamp expires;
+    bool confirmed = false;  ///< the original's write is durable
+  };
+  /// An admitted batch: the messages to store, and the id each input gets.
+  struct admitted {
+    std::vector<placed> batch;
+    std::vector<message_id> ids;  ///< aligned with the input; a duplicate has its original's id
+    std::vector<std::string> new_keys;  ///< dedupe keys this batch added
+    std::vector<store_op> ops;          ///< dedupe records to write with the batch
+    std::uint64_t duplicates = 0;
+    bool waits_for_original = false;  ///< a duplicate of a message whose write is not durable yet
+  };
+  using ids_promise = caf::typed_response_promise<std::vector<message_id>>;
 
   timestamp now() const { return qc_.ctx->time.now(clock()); }
-  /// Validates a batch and turns it into placed messages, or the first error.
-  result<std::vector<placed>> admit(std::vector<outgoing_message>& batch, timestamp t);
+  /// Validates a batch and turns it into placed messages, or the first error. `parsed`: the
+  /// bodies already parsed as JSON (a topic enqueue), aligned with the batch.
+  result<admitted> admit(std::vector<outgoing_message>& batch, timestamp t,
+                         const std::vector<shared_json>* parsed = nullptr);
+  /// Enqueues a batch and answers `promise` once it is durable.
+  void enqueue_batch(std::vector<outgoing_message> batch, ids_promise promise);
+  /// The outcome of an admitted batch's write: confirms or forgets its dedupe keys.
+  void settle_dedupe(const admitted& a, bool committed);
+  /// Runs `f` now, or after the pending topic write or the deferred recovery (FIFO).
+  void run_or_hold(std::function<void()> f);
+  void release_held();
   /// Makes `batch` durable together with `ops`, then routes it; `finish` runs after routing (or
   /// with the error).
   template <class Done>
@@ -94,6 +123,17 @@ class queue_actor_impl : public queue_actor::base {
   std::map<std::uint64_t, dead_letter> dead_letters_;  // by dead-letter order
   std::unordered_map<message_id, std::uint64_t> dead_letter_order_;
   std::uint64_t next_dead_letter_ = 1;
+  /// The dedupe window by encoded key, and its keys in expiry order (the window is fixed, so
+  /// insertion order is expiry order).
+  std::unordered_map<std::string, dedupe_entry> dedupe_;
+  std::deque<std::pair<timestamp, std::string>> dedupe_expiry_;
+  /// A topic enqueue prepared here, waiting for its write (lanes.md L10); writes of this queue
+  /// wait in `held_` meanwhile, so the store sees them in seq order.
+  std::optional<admitted> topic_batch_;
+  /// Recovery waits for the key functions of a recovered spec (lanes.md L3).
+  bool recovery_deferred_ = false;
+  bool recovering_ = false;
+  std::deque<std::function<void()>> held_;
 };
 
 }  // namespace laneq

@@ -1,0 +1,189 @@
+// laneqd: the laneq daemon. Opens the broker on a data directory, creates the configured queues,
+// publishes the remote admin actor on its CAF port and serves the HTTP API until SIGTERM/SIGINT
+// (docs/operations.md).
+//
+//   laneqd [--config FILE] [--data-dir DIR] [--http-host IP] [--http-port N] [--caf-port N]
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include "caf/all.hpp"
+#include "caf/io/all.hpp"
+
+#include "laneq/actors/broker.hpp"
+#include "laneq/actors/remote_admin.hpp"
+#include "laneq/server/config.hpp"
+#include "laneq/server/http_server.hpp"
+#include "laneq/server/router.hpp"
+
+namespace {
+
+constexpr const char* usage_text =
+    "usage: laneqd [--config FILE] [--data-dir DIR] [--http-host IP] [--http-port N] "
+    "[--caf-port N]\n"
+    "  no config: data directory ./laneq-data, HTTP on 127.0.0.1:7070, CAF on 127.0.0.1:7071\n"
+    "  --http-port 0 picks a free port; --caf-port 0 disables the CAF remote actors\n"
+    "  prints 'laneqd http_port=N', 'laneqd caf_port=N' and 'laneqd ready' once serving\n";
+
+int usage(const std::string& why) {
+  std::cerr << "laneqd: " << why << "\n" << usage_text;
+  return 2;
+}
+
+bool parse_port(std::string_view text, std::uint16_t& out) {
+  if (text.empty() || text.size() > 5) return false;
+  unsigned v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (v > 65535) return false;
+  out = static_cast<std::uint16_t>(v);
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string config_path;
+  std::optional<std::string> data_dir, http_host;
+  std::optional<std::uint16_t> http_port, caf_port;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg{argv[i]};
+    if (arg == "--help" || arg == "-h") {
+      std::cout << usage_text;
+      return 0;
+    }
+    if (i + 1 >= argc) return usage("missing value after " + std::string{arg});
+    std::string_view val{argv[++i]};
+    std::uint16_t port = 0;
+    if (arg == "--config") {
+      config_path = std::string{val};
+    } else if (arg == "--data-dir") {
+      data_dir = std::string{val};
+    } else if (arg == "--http-host") {
+      http_host = std::string{val};
+    } else if (arg == "--http-port") {
+      if (!parse_port(val, port)) return usage("--http-port must be 0 to 65535");
+      http_port = port;
+    } else if (arg == "--caf-port") {
+      if (!parse_port(val, port)) return usage("--caf-port must be 0 to 65535");
+      caf_port = port;
+    } else {
+      return usage("unknown option " + std::string{arg});
+    }
+  }
+
+  // -- configuration: every error at once, then exit 2 ----------------------------------------
+  laneq::server::parsed_config parsed;
+  if (!config_path.empty()) {
+    std::ifstream in{config_path};
+    if (!in) {
+      std::cerr << "laneqd: cannot read config " << config_path << "\n";
+      return 2;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    parsed = laneq::server::parse_config(text.str());
+  }
+  if (!parsed.errors.empty()) {
+    std::cerr << "laneqd: " << parsed.errors.size() << " error(s) in " << config_path << ":\n";
+    for (const auto& e : parsed.errors) std::cerr << "  " << laneq::to_string(e) << "\n";
+    return 2;
+  }
+  auto cfg = std::move(parsed.config);
+  if (data_dir) cfg.data_dir = *data_dir;
+  if (http_host) cfg.http_host = *http_host;
+  if (http_port) cfg.http_port = *http_port;
+  if (caf_port) cfg.caf_port = *caf_port;
+
+  // Signals first, so no thread started later takes SIGTERM with the default action.
+  boost::asio::io_context signal_io;
+  boost::asio::signal_set signals{signal_io, SIGINT, SIGTERM};
+  int stop_signal = 0;
+  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+    if (!ec) stop_signal = sig;
+  });
+
+  caf::actor_system_config caf_cfg;
+  laneq::add_message_types(caf_cfg);
+  if (cfg.caf_port != 0) caf_cfg.load<caf::io::middleman>();
+  if (cfg.actor_threads > 0) caf_cfg.set("scheduler.max-threads", cfg.actor_threads);
+  caf::actor_system sys{caf_cfg};
+
+  laneq::broker_options bo;
+  bo.data_dir = cfg.data_dir;
+  bo.sync = cfg.sync;
+  bo.reclaim_grace = cfg.reclaim_grace;
+  bo.group_window = cfg.group_window;
+  auto opened = laneq::broker::open(sys, bo);
+  if (!opened) {
+    std::cerr << "laneqd: cannot open the broker on " << cfg.data_dir << ": "
+              << laneq::to_string(opened.err()) << "\n";
+    return 3;
+  }
+  auto broker = std::move(opened.value());
+
+  {
+    laneq::blocking_admin admin{sys, broker->admin()};
+    for (const auto& spec : cfg.queues) {
+      auto q = admin.create_queue(spec);
+      if (!q) {
+        std::cerr << "laneqd: queue " << spec.name() << ": " << laneq::to_string(q.err()) << "\n";
+        return 3;
+      }
+    }
+  }
+
+  laneq::remote_admin_actor remote;
+  if (cfg.caf_port != 0) {
+    remote = laneq::spawn_remote_admin(sys, broker->admin());
+    auto port = sys.middleman().publish(remote, cfg.caf_port, cfg.caf_host.c_str(), true);
+    if (!port) {
+      std::cerr << "laneqd: cannot publish on " << cfg.caf_host << ":" << cfg.caf_port << ": "
+                << sys.render(port.error()) << "\n";
+      caf::anon_send_exit(remote, caf::exit_reason::user_shutdown);
+      return 3;
+    }
+    cfg.caf_port = *port;
+  }
+
+  auto rt = std::make_unique<laneq::server::router>(sys, broker->admin(), broker->store(),
+                                                    cfg.limits, cfg.tokens);
+  auto http = std::make_unique<laneq::server::http_server>(*rt, cfg.limits, cfg.http_threads);
+  auto bound = http->start(cfg.http_host, cfg.http_port);
+  if (!bound) {
+    std::cerr << "laneqd: " << laneq::to_string(bound.err()) << "\n";
+    if (remote) caf::anon_send_exit(remote, caf::exit_reason::user_shutdown);
+    return 3;
+  }
+  std::cout << "laneqd http_port=" << bound.value() << "\n"
+            << "laneqd caf_port=" << cfg.caf_port << "\n"
+            << "laneqd data_dir=" << cfg.data_dir << "\n"
+            << "laneqd ready" << std::endl;
+
+  signal_io.run();  // until SIGINT or SIGTERM
+
+  // Stop accepting, let requests in flight finish briefly, then close the broker: destroying
+  // it stops its actors after the open batch and closes RocksDB.
+  std::cerr << "laneqd: signal " << stop_signal << ", shutting down\n";
+  http->stop_accepting();
+  if (!http->drain(laneq::server::http_bounds::drain_timeout))
+    std::cerr << "laneqd: " << http->in_flight() << " request(s) still in flight, dropped\n";
+  http->shutdown();
+  if (remote) {
+    sys.middleman().unpublish(remote, cfg.caf_port);
+    caf::anon_send_exit(remote, caf::exit_reason::user_shutdown);
+    remote = nullptr;
+  }
+  broker.reset();
+  std::cout << "laneqd stopped" << std::endl;
+  return 0;
+}

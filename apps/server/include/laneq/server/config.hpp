@@ -1,0 +1,61 @@
+// laneqd's configuration: a JSON file (docs/operations.md "Configuration"), validated once at
+// start with every broken rule reported, each naming its field; unknown fields are errors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "laneq/error.hpp"
+#include "laneq/limits.hpp"
+#include "laneq/queue_spec.hpp"
+#include "laneq/server/http_limits.hpp"
+
+namespace laneq::server {
+
+/// A bearer token and the tenant whose queues it may use ("*": every tenant, and /metrics).
+struct token_config {
+  std::string token;
+  std::string tenant;
+};
+
+/// Tokens shorter than this are refused (they would be guessable).
+inline constexpr std::size_t token_bytes_min = 16;
+inline constexpr std::size_t token_bytes_max = 512;
+inline constexpr std::size_t tokens_max = 1000;
+inline constexpr std::size_t http_threads_max = 64;
+
+/// Everything laneqd needs to start. The defaults serve: a data directory `./laneq-data`,
+/// HTTP on 127.0.0.1:7070, CAF remote actors on 127.0.0.1:7071.
+struct server_config {
+  std::string data_dir = "./laneq-data";
+  std::string http_host = "127.0.0.1";
+  std::uint16_t http_port = 7070;  ///< 0: the OS picks a free port
+  std::string caf_host = "127.0.0.1";
+  std::uint16_t caf_port = 7071;  ///< 0: no CAF remote actors
+  /// false: no queue syncs its writes (broker_options::sync).
+  bool sync = true;
+  duration reclaim_grace = limits::reclaim_grace_default;
+  std::size_t group_window = limits::group_window_default;
+  std::size_t http_threads = 1;   ///< threads running the HTTP front end
+  std::size_t actor_threads = 0;  ///< CAF scheduler threads; 0: CAF's default
+  http_limits limits;
+  std::vector<token_config> tokens;  ///< empty: no authentication
+  std::vector<queue_spec> queues;    ///< created (or found identical) at start
+};
+
+/// A config with every error found; `errors` empty means valid.
+struct parsed_config {
+  server_config config;
+  std::vector<error> errors;
+};
+
+/// Parses and validates a config document. Errors are invalid_argument (invalid_spec for a
+/// queue), each naming its field path (`http.port`, `tokens[1].tenant`, `queues.orders.lease_ms`).
+parsed_config parse_config(std::string_view text);
+parsed_config config_from_json(const boost::json::value& v);
+
+}  // namespace laneq::server

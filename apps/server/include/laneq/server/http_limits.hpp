@@ -1,0 +1,39 @@
+// Bounds of the HTTP front end (docs/api.md "Limits"); the engine's own bounds are in
+// laneq/limits.hpp and apply behind these.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+#include "laneq/limits.hpp"
+
+namespace laneq::server {
+
+/// What one HTTP request may carry. Configurable (config `limits`), each within its `_max`.
+struct http_limits {
+  std::size_t target_bytes = 2048;       ///< request target (path and query)
+  std::size_t header_count = 64;         ///< header fields
+  std::size_t header_bytes = 16 * 1024;  ///< request line and header fields together
+  std::size_t body_bytes = 4 * 1024 * 1024;
+  std::size_t batch = limits::enqueue_batch_max;  ///< messages, leases or ids in one request
+};
+
+namespace http_bounds {
+inline constexpr std::size_t target_bytes_max = 64 * 1024;
+inline constexpr std::size_t header_count_max = 1024;
+inline constexpr std::size_t header_bytes_max = 1024 * 1024;
+inline constexpr std::size_t body_bytes_max = 64 * 1024 * 1024;
+/// Connections served at once; further accepts wait.
+inline constexpr std::size_t connections_max = 4096;
+/// A connection idle (no request in progress) this long is closed.
+inline constexpr std::chrono::seconds idle_timeout{60};
+/// How long SIGTERM waits for requests in flight.
+inline constexpr std::chrono::seconds drain_timeout{5};
+/// Slack on top of a long poll before the broker call times out.
+inline constexpr std::chrono::seconds call_timeout{30};
+
+static_assert(limits::receive_wait_max < call_timeout);
+static_assert(limits::body_bytes_max < body_bytes_max);
+}  // namespace http_bounds
+
+}  // namespace laneq::server

@@ -1,0 +1,103 @@
+// JSON forms of the HTTP API's requests and answers (docs/api.md): messages in and out, leases as
+// opaque strings, stats, groups, dead letters and errors with their HTTP status.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "laneq/actors/protocol.hpp"
+#include "laneq/error.hpp"
+
+namespace laneq::server {
+
+// -- encodings ----------------------------------------------------------------------------------
+
+/// Base64 (RFC 4648 §4 with padding), or base64url without padding (§5) when `url`.
+std::string base64_encode(std::string_view bytes, bool url = false);
+/// Decodes `base64_encode`'s output (padding optional); nullopt on any other character.
+std::optional<std::string> base64_decode(std::string_view text, bool url = false);
+/// True when `text` is well-formed UTF-8 (no overlongs, surrogates or code points > U+10FFFF).
+bool is_utf8(std::string_view text);
+
+/// A lease token as an opaque string: base64url of its four fields, big-endian (lossless).
+std::string encode_lease(const lease_token& lease);
+std::optional<lease_token> decode_lease(std::string_view text);
+
+/// A message id as a decimal string.
+std::string encode_id(message_id id);
+std::optional<message_id> decode_id(std::string_view text);
+
+/// Percent-decodes a URL path segment or query value; nullopt on a malformed escape.
+std::optional<std::string> percent_decode(std::string_view text);
+
+// -- requests -----------------------------------------------------------------------------------
+
+/// Parses a request body; an empty body is `{}`. Malformed JSON or a non-object is
+/// invalid_argument naming the body.
+result<boost::json::object> parse_body(std::string_view body);
+
+/// Every field of `obj` must be one of `allowed`; otherwise invalid_argument naming
+/// `<path>.<field>`.
+status check_fields(const boost::json::object& obj, std::initializer_list<std::string_view> allowed,
+                    std::string_view path);
+
+/// An optional integer field within [min, max]; errors name `<path>.<key>`.
+result<std::optional<std::int64_t>> get_int(const boost::json::object& obj, std::string_view key,
+                                            std::string_view path, std::int64_t min,
+                                            std::int64_t max);
+/// An optional string field.
+result<std::optional<std::string>> get_string(const boost::json::object& obj, std::string_view key,
+                                              std::string_view path);
+/// An optional boolean field.
+result<std::optional<bool>> get_bool(const boost::json::object& obj, std::string_view key,
+                                     std::string_view path);
+
+/// `POST .../messages`: one message or `{"messages": [...]}` (at most `batch_max`).
+result<std::vector<outgoing_message>> messages_from_json(const boost::json::object& body,
+                                                         std::size_t batch_max);
+
+/// `POST .../receive`: `{"max", "lease_ms", "wait_ms"}`, all optional.
+result<receive_request> receive_from_json(const boost::json::object& body);
+
+/// `{"lease": "..."}` or `{"leases": [...]}` (at most `batch_max`); `single` tells which.
+struct lease_list {
+  std::vector<lease_token> leases;
+  bool single = true;
+};
+result<lease_list> leases_from_json(const boost::json::object& body, std::size_t batch_max);
+
+/// `POST .../nack`: `{"lease", "retry_after_ms"}` or `{"lease", "dead_letter": true}`.
+result<std::pair<lease_token, nack_request>> nack_from_json(const boost::json::object& body);
+
+/// `POST .../extend`: `{"lease", "lease_ms"}`.
+result<std::pair<lease_token, std::int64_t>> extend_from_json(const boost::json::object& body);
+
+/// `POST .../dead-letters/redrive`: `{"ids": [...]}` or `{}` (all).
+result<std::vector<message_id>> redrive_from_json(const boost::json::object& body,
+                                                  std::size_t batch_max);
+
+// -- answers ------------------------------------------------------------------------------------
+
+/// `{"id", "lease", "attempt", "body" | "body_base64", "headers", "fairness_key",
+/// "ordering_key", "enqueued_at_ms", "lease_deadline_ms"}`.
+boost::json::object to_json(const delivery& d);
+/// `{"id", "body" | "body_base64", "headers", "fairness_key", "attempts", "reason", "at_ms",
+/// "enqueued_at_ms"}`.
+boost::json::object to_json(const dead_letter& d);
+boost::json::object to_json(const queue_stats& s);
+/// `{"key", "backlog", "state", "since_ms", "until_ms", "head"}`.
+boost::json::object to_json(const group_info& g);
+
+/// The HTTP status of an error (400 bad input, 404 unknown queue or lease, 409 conflict, 413 too
+/// large, 503 storage degraded or unavailable).
+unsigned http_status(errc code);
+/// `{"error": {"code", "number", "message"}}`.
+std::string error_body(const error& e);
+
+}  // namespace laneq::server

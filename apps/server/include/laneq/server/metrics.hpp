@@ -1,0 +1,76 @@
+// Prometheus metrics of laneqd (docs/operations.md "Metrics"): HTTP request latency per route and
+// enqueue-to-delivery latency observed here, plus the queues' and the store's own counters,
+// rendered in the Prometheus text exposition format.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "laneq/actors/protocol.hpp"
+
+namespace laneq::server {
+
+/// The HTTP routes, a fixed set so the route label has bounded cardinality.
+enum class route : std::uint8_t {
+  list_queues,
+  put_queue,
+  get_queue,
+  delete_queue,
+  enqueue,
+  receive,
+  ack,
+  nack,
+  extend,
+  dead_letters,
+  redrive,
+  groups,
+  metrics,
+  healthz,
+  unknown,
+};
+inline constexpr std::size_t route_count = static_cast<std::size_t>(route::unknown) + 1;
+std::string_view to_string(route r);
+
+/// A histogram with fixed upper bounds (seconds, or any unit), Prometheus style.
+class histogram {
+ public:
+  explicit histogram(std::vector<double> bounds);
+  void observe(double v);
+  /// Appends `<name>_bucket{<labels>,le=...}`, `_sum` and `_count` lines.
+  void render(std::string& out, std::string_view name, std::string_view labels) const;
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<std::uint64_t> counts_;  ///< per bucket (not cumulative), +Inf last
+  double sum_ = 0;
+  std::uint64_t count_ = 0;
+};
+
+/// What the HTTP front end measures itself. Thread-safe.
+class server_metrics {
+ public:
+  server_metrics();
+
+  void observe_request(route r, unsigned status, double seconds);
+  /// Time from a message's enqueue to its first delivery (seconds).
+  void observe_delivery_latency(double seconds);
+
+  /// The whole exposition: the queues' counters and gauges, the store's batch histogram and
+  /// health, and this front end's histograms.
+  std::string render(const std::vector<queue_stats>& queues, const store_stats* store) const;
+
+ private:
+  mutable std::mutex mtx_;
+  std::vector<histogram> request_latency_;  ///< per route
+  std::array<std::array<std::uint64_t, 6>, route_count> responses_{};  ///< per route, status/100
+  histogram delivery_latency_;
+};
+
+/// Escapes a Prometheus label value (backslash, double quote, newline).
+std::string escape_label(std::string_view v);
+
+}  // namespace laneq::server

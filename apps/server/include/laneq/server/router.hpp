@@ -1,0 +1,71 @@
+// The HTTP API's routing, independent of sockets (docs/api.md): a parsed request in, a response
+// out, completed asynchronously. Each request that needs the broker spawns one short-lived
+// bridge actor that sends the CAF requests and calls the completion with the answer, so no
+// actor and no HTTP thread ever blocks (a long poll holds only a pending CAF request).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "caf/all.hpp"
+
+#include "laneq/actors/protocol.hpp"
+#include "laneq/server/auth.hpp"
+#include "laneq/server/http_limits.hpp"
+#include "laneq/server/metrics.hpp"
+
+namespace laneq::server {
+
+/// A request as the router sees it (the listener has already applied the size limits).
+struct http_request {
+  std::string method;  ///< "GET", "PUT", ...
+  std::string target;  ///< path and query, as sent (percent-encoded)
+  std::string authorization;
+  std::string body;
+};
+
+/// A response: status, JSON (or Prometheus text) body, extra header fields.
+struct http_response {
+  unsigned status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+/// An error as a response (status from `http_status`).
+http_response error_response(const error& e);
+
+/// Called exactly once per request, from any thread (an HTTP thread or a CAF worker).
+using respond_fn = std::function<void(http_response)>;
+
+/// Routes requests to the broker.
+class router {
+ public:
+  router(caf::actor_system& sys, admin_actor admin, store_actor store, http_limits limits,
+         std::vector<token_config> tokens);
+
+  /// Handles one request; `done` receives the response. Bad input is answered before any actor
+  /// is involved.
+  void handle(http_request req, respond_fn done);
+
+  const http_limits& limits() const { return state_->limits; }
+  const std::shared_ptr<server_metrics>& metrics() const { return state_->metrics; }
+
+  /// What bridge actors share; it outlives the router while requests are in flight.
+  struct shared_state {
+    admin_actor admin;
+    store_actor store;
+    http_limits limits;
+    authenticator auth;
+    std::shared_ptr<server_metrics> metrics;
+  };
+
+ private:
+  caf::actor_system& sys_;
+  std::shared_ptr<const shared_state> state_;
+};
+
+}  // namespace laneq::server

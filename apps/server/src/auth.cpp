@@ -1,0 +1,49 @@
+// Bearer tokens and tenants (apps/server/include/laneq/server/auth.hpp).
+#include "laneq/server/auth.hpp"
+
+#include <openssl/crypto.h>
+
+namespace laneq::server {
+
+std::string tenant_of_queue(std::string_view queue_name) {
+  auto slash = queue_name.find('/');
+  if (slash == std::string_view::npos) return "default";
+  return std::string{queue_name.substr(0, slash)};
+}
+
+result<principal> authenticator::authenticate(std::string_view authorization) const {
+  if (!enabled()) return principal{"*"};
+  constexpr std::string_view scheme = "Bearer ";
+  if (authorization.size() <= scheme.size() ||
+      !iequals(authorization.substr(0, scheme.size()), scheme))
+    return error{errc::unauthorized, "an Authorization: Bearer <token> header is required"};
+  auto token = authorization.substr(scheme.size());
+  while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+  while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
+  const token_config* found = nullptr;
+  // Every configured token is compared, so the time taken does not tell which one matched.
+  for (const auto& t : tokens_) {
+    bool same = t.token.size() == token.size() &&
+                CRYPTO_memcmp(t.token.data(), token.data(), token.size()) == 0;
+    if (same) found = &t;
+  }
+  if (found == nullptr) return error{errc::unauthorized, "the bearer token is not valid"};
+  return principal{found->tenant};
+}
+
+result<std::string> authenticator::resolve(const principal& who, std::string name) const {
+  if (who.admin()) return name;
+  // Bare names are the default tenant's; for any other tenant they mean <tenant>/<name>.
+  if (name.find('/') == std::string::npos && who.tenant != "default")
+    name = who.tenant + "/" + name;
+  if (!may_use(who, name))
+    return error{errc::forbidden, "the token of tenant '" + who.tenant +
+                                      "' may not use queue '" + name + "'"};
+  return name;
+}
+
+bool authenticator::may_use(const principal& who, std::string_view queue_name) {
+  return who.admin() || tenant_of_queue(queue_name) == who.tenant;
+}
+
+}  // namespace laneq::server

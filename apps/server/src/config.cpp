@@ -1,0 +1,213 @@
+// laneqd's configuration (apps/server/include/laneq/server/config.hpp).
+#include "laneq/server/config.hpp"
+
+#include <boost/asio/ip/address.hpp>
+
+#include "laneq/spec_json.hpp"
+
+namespace laneq::server {
+
+namespace json = boost::json;
+
+namespace {
+
+/// Collects errors while walking the document; every check reports and carries on.
+class reader {
+ public:
+  explicit reader(std::vector<error>& errors) : errors_(errors) {}
+
+  void fail(const std::string& path, const std::string& what) {
+    errors_.push_back(error{errc::invalid_argument, path + ": " + what});
+  }
+
+  const json::object* object(const json::value& v, const std::string& path) {
+    if (const auto* o = v.if_object()) return o;
+    fail(path, "must be an object");
+    return nullptr;
+  }
+
+  void known(const json::object& o, std::initializer_list<std::string_view> allowed,
+             const std::string& prefix) {
+    for (const auto& kv : o) {
+      bool ok = false;
+      for (auto a : allowed) ok = ok || a == kv.key();
+      if (!ok) fail(prefix + std::string{kv.key()}, "is not a known field");
+    }
+  }
+
+  void string(const json::object& o, std::string_view key, const std::string& prefix,
+              std::string& out, bool allow_empty = false) {
+    const auto* v = o.if_contains(key);
+    if (v == nullptr) return;
+    const auto* s = v->if_string();
+    if (s == nullptr) return fail(prefix + std::string{key}, "must be a string");
+    if (!allow_empty && s->empty()) return fail(prefix + std::string{key}, "must not be empty");
+    out = std::string{*s};
+  }
+
+  void boolean(const json::object& o, std::string_view key, const std::string& prefix,
+               bool& out) {
+    const auto* v = o.if_contains(key);
+    if (v == nullptr) return;
+    const auto* b = v->if_bool();
+    if (b == nullptr) return fail(prefix + std::string{key}, "must be true or false");
+    out = *b;
+  }
+
+  template <class T>
+  void integer(const json::object& o, std::string_view key, const std::string& prefix,
+               std::int64_t min, std::int64_t max, T& out) {
+    const auto* v = o.if_contains(key);
+    if (v == nullptr) return;
+    std::int64_t n = 0;
+    if (const auto* i = v->if_int64()) {
+      n = *i;
+    } else if (const auto* u = v->if_uint64(); u != nullptr && *u <= std::uint64_t{INT64_MAX}) {
+      n = static_cast<std::int64_t>(*u);
+    } else {
+      return fail(prefix + std::string{key}, "must be an integer");
+    }
+    if (n < min || n > max)
+      return fail(prefix + std::string{key},
+                  "must be between " + std::to_string(min) + " and " + std::to_string(max));
+    out = static_cast<T>(n);
+  }
+
+  void host(const json::object& o, std::string_view key, const std::string& prefix,
+            std::string& out) {
+    std::string h = out;
+    string(o, key, prefix, h);
+    boost::system::error_code ec;
+    boost::asio::ip::make_address(h, ec);
+    if (ec) return fail(prefix + std::string{key}, "'" + h + "' is not an IP address");
+    out = h;
+  }
+
+ private:
+  std::vector<error>& errors_;
+};
+
+void read_limits(reader& r, const json::object& o, http_limits& l) {
+  const std::string p = "limits.";
+  r.known(o, {"target_bytes", "header_count", "header_bytes", "body_bytes", "batch"}, p);
+  r.integer(o, "target_bytes", p, 64, http_bounds::target_bytes_max, l.target_bytes);
+  r.integer(o, "header_count", p, 4, http_bounds::header_count_max, l.header_count);
+  r.integer(o, "header_bytes", p, 256, http_bounds::header_bytes_max, l.header_bytes);
+  r.integer(o, "body_bytes", p, 1024, http_bounds::body_bytes_max, l.body_bytes);
+  r.integer(o, "batch", p, 1, static_cast<std::int64_t>(limits::enqueue_batch_max), l.batch);
+}
+
+void read_tokens(reader& r, const json::value& v, std::vector<token_config>& out) {
+  const auto* arr = v.if_array();
+  if (arr == nullptr) return r.fail("tokens", "must be an array of {\"token\", \"tenant\"}");
+  if (arr->size() > tokens_max)
+    return r.fail("tokens", "at most " + std::to_string(tokens_max) + " tokens");
+  for (std::size_t i = 0; i < arr->size(); ++i) {
+    auto p = "tokens[" + std::to_string(i) + "]";
+    const auto* o = r.object((*arr)[i], p);
+    if (o == nullptr) continue;
+    p += ".";
+    r.known(*o, {"token", "tenant"}, p);
+    token_config t;
+    if (!o->contains("token")) r.fail(p + "token", "is required");
+    if (!o->contains("tenant")) r.fail(p + "tenant", "is required");
+    r.string(*o, "token", p, t.token);
+    r.string(*o, "tenant", p, t.tenant);
+    if (!t.token.empty() && (t.token.size() < token_bytes_min || t.token.size() > token_bytes_max))
+      r.fail(p + "token", "must be " + std::to_string(token_bytes_min) + " to " +
+                              std::to_string(token_bytes_max) + " bytes");
+    for (char c : t.token)
+      if (c <= ' ' || c > '~') {
+        r.fail(p + "token", "must be printable ASCII without spaces");
+        break;
+      }
+    if (t.tenant.find('/') != std::string::npos) r.fail(p + "tenant", "must not contain '/'");
+    for (std::size_t k = 0; k < i; ++k)
+      if (!t.token.empty() && out.size() > k && out[k].token == t.token)
+        r.fail(p + "token", "repeats tokens[" + std::to_string(k) + "]");
+    out.push_back(std::move(t));
+  }
+}
+
+void read_queues(reader& r, std::vector<error>& errors, const json::value& v,
+                 std::vector<queue_spec>& out) {
+  const auto* o = r.object(v, "queues");
+  if (o == nullptr) return;
+  if (o->size() > limits::queues_max)
+    return r.fail("queues", "at most " + std::to_string(limits::queues_max) + " queues");
+  for (const auto& kv : *o) {
+    auto parsed = queue_spec_from_json(kv.key(), kv.value());
+    if (!parsed.errors.empty()) {
+      for (auto& e : parsed.errors) {
+        e.message = "queues." + std::string{kv.key()} + ": " + e.message;
+        errors.push_back(std::move(e));
+      }
+      continue;
+    }
+    out.push_back(std::move(parsed.spec));
+  }
+}
+
+}  // namespace
+
+parsed_config config_from_json(const json::value& v) {
+  parsed_config out;
+  reader r{out.errors};
+  const auto* root = v.if_object();
+  if (root == nullptr) {
+    r.fail("(config)", "the config must be a JSON object");
+    return out;
+  }
+  auto& c = out.config;
+  r.known(*root,
+          {"data_dir", "http", "caf", "sync", "reclaim_grace_ms", "group_window", "limits",
+           "tokens", "queues"},
+          "");
+  r.string(*root, "data_dir", "", c.data_dir);
+  if (const auto* h = root->if_contains("http")) {
+    if (const auto* o = r.object(*h, "http")) {
+      r.known(*o, {"host", "port", "threads"}, "http.");
+      r.host(*o, "host", "http.", c.http_host);
+      r.integer(*o, "port", "http.", 0, 65535, c.http_port);
+      r.integer(*o, "threads", "http.", 1, http_threads_max, c.http_threads);
+    }
+  }
+  if (const auto* h = root->if_contains("caf")) {
+    if (const auto* o = r.object(*h, "caf")) {
+      r.known(*o, {"host", "port", "threads"}, "caf.");
+      r.host(*o, "host", "caf.", c.caf_host);
+      r.integer(*o, "port", "caf.", 0, 65535, c.caf_port);
+      r.integer(*o, "threads", "caf.", 0, 256, c.actor_threads);
+    }
+  }
+  r.boolean(*root, "sync", "", c.sync);
+  std::int64_t grace_ms = std::chrono::duration_cast<std::chrono::milliseconds>(c.reclaim_grace)
+                              .count();
+  r.integer(*root, "reclaim_grace_ms", "", 0,
+            std::chrono::duration_cast<std::chrono::milliseconds>(limits::reclaim_grace_max)
+                .count(),
+            grace_ms);
+  c.reclaim_grace = std::chrono::milliseconds{grace_ms};
+  r.integer(*root, "group_window", "", 2, 1'000'000, c.group_window);
+  if (const auto* l = root->if_contains("limits"))
+    if (const auto* o = r.object(*l, "limits")) read_limits(r, *o, c.limits);
+  if (const auto* t = root->if_contains("tokens")) read_tokens(r, *t, c.tokens);
+  if (const auto* q = root->if_contains("queues")) read_queues(r, out.errors, *q, c.queues);
+  if (c.caf_port != 0 && c.caf_port == c.http_port && c.caf_host == c.http_host)
+    r.fail("caf.port", "is the same as http.port");
+  return out;
+}
+
+parsed_config parse_config(std::string_view text) {
+  boost::system::error_code ec;
+  auto v = json::parse(text, ec);
+  if (ec) {
+    parsed_config out;
+    out.errors.push_back(
+        error{errc::invalid_argument, "(config): not valid JSON: " + ec.message()});
+    return out;
+  }
+  return config_from_json(v);
+}
+
+}  // namespace laneq::server

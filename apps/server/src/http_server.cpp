@@ -1,0 +1,286 @@
+// The Beast HTTP listener (apps/server/include/laneq/server/http_server.hpp).
+#include "laneq/server/http_server.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "laneq/server/json_mapping.hpp"
+
+namespace laneq::server {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+struct http_server::shared {
+  router* route = nullptr;
+  http_limits limits;
+  std::mutex mtx;
+  std::condition_variable idle;
+  bool open = true;           ///< answers may still be posted to the io_context
+  std::size_t in_flight = 0;  ///< guarded by mtx
+  std::atomic<bool> stopping{false};
+  std::atomic<std::size_t> connections{0};
+
+  void request_done() {
+    std::lock_guard guard{mtx};
+    --in_flight;
+    if (in_flight == 0) idle.notify_all();
+  }
+};
+
+namespace {
+
+using shared_ptr_t = std::shared_ptr<http_server::shared>;
+
+class session : public std::enable_shared_from_this<session> {
+ public:
+  session(tcp::socket&& socket, shared_ptr_t sh, std::weak_ptr<asio::io_context> io)
+      : stream_(std::move(socket)), sh_(std::move(sh)), io_(std::move(io)) {
+    ++sh_->connections;
+  }
+  ~session() { --sh_->connections; }
+
+  void run() {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
+  }
+
+ private:
+  void read() {
+    if (sh_->stopping) return close();
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(sh_->limits.header_bytes));
+    parser_->body_limit(sh_->limits.body_bytes);
+    stream_.expires_after(http_bounds::idle_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&session::on_read, shared_from_this()));
+  }
+
+  void on_read(beast::error_code ec, std::size_t) {
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+        ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
+        ec == asio::error::eof)
+      return close();
+    if (ec == http::error::header_limit)
+      return answer_now(error{errc::limit_exceeded,
+                              "the request line and header fields exceed " +
+                                  std::to_string(sh_->limits.header_bytes) + " bytes"},
+                        false);
+    if (ec == http::error::body_limit)
+      return answer_now(error{errc::limit_exceeded, "the request body exceeds " +
+                                                        std::to_string(sh_->limits.body_bytes) +
+                                                        " bytes"},
+                        false);
+    if (ec)
+      return answer_now(
+          error{errc::invalid_argument, "malformed HTTP request: " + ec.message()}, false);
+    auto& req = parser_->get();
+    version_ = req.version();
+    keep_alive_ = req.keep_alive();
+    std::size_t fields = 0;
+    for (auto it = req.begin(); it != req.end(); ++it) ++fields;
+    if (fields > sh_->limits.header_count)
+      return answer_now(error{errc::limit_exceeded,
+                              "the request has " + std::to_string(fields) +
+                                  " header fields, at most " +
+                                  std::to_string(sh_->limits.header_count) + " allowed"},
+                        false);
+    if (req.target().size() > sh_->limits.target_bytes)
+      return answer_now(error{errc::limit_exceeded,
+                              "the request target exceeds " +
+                                  std::to_string(sh_->limits.target_bytes) + " bytes"},
+                        false);
+    http_request r;
+    r.method = std::string{req.method_string()};
+    r.target = std::string{req.target()};
+    if (auto a = req.find(http::field::authorization); a != req.end())
+      r.authorization = std::string{a->value()};
+    r.body = std::move(req.body());
+    parser_.reset();
+    stream_.expires_never();
+    {
+      std::lock_guard guard{sh_->mtx};
+      ++sh_->in_flight;
+    }
+    // The answer may come from any thread; it is written on this connection's strand.
+    struct completion {
+      std::shared_ptr<asio::io_context> io;  // destroyed last: the session's socket needs it
+      shared_ptr_t sh;
+      std::shared_ptr<session> s;
+      void operator()(http_response resp) const {
+        std::lock_guard guard{sh->mtx};
+        if (!sh->open) {
+          --sh->in_flight;
+          if (sh->in_flight == 0) sh->idle.notify_all();
+          return;
+        }
+        asio::post(s->stream_.get_executor(),
+                   [s = s, resp = std::move(resp)]() mutable { s->write(std::move(resp), true); });
+      }
+    };
+    sh_->route->handle(std::move(r), completion{io_.lock(), sh_, shared_from_this()});
+  }
+
+  /// Answers a request the router never saw (bad framing or limits); the connection closes.
+  void answer_now(const error& e, bool keep) {
+    keep_alive_ = keep;
+    if (version_ == 0) version_ = 11;
+    write(error_response(e), false);
+  }
+
+  void write(http_response r, bool counted) {
+    auto res = std::make_shared<http::response<http::string_body>>(
+        static_cast<http::status>(r.status), version_);
+    res->set(http::field::server, "laneqd");
+    res->set(http::field::content_type, r.content_type);
+    for (auto& [k, v] : r.headers) res->set(k, v);
+    res->keep_alive(keep_alive_ && !sh_->stopping);
+    res->body() = std::move(r.body);
+    res->prepare_payload();
+    stream_.expires_after(http_bounds::idle_timeout);
+    http::async_write(stream_, *res,
+                      [self = shared_from_this(), res, counted](beast::error_code ec, std::size_t) {
+                        if (counted) self->sh_->request_done();
+                        if (ec || res->need_eof()) return self->close();
+                        self->read();
+                      });
+  }
+
+  void close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.socket().close(ignored);
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  shared_ptr_t sh_;
+  /// Weak: the io_context holds sessions in its handlers (a strong pointer would be a cycle).
+  std::weak_ptr<asio::io_context> io_;
+  unsigned version_ = 11;
+  bool keep_alive_ = true;
+};
+
+class listener : public std::enable_shared_from_this<listener> {
+ public:
+  listener(const std::shared_ptr<asio::io_context>& io, shared_ptr_t sh)
+      : io_(io), acceptor_(asio::make_strand(*io)), sh_(std::move(sh)) {}
+
+  result<std::uint16_t> bind(const std::string& host, std::uint16_t port) {
+    beast::error_code ec;
+    auto addr = asio::ip::make_address(host, ec);
+    if (ec) return error{errc::invalid_argument, "http host '" + host + "': " + ec.message()};
+    tcp::endpoint ep{addr, port};
+    acceptor_.open(ep.protocol(), ec);
+    if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(ep, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec)
+      return error{errc::unavailable,
+                   "cannot listen on " + host + ":" + std::to_string(port) + ": " + ec.message()};
+    return acceptor_.local_endpoint().port();
+  }
+
+  void accept() {
+    auto io = io_.lock();
+    if (!io) return;
+    acceptor_.async_accept(asio::make_strand(*io),
+                           beast::bind_front_handler(&listener::on_accept, shared_from_this()));
+  }
+
+  void stop() {
+    asio::post(acceptor_.get_executor(), [self = shared_from_this()] {
+      beast::error_code ignored;
+      self->acceptor_.close(ignored);
+    });
+  }
+
+ private:
+  void on_accept(beast::error_code ec, tcp::socket socket) {
+    if (!acceptor_.is_open()) return;
+    if (!ec) {
+      if (sh_->connections >= http_bounds::connections_max || sh_->stopping) {
+        beast::error_code ignored;
+        socket.close(ignored);
+      } else {
+        std::make_shared<session>(std::move(socket), sh_, io_)->run();
+      }
+    }
+    accept();
+  }
+
+  std::weak_ptr<asio::io_context> io_;
+  tcp::acceptor acceptor_;
+  shared_ptr_t sh_;
+};
+
+}  // namespace
+
+http_server::http_server(router& r, http_limits limits, std::size_t threads)
+    : io_(std::make_shared<asio::io_context>(static_cast<int>(threads))),
+      shared_(std::make_shared<shared>()),
+      thread_count_(threads == 0 ? 1 : threads) {
+  shared_->route = &r;
+  shared_->limits = limits;
+}
+
+http_server::~http_server() {
+  shutdown();
+}
+
+result<std::uint16_t> http_server::start(const std::string& host, std::uint16_t port) {
+  auto l = std::make_shared<listener>(io_, shared_);
+  auto bound = l->bind(host, port);
+  if (!bound) return bound.err();
+  l->accept();
+  listener_ = l;
+  for (std::size_t i = 0; i < thread_count_; ++i)
+    threads_.emplace_back([io = io_] {
+      auto guard = asio::make_work_guard(*io);
+      io->run();
+    });
+  return bound;
+}
+
+void http_server::stop_accepting() {
+  shared_->stopping = true;
+  if (listener_) std::static_pointer_cast<listener>(listener_)->stop();
+}
+
+bool http_server::drain(std::chrono::milliseconds timeout) {
+  std::unique_lock guard{shared_->mtx};
+  return shared_->idle.wait_for(guard, timeout, [this] { return shared_->in_flight == 0; });
+}
+
+void http_server::shutdown() {
+  if (stopped_) return;
+  stopped_ = true;
+  stop_accepting();
+  {
+    std::lock_guard guard{shared_->mtx};
+    shared_->open = false;
+  }
+  io_->stop();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  listener_.reset();
+}
+
+std::size_t http_server::in_flight() const {
+  std::lock_guard guard{shared_->mtx};
+  return shared_->in_flight;
+}
+
+}  // namespace laneq::server

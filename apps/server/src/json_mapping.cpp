@@ -1,0 +1,588 @@
+// JSON forms of the HTTP API (apps/server/include/laneq/server/json_mapping.hpp).
+#include "laneq/server/json_mapping.hpp"
+
+#include <array>
+#include <charconv>
+
+#include "laneq/limits.hpp"
+
+namespace laneq::server {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::string_view b64_std =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+constexpr std::string_view b64_url =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+error bad(std::string what) {
+  return error{errc::invalid_argument, std::move(what)};
+}
+
+std::string join(std::string_view path, std::string_view key) {
+  std::string out{path};
+  if (!out.empty()) out += '.';
+  out += key;
+  return out;
+}
+
+std::string kind_of(const json::value& v) {
+  switch (v.kind()) {
+    case json::kind::null: return "null";
+    case json::kind::bool_: return "a boolean";
+    case json::kind::int64:
+    case json::kind::uint64:
+    case json::kind::double_: return "a number";
+    case json::kind::string: return "a string";
+    case json::kind::array: return "an array";
+    case json::kind::object: return "an object";
+  }
+  return "a value";
+}
+
+void put_u64(std::string& out, std::uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i)
+    out.push_back(static_cast<char>(static_cast<unsigned char>((v >> (8 * i)) & 0xFFu)));
+}
+
+std::uint64_t get_u64(std::string_view in, std::size_t at, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i)
+    v = (v << 8) | static_cast<unsigned char>(in[at + static_cast<std::size_t>(i)]);
+  return v;
+}
+
+/// Body as "body" when it is UTF-8, else "body_base64"; headers as an object.
+void put_payload(json::object& o, const message& m) {
+  if (is_utf8(m.body))
+    o["body"] = m.body;
+  else
+    o["body_base64"] = base64_encode(m.body);
+  json::object headers;
+  for (const auto& h : m.headers)
+    if (!headers.contains(h.name)) headers[h.name] = h.value;
+  o["headers"] = std::move(headers);
+  o["fairness_key"] = m.fairness_key;
+}
+
+/// One message of an enqueue; `path` is "" (single) or "messages[i]".
+result<outgoing_message> message_from_json(const json::value& v, const std::string& path) {
+  const auto* obj = v.if_object();
+  if (obj == nullptr)
+    return bad((path.empty() ? std::string{"the body"} : path) + " must be an object, not " +
+               kind_of(v));
+  if (auto ok = check_fields(*obj, {"body", "body_base64", "headers", "fairness_key", "delay_ms"},
+                             path);
+      !ok)
+    return ok.err();
+  outgoing_message m;
+  auto body = get_string(*obj, "body", path);
+  if (!body) return body.err();
+  auto body64 = get_string(*obj, "body_base64", path);
+  if (!body64) return body64.err();
+  if (body.value() && body64.value())
+    return bad(join(path, "body") + " and " + join(path, "body_base64") +
+               " are exclusive: give one");
+  if (body.value()) {
+    m.body = std::move(*body.value());
+  } else if (body64.value()) {
+    auto raw = base64_decode(*body64.value());
+    if (!raw) return bad(join(path, "body_base64") + " is not valid base64");
+    m.body = std::move(*raw);
+  }
+  if (const auto* h = obj->if_contains("headers")) {
+    const auto* ho = h->if_object();
+    if (ho == nullptr)
+      return bad(join(path, "headers") + " must be an object of strings, not " + kind_of(*h));
+    if (ho->size() > limits::headers_max)
+      return error{errc::limit_exceeded, join(path, "headers") + " has " +
+                                             std::to_string(ho->size()) + " entries, at most " +
+                                             std::to_string(limits::headers_max) + " allowed"};
+    for (const auto& kv : *ho) {
+      const auto* s = kv.value().if_string();
+      if (s == nullptr)
+        return bad(join(join(path, "headers"), kv.key()) + " must be a string, not " +
+                   kind_of(kv.value()));
+      m.headers.push_back(header_field{std::string{kv.key()}, std::string{*s}});
+    }
+  }
+  auto fk = get_string(*obj, "fairness_key", path);
+  if (!fk) return fk.err();
+  if (fk.value()) m.fairness_key = std::move(*fk.value());
+  auto delay = get_int(*obj, "delay_ms", path, 0,
+                       std::chrono::duration_cast<std::chrono::milliseconds>(limits::delay_max)
+                           .count());
+  if (!delay) return delay.err();
+  if (delay.value()) m.delay = std::chrono::milliseconds{*delay.value()};
+  return m;
+}
+
+result<lease_token> lease_field(const json::value& v, const std::string& path) {
+  const auto* s = v.if_string();
+  if (s == nullptr) return bad(path + " must be a lease string, not " + kind_of(v));
+  auto lease = decode_lease(*s);
+  if (!lease) return bad(path + " is not a lease issued by this broker");
+  return *lease;
+}
+
+result<lease_token> required_lease(const json::object& body) {
+  const auto* v = body.if_contains("lease");
+  if (v == nullptr) return bad("lease is required");
+  return lease_field(*v, "lease");
+}
+
+}  // namespace
+
+// -- encodings ----------------------------------------------------------------------------------
+
+std::string base64_encode(std::string_view bytes, bool url) {
+  auto alphabet = url ? b64_url : b64_std;
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    auto n = (std::uint32_t{static_cast<unsigned char>(bytes[i])} << 16) |
+             (std::uint32_t{static_cast<unsigned char>(bytes[i + 1])} << 8) |
+             std::uint32_t{static_cast<unsigned char>(bytes[i + 2])};
+    out += alphabet[(n >> 18) & 63u];
+    out += alphabet[(n >> 12) & 63u];
+    out += alphabet[(n >> 6) & 63u];
+    out += alphabet[n & 63u];
+  }
+  auto rest = bytes.size() - i;
+  if (rest > 0) {
+    std::uint32_t n = std::uint32_t{static_cast<unsigned char>(bytes[i])} << 16;
+    if (rest == 2) n |= std::uint32_t{static_cast<unsigned char>(bytes[i + 1])} << 8;
+    out += alphabet[(n >> 18) & 63u];
+    out += alphabet[(n >> 12) & 63u];
+    if (rest == 2) out += alphabet[(n >> 6) & 63u];
+    if (!url) out.append(rest == 1 ? 2 : 1, '=');
+  }
+  return out;
+}
+
+std::optional<std::string> base64_decode(std::string_view text, bool url) {
+  auto alphabet = url ? b64_url : b64_std;
+  std::array<int, 256> value{};
+  value.fill(-1);
+  for (std::size_t i = 0; i < alphabet.size(); ++i)
+    value[static_cast<unsigned char>(alphabet[i])] = static_cast<int>(i);
+  while (!text.empty() && text.back() == '=') {
+    if (text.size() % 4 == 0 || (text.size() + 1) % 4 == 0 || (text.size() + 2) % 4 == 0)
+      text.remove_suffix(1);
+    else
+      return std::nullopt;
+  }
+  if (text.size() % 4 == 1) return std::nullopt;
+  std::string out;
+  out.reserve(text.size() * 3 / 4);
+  std::uint32_t acc = 0;
+  int bits = 0;
+  for (char c : text) {
+    auto v = value[static_cast<unsigned char>(c)];
+    if (v < 0) return std::nullopt;
+    acc = (acc << 6) | static_cast<std::uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>(static_cast<unsigned char>((acc >> bits) & 0xFFu));
+    }
+  }
+  // Leftover bits must be zero, so every byte string has exactly one encoding.
+  if ((acc & ((1u << bits) - 1u)) != 0) return std::nullopt;
+  return out;
+}
+
+bool is_utf8(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t len = 0;
+    std::uint32_t cp = 0;
+    if ((c & 0xE0u) == 0xC0u) {
+      len = 2;
+      cp = c & 0x1Fu;
+    } else if ((c & 0xF0u) == 0xE0u) {
+      len = 3;
+      cp = c & 0x0Fu;
+    } else if ((c & 0xF8u) == 0xF0u) {
+      len = 4;
+      cp = c & 0x07u;
+    } else {
+      return false;
+    }
+    if (i + len > text.size()) return false;
+    for (std::size_t k = 1; k < len; ++k) {
+      auto cc = static_cast<unsigned char>(text[i + k]);
+      if ((cc & 0xC0u) != 0x80u) return false;
+      cp = (cp << 6) | (cc & 0x3Fu);
+    }
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000))
+      return false;
+    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
+std::string encode_lease(const lease_token& lease) {
+  std::string raw;
+  raw.reserve(28);
+  put_u64(raw, lease.group.value, 8);
+  put_u64(raw, lease.msg.value, 8);
+  put_u64(raw, lease.attempt, 4);
+  put_u64(raw, lease.nonce, 8);
+  return base64_encode(raw, true);
+}
+
+std::optional<lease_token> decode_lease(std::string_view text) {
+  if (text.size() != 38) return std::nullopt;
+  auto raw = base64_decode(text, true);
+  if (!raw || raw->size() != 28) return std::nullopt;
+  lease_token t;
+  t.group.value = get_u64(*raw, 0, 8);
+  t.msg.value = get_u64(*raw, 8, 8);
+  t.attempt = static_cast<std::uint32_t>(get_u64(*raw, 16, 4));
+  t.nonce = get_u64(*raw, 20, 8);
+  return t;
+}
+
+std::string encode_id(message_id id) {
+  return std::to_string(id.value);
+}
+
+std::optional<message_id> decode_id(std::string_view text) {
+  std::uint64_t v = 0;
+  if (text.empty() || text.size() > 20) return std::nullopt;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size() || v == 0) return std::nullopt;
+  return message_id{v};
+}
+
+std::optional<std::string> percent_decode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size()) return std::nullopt;
+    auto hi = hex(text[i + 1]);
+    auto lo = hex(text[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+// -- requests -----------------------------------------------------------------------------------
+
+result<json::object> parse_body(std::string_view body) {
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return json::object{};
+  boost::system::error_code ec;
+  json::parse_options opt;
+  opt.max_depth = 32;
+  auto v = json::parse(body, ec, {}, opt);
+  if (ec) return bad("the request body is not valid JSON: " + ec.message());
+  auto* obj = v.if_object();
+  if (obj == nullptr) return bad("the request body must be a JSON object, not " + kind_of(v));
+  return std::move(*obj);
+}
+
+status check_fields(const json::object& obj, std::initializer_list<std::string_view> allowed,
+                    std::string_view path) {
+  for (const auto& kv : obj) {
+    bool known = false;
+    for (auto a : allowed) known = known || a == kv.key();
+    if (!known) return bad(join(path, kv.key()) + " is not a known field");
+  }
+  return ok_t{};
+}
+
+result<std::optional<std::int64_t>> get_int(const json::object& obj, std::string_view key,
+                                            std::string_view path, std::int64_t min,
+                                            std::int64_t max) {
+  const auto* v = obj.if_contains(key);
+  if (v == nullptr) return std::optional<std::int64_t>{};
+  std::int64_t n = 0;
+  if (const auto* i = v->if_int64()) {
+    n = *i;
+  } else if (const auto* u = v->if_uint64()) {
+    if (*u > static_cast<std::uint64_t>(max))
+      return bad(join(path, key) + " must be between " + std::to_string(min) + " and " +
+                 std::to_string(max));
+    n = static_cast<std::int64_t>(*u);
+  } else {
+    return bad(join(path, key) + " must be an integer, not " + kind_of(*v));
+  }
+  if (n < min || n > max)
+    return bad(join(path, key) + " must be between " + std::to_string(min) + " and " +
+               std::to_string(max));
+  return std::optional<std::int64_t>{n};
+}
+
+result<std::optional<std::string>> get_string(const json::object& obj, std::string_view key,
+                                              std::string_view path) {
+  const auto* v = obj.if_contains(key);
+  if (v == nullptr) return std::optional<std::string>{};
+  const auto* s = v->if_string();
+  if (s == nullptr) return bad(join(path, key) + " must be a string, not " + kind_of(*v));
+  return std::optional<std::string>{std::string{*s}};
+}
+
+result<std::optional<bool>> get_bool(const json::object& obj, std::string_view key,
+                                     std::string_view path) {
+  const auto* v = obj.if_contains(key);
+  if (v == nullptr) return std::optional<bool>{};
+  const auto* b = v->if_bool();
+  if (b == nullptr) return bad(join(path, key) + " must be true or false, not " + kind_of(*v));
+  return std::optional<bool>{*b};
+}
+
+result<std::vector<outgoing_message>> messages_from_json(const json::object& body,
+                                                         std::size_t batch_max) {
+  std::vector<outgoing_message> out;
+  const auto* batch = body.if_contains("messages");
+  if (batch == nullptr) {
+    auto m = message_from_json(body, "");
+    if (!m) return m.err();
+    out.push_back(std::move(m.value()));
+    return out;
+  }
+  if (body.size() != 1)
+    return bad("a batch is {\"messages\": [...]} alone; other fields belong in each message");
+  const auto* arr = batch->if_array();
+  if (arr == nullptr) return bad("messages must be an array, not " + kind_of(*batch));
+  if (arr->empty()) return bad("messages must not be empty");
+  if (arr->size() > batch_max)
+    return error{errc::limit_exceeded, "messages has " + std::to_string(arr->size()) +
+                                           " entries, at most " + std::to_string(batch_max) +
+                                           " allowed"};
+  out.reserve(arr->size());
+  for (std::size_t i = 0; i < arr->size(); ++i) {
+    auto m = message_from_json((*arr)[i], "messages[" + std::to_string(i) + "]");
+    if (!m) return m.err();
+    out.push_back(std::move(m.value()));
+  }
+  return out;
+}
+
+result<receive_request> receive_from_json(const json::object& body) {
+  if (auto ok = check_fields(body, {"max", "lease_ms", "wait_ms"}, ""); !ok) return ok.err();
+  receive_request r;
+  auto max = get_int(body, "max", "", 1, static_cast<std::int64_t>(limits::receive_batch_max));
+  if (!max) return max.err();
+  if (max.value()) r.max = static_cast<std::uint32_t>(*max.value());
+  auto lease = get_int(body, "lease_ms", "",
+                       std::chrono::duration_cast<std::chrono::milliseconds>(limits::lease_min)
+                           .count(),
+                       std::chrono::duration_cast<std::chrono::milliseconds>(limits::lease_max)
+                           .count());
+  if (!lease) return lease.err();
+  if (lease.value()) r.lease_us = *lease.value() * 1000;
+  auto wait = get_int(
+      body, "wait_ms", "", 0,
+      std::chrono::duration_cast<std::chrono::milliseconds>(limits::receive_wait_max).count());
+  if (!wait) return wait.err();
+  if (wait.value()) r.wait_us = *wait.value() * 1000;
+  return r;
+}
+
+result<lease_list> leases_from_json(const json::object& body, std::size_t batch_max) {
+  if (auto ok = check_fields(body, {"lease", "leases"}, ""); !ok) return ok.err();
+  lease_list out;
+  const auto* one = body.if_contains("lease");
+  const auto* many = body.if_contains("leases");
+  if ((one == nullptr) == (many == nullptr)) return bad("give exactly one of lease or leases");
+  if (one != nullptr) {
+    auto l = lease_field(*one, "lease");
+    if (!l) return l.err();
+    out.leases.push_back(l.value());
+    return out;
+  }
+  out.single = false;
+  const auto* arr = many->if_array();
+  if (arr == nullptr) return bad("leases must be an array, not " + kind_of(*many));
+  if (arr->empty()) return bad("leases must not be empty");
+  if (arr->size() > batch_max)
+    return error{errc::limit_exceeded, "leases has " + std::to_string(arr->size()) +
+                                           " entries, at most " + std::to_string(batch_max) +
+                                           " allowed"};
+  for (std::size_t i = 0; i < arr->size(); ++i) {
+    auto l = lease_field((*arr)[i], "leases[" + std::to_string(i) + "]");
+    if (!l) return l.err();
+    out.leases.push_back(l.value());
+  }
+  return out;
+}
+
+result<std::pair<lease_token, nack_request>> nack_from_json(const json::object& body) {
+  if (auto ok = check_fields(body, {"lease", "retry_after_ms", "dead_letter"}, ""); !ok)
+    return ok.err();
+  auto lease = required_lease(body);
+  if (!lease) return lease.err();
+  auto retry = get_int(
+      body, "retry_after_ms", "", 0,
+      std::chrono::duration_cast<std::chrono::milliseconds>(limits::retry_after_max).count());
+  if (!retry) return retry.err();
+  auto dead = get_bool(body, "dead_letter", "");
+  if (!dead) return dead.err();
+  nack_request r;
+  if (dead.value().value_or(false)) {
+    if (retry.value()) return bad("retry_after_ms and dead_letter are exclusive");
+    r.kind = nack_kind::dead_letter;
+  } else {
+    r.kind = nack_kind::retry;
+    r.retry_after_us = retry.value().value_or(0) * 1000;
+  }
+  return std::pair{lease.value(), r};
+}
+
+result<std::pair<lease_token, std::int64_t>> extend_from_json(const json::object& body) {
+  if (auto ok = check_fields(body, {"lease", "lease_ms"}, ""); !ok) return ok.err();
+  auto lease = required_lease(body);
+  if (!lease) return lease.err();
+  auto ms = get_int(body, "lease_ms", "",
+                    std::chrono::duration_cast<std::chrono::milliseconds>(limits::lease_min)
+                        .count(),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(limits::lease_max)
+                        .count());
+  if (!ms) return ms.err();
+  if (!ms.value()) return bad("lease_ms is required");
+  return std::pair{lease.value(), *ms.value() * 1000};
+}
+
+result<std::vector<message_id>> redrive_from_json(const json::object& body,
+                                                  std::size_t batch_max) {
+  if (auto ok = check_fields(body, {"ids"}, ""); !ok) return ok.err();
+  std::vector<message_id> ids;
+  const auto* v = body.if_contains("ids");
+  if (v == nullptr) return ids;
+  const auto* arr = v->if_array();
+  if (arr == nullptr) return bad("ids must be an array of id strings, not " + kind_of(*v));
+  if (arr->size() > batch_max)
+    return error{errc::limit_exceeded, "ids has " + std::to_string(arr->size()) +
+                                           " entries, at most " + std::to_string(batch_max) +
+                                           " allowed"};
+  for (std::size_t i = 0; i < arr->size(); ++i) {
+    const auto* s = (*arr)[i].if_string();
+    auto id = s != nullptr ? decode_id(*s) : std::nullopt;
+    if (!id) return bad("ids[" + std::to_string(i) + "] is not a message id string");
+    ids.push_back(*id);
+  }
+  return ids;
+}
+
+// -- answers ------------------------------------------------------------------------------------
+
+json::object to_json(const delivery& d) {
+  json::object o;
+  o["id"] = encode_id(d.msg.id);
+  o["lease"] = encode_lease(d.lease);
+  o["attempt"] = d.lease.attempt;
+  put_payload(o, d.msg);
+  o["ordering_key"] = d.ordering_key;
+  o["enqueued_at_ms"] = d.msg.enqueued_at.ms();
+  o["lease_deadline_ms"] = d.deadline.ms();
+  return o;
+}
+
+json::object to_json(const dead_letter& d) {
+  json::object o;
+  o["id"] = encode_id(d.msg.id);
+  put_payload(o, d.msg);
+  o["attempts"] = d.msg.attempts;
+  o["reason"] = to_string(d.reason);
+  o["at_ms"] = d.at.ms();
+  o["enqueued_at_ms"] = d.msg.enqueued_at.ms();
+  return o;
+}
+
+json::object to_json(const queue_stats& s) {
+  json::object o;
+  o["enqueued"] = s.enqueued;
+  o["delivered"] = s.delivered;
+  o["acked"] = s.acked;
+  o["nacked"] = s.nacked;
+  o["lease_expired"] = s.lease_expired;
+  o["dead_lettered"] = s.dead_lettered;
+  o["redriven"] = s.redriven;
+  o["key_missing"] = s.key_missing;
+  o["rejected"] = s.rejected;
+  o["recovered"] = s.recovered;
+  o["backlog"] = s.backlog;
+  o["in_flight"] = s.in_flight;
+  o["live_groups"] = s.live_groups;
+  o["dead_letters"] = s.dead_letters;
+  o["waiting_receives"] = s.waiting_receives;
+  json::array fairness;
+  for (const auto& f : s.fairness) {
+    json::object e;
+    e["fairness_key"] = f.key;
+    e["backlog"] = f.backlog;
+    if (f.other) e["other"] = true;
+    fairness.emplace_back(std::move(e));
+  }
+  o["fairness_backlog"] = std::move(fairness);
+  return o;
+}
+
+json::object to_json(const group_info& g) {
+  json::object o;
+  o["key"] = g.key;
+  o["backlog"] = g.backlog;
+  o["state"] = to_string(g.state);
+  o["since_ms"] = g.since.ms();
+  o["until_ms"] = g.until.ms();
+  o["head"] = g.head ? json::value{encode_id(g.head)} : json::value{nullptr};
+  return o;
+}
+
+unsigned http_status(errc code) {
+  switch (code) {
+    case errc::invalid_spec:
+    case errc::ordering_key_missing:
+    case errc::enqueue_rejected:
+    case errc::invalid_argument: return 400;
+    case errc::spec_conflict: return 409;
+    case errc::queue_not_found:
+    case errc::lease_not_found:
+    case errc::lease_expired:
+    case errc::dead_letter_not_found:
+    case errc::queue_deleted: return 404;
+    case errc::limit_exceeded: return 413;
+    case errc::storage_failed:
+    case errc::unavailable: return 503;
+    case errc::corrupt_record: return 500;
+    case errc::unauthorized: return 401;
+    case errc::forbidden: return 403;
+    case errc::route_not_found: return 404;
+  }
+  return 500;
+}
+
+std::string error_body(const error& e) {
+  json::object inner;
+  inner["code"] = to_string(e.code);
+  inner["number"] = static_cast<int>(e.code);
+  inner["message"] = e.message;
+  json::object o;
+  o["error"] = std::move(inner);
+  return json::serialize(o);
+}
+
+}  // namespace laneq::server

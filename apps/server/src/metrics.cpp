@@ -1,0 +1,221 @@
+// Prometheus metrics (apps/server/include/laneq/server/metrics.hpp).
+#include "laneq/server/metrics.hpp"
+
+#include <cstdio>
+
+namespace laneq::server {
+
+namespace {
+
+std::vector<double> latency_bounds() {
+  return {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+}
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+void header(std::string& out, std::string_view name, std::string_view type,
+            std::string_view help) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+}
+
+struct queue_series {
+  const char* name;
+  const char* type;
+  const char* help;
+  std::uint64_t queue_stats::*field;
+};
+
+constexpr queue_series per_queue[] = {
+    {"laneq_enqueued_total", "counter", "Messages enqueued since the broker started.",
+     &queue_stats::enqueued},
+    {"laneq_delivered_total", "counter", "Deliveries (every attempt).", &queue_stats::delivered},
+    {"laneq_acked_total", "counter", "Messages acknowledged.", &queue_stats::acked},
+    {"laneq_nacked_total", "counter", "Deliveries given back with nack.", &queue_stats::nacked},
+    {"laneq_lease_expired_total", "counter", "Leases that ran out.", &queue_stats::lease_expired},
+    {"laneq_dead_lettered_total", "counter", "Messages moved to the dead-letter list.",
+     &queue_stats::dead_lettered},
+    {"laneq_redriven_total", "counter", "Dead letters redriven.", &queue_stats::redriven},
+    {"laneq_lane_key_missing_total", "counter",
+     "Messages that lacked an ordering key component.", &queue_stats::key_missing},
+    {"laneq_rejected_total", "counter", "Enqueues refused.", &queue_stats::rejected},
+    {"laneq_recovered_total", "counter", "Messages found in the store at start.",
+     &queue_stats::recovered},
+    {"laneq_backlog", "gauge", "Messages in the queue, in flight included.",
+     &queue_stats::backlog},
+    {"laneq_in_flight", "gauge", "Messages delivered and not yet acked.",
+     &queue_stats::in_flight},
+    {"laneq_live_groups", "gauge", "Ordering groups with messages.", &queue_stats::live_groups},
+    {"laneq_dead_letters", "gauge", "Messages on the dead-letter list.",
+     &queue_stats::dead_letters},
+    {"laneq_waiting_receives", "gauge", "Long-poll receives waiting.",
+     &queue_stats::waiting_receives},
+};
+
+}  // namespace
+
+std::string_view to_string(route r) {
+  switch (r) {
+    case route::list_queues: return "list_queues";
+    case route::put_queue: return "put_queue";
+    case route::get_queue: return "get_queue";
+    case route::delete_queue: return "delete_queue";
+    case route::enqueue: return "enqueue";
+    case route::receive: return "receive";
+    case route::ack: return "ack";
+    case route::nack: return "nack";
+    case route::extend: return "extend";
+    case route::dead_letters: return "dead_letters";
+    case route::redrive: return "redrive";
+    case route::groups: return "groups";
+    case route::metrics: return "metrics";
+    case route::healthz: return "healthz";
+    case route::unknown: return "unknown";
+  }
+  return "unknown";
+}
+
+std::string escape_label(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+histogram::histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void histogram::observe(double v) {
+  std::size_t i = 0;
+  while (i < bounds_.size() && v > bounds_[i]) ++i;
+  ++counts_[i];
+  sum_ += v;
+  ++count_;
+}
+
+void histogram::render(std::string& out, std::string_view name, std::string_view labels) const {
+  std::uint64_t cumulative = 0;
+  auto sep = labels.empty() ? "" : ",";
+  for (std::size_t i = 0; i <= bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    out += name;
+    out += "_bucket{";
+    out += labels;
+    out += sep;
+    out += "le=\"";
+    out += i < bounds_.size() ? num(bounds_[i]) : std::string{"+Inf"};
+    out += "\"} ";
+    out += std::to_string(cumulative);
+    out += '\n';
+  }
+  auto braces = labels.empty() ? std::string{} : "{" + std::string{labels} + "}";
+  out += std::string{name} + "_sum" + braces + " " + num(sum_) + "\n";
+  out += std::string{name} + "_count" + braces + " " + std::to_string(count_) + "\n";
+}
+
+server_metrics::server_metrics() : delivery_latency_(latency_bounds()) {
+  request_latency_.reserve(route_count);
+  for (std::size_t i = 0; i < route_count; ++i) request_latency_.emplace_back(latency_bounds());
+}
+
+void server_metrics::observe_request(route r, unsigned status, double seconds) {
+  std::lock_guard guard{mtx_};
+  auto i = static_cast<std::size_t>(r);
+  request_latency_[i].observe(seconds);
+  auto cls = status / 100;
+  if (cls < 6) ++responses_[i][cls];
+}
+
+void server_metrics::observe_delivery_latency(double seconds) {
+  std::lock_guard guard{mtx_};
+  delivery_latency_.observe(seconds < 0 ? 0 : seconds);
+}
+
+std::string server_metrics::render(const std::vector<queue_stats>& queues,
+                                   const store_stats* store) const {
+  std::string out;
+  out.reserve(4096 + queues.size() * 1024);
+  for (const auto& s : per_queue) {
+    header(out, s.name, s.type, s.help);
+    for (const auto& q : queues) {
+      out += s.name;
+      out += "{queue=\"" + escape_label(q.name) + "\"} ";
+      out += std::to_string(q.*(s.field));
+      out += '\n';
+    }
+  }
+  header(out, "laneq_fairness_key_backlog", "gauge",
+         "Messages ready or waiting for delivery per fairness key (group heads and unordered "
+         "messages); the largest keys per queue, the rest summed under fairness_key=\"(other)\".");
+  for (const auto& q : queues)
+    for (const auto& f : q.fairness)
+      out += "laneq_fairness_key_backlog{queue=\"" + escape_label(q.name) +
+             "\",fairness_key=\"" + (f.other ? std::string{"(other)"} : escape_label(f.key)) +
+             "\"} " + std::to_string(f.backlog) + "\n";
+  header(out, "laneq_queues", "gauge", "Queues on this broker.");
+  out += "laneq_queues " + std::to_string(queues.size()) + "\n";
+  if (store != nullptr) {
+    header(out, "laneq_store_batch_writes", "histogram",
+           "Write requests per committed store batch (group commit).");
+    std::uint64_t cumulative = 0;
+    for (std::size_t k = 0; k < store->batch_histogram.size(); ++k) {
+      cumulative += store->batch_histogram[k];
+      auto le = (std::uint64_t{1} << (k + 1)) - 1;
+      out += "laneq_store_batch_writes_bucket{le=\"" + std::to_string(le) + "\"} " +
+             std::to_string(cumulative) + "\n";
+    }
+    out += "laneq_store_batch_writes_bucket{le=\"+Inf\"} " + std::to_string(cumulative) + "\n";
+    out += "laneq_store_batch_writes_sum " + std::to_string(store->writes) + "\n";
+    out += "laneq_store_batch_writes_count " + std::to_string(cumulative) + "\n";
+    header(out, "laneq_store_batches_total", "counter", "Committed store batches.");
+    out += "laneq_store_batches_total " + std::to_string(store->batches) + "\n";
+    header(out, "laneq_store_bytes_total", "counter", "Key and value bytes committed.");
+    out += "laneq_store_bytes_total " + std::to_string(store->bytes) + "\n";
+    header(out, "laneq_store_syncs_total", "counter", "Batches written with sync.");
+    out += "laneq_store_syncs_total " + std::to_string(store->syncs) + "\n";
+    header(out, "laneq_store_failed_batches_total", "counter", "Store batches that failed.");
+    out += "laneq_store_failed_batches_total " + std::to_string(store->failed_batches) + "\n";
+    header(out, "laneq_store_degraded", "gauge", "1 while the store is degraded.");
+    out += std::string{"laneq_store_degraded "} + (store->degraded ? "1" : "0") + "\n";
+  }
+  std::lock_guard guard{mtx_};
+  header(out, "laneq_http_request_duration_seconds", "histogram",
+         "HTTP request latency per route, from parsed request to response.");
+  for (std::size_t i = 0; i < route_count; ++i)
+    request_latency_[i].render(
+        out, "laneq_http_request_duration_seconds",
+        "route=\"" + std::string{to_string(static_cast<route>(i))} + "\"");
+  header(out, "laneq_http_responses_total", "counter", "HTTP responses per route and class.");
+  for (std::size_t i = 0; i < route_count; ++i)
+    for (std::size_t c = 1; c < 6; ++c)
+      if (responses_[i][c] > 0)
+        out += "laneq_http_responses_total{route=\"" +
+               std::string{to_string(static_cast<route>(i))} + "\",code=\"" +
+               std::to_string(c) + "xx\"} " + std::to_string(responses_[i][c]) + "\n";
+  header(out, "laneq_enqueue_to_delivery_seconds", "histogram",
+         "Time from enqueue to first delivery, for messages received over HTTP.");
+  delivery_latency_.render(out, "laneq_enqueue_to_delivery_seconds", "");
+  return out;
+}
+
+}  // namespace laneq::server

@@ -1,0 +1,122 @@
+// laneqd's configuration (apps/server/include/laneq/server/config.hpp): defaults, every field,
+// and every broken rule reported at once, each naming its field.
+#include "laneq/server/config.hpp"
+
+#include <gtest/gtest.h>
+
+namespace laneq::server {
+namespace {
+
+bool names(const parsed_config& p, std::string_view field) {
+  for (const auto& e : p.errors)
+    if (e.message.find(field) != std::string::npos) return true;
+  return false;
+}
+
+std::string all(const parsed_config& p) {
+  std::string out;
+  for (const auto& e : p.errors) out += to_string(e) + "\n";
+  return out;
+}
+
+TEST(config, an_empty_config_gives_the_documented_defaults) {
+  auto p = parse_config("{}");
+  ASSERT_TRUE(p.errors.empty()) << all(p);
+  EXPECT_EQ(p.config.data_dir, "./laneq-data");
+  EXPECT_EQ(p.config.http_host, "127.0.0.1");
+  EXPECT_EQ(p.config.http_port, 7070);
+  EXPECT_EQ(p.config.caf_host, "127.0.0.1");
+  EXPECT_EQ(p.config.caf_port, 7071);
+  EXPECT_TRUE(p.config.sync);
+  EXPECT_TRUE(p.config.tokens.empty());
+  EXPECT_TRUE(p.config.queues.empty());
+  server_config defaults;
+  EXPECT_EQ(p.config.limits.body_bytes, defaults.limits.body_bytes);
+}
+
+TEST(config, every_field_is_read) {
+  auto p = parse_config(R"({
+    "data_dir": "/var/lib/laneq",
+    "http": {"host": "0.0.0.0", "port": 8080, "threads": 2},
+    "caf": {"host": "::1", "port": 0, "threads": 4},
+    "sync": false,
+    "reclaim_grace_ms": 2500,
+    "group_window": 128,
+    "limits": {"target_bytes": 1024, "header_count": 32, "header_bytes": 8192,
+               "body_bytes": 65536, "batch": 100},
+    "tokens": [{"token": "acme-secret-token-1", "tenant": "acme"},
+               {"token": "admin-secret-token-1", "tenant": "*"}],
+    "queues": {"orders": {"ordering": {"mode": "queue"}, "lease_ms": 5000},
+               "acme/events": {"max_attempts": 3}}
+  })");
+  ASSERT_TRUE(p.errors.empty()) << all(p);
+  const auto& c = p.config;
+  EXPECT_EQ(c.data_dir, "/var/lib/laneq");
+  EXPECT_EQ(c.http_host, "0.0.0.0");
+  EXPECT_EQ(c.http_port, 8080);
+  EXPECT_EQ(c.http_threads, 2u);
+  EXPECT_EQ(c.caf_host, "::1");
+  EXPECT_EQ(c.caf_port, 0);
+  EXPECT_EQ(c.actor_threads, 4u);
+  EXPECT_FALSE(c.sync);
+  EXPECT_EQ(c.reclaim_grace, std::chrono::milliseconds{2500});
+  EXPECT_EQ(c.group_window, 128u);
+  EXPECT_EQ(c.limits.target_bytes, 1024u);
+  EXPECT_EQ(c.limits.header_count, 32u);
+  EXPECT_EQ(c.limits.header_bytes, 8192u);
+  EXPECT_EQ(c.limits.body_bytes, 65536u);
+  EXPECT_EQ(c.limits.batch, 100u);
+  ASSERT_EQ(c.tokens.size(), 2u);
+  EXPECT_EQ(c.tokens[0].tenant, "acme");
+  EXPECT_EQ(c.tokens[1].tenant, "*");
+  ASSERT_EQ(c.queues.size(), 2u);
+  EXPECT_EQ(c.queues[0].name(), "orders");
+  EXPECT_EQ(c.queues[0].ordering(), ordering_mode::queue);
+  EXPECT_EQ(c.queues[0].lease_duration(), std::chrono::milliseconds{5000});
+  EXPECT_EQ(c.queues[1].name(), "acme/events");
+  EXPECT_EQ(c.queues[1].attempts_max(), 3u);
+}
+
+TEST(config, every_error_is_reported_at_once_each_naming_its_field) {
+  auto p = parse_config(R"({
+    "data_dir": 5,
+    "http": {"host": "not-an-ip", "port": 70000, "speed": 1},
+    "caf": {"port": -1},
+    "sync": "yes",
+    "reclaim_grace_ms": 99999999999,
+    "limits": {"body_bytes": 1, "batch": 0},
+    "tokens": [{"token": "short", "tenant": "a/b"}, {"tenant": "x"}],
+    "queues": {"q1": {"lease_ms": -5}},
+    "colour": "blue"
+  })");
+  EXPECT_GE(p.errors.size(), 14u) << all(p);
+  for (auto field : {"data_dir", "http.host", "http.port", "http.speed", "caf.port", "sync",
+                     "reclaim_grace_ms", "limits.body_bytes", "limits.batch", "tokens[0].token",
+                     "tokens[0].tenant", "tokens[1].token", "queues.q1", "colour"})
+    EXPECT_TRUE(names(p, field)) << field << " not named in:\n" << all(p);
+  for (const auto& e : p.errors)
+    EXPECT_TRUE(e.code == errc::invalid_argument || e.code == errc::invalid_spec)
+        << to_string(e);
+}
+
+TEST(config, malformed_json_and_non_objects_are_errors) {
+  auto bad = parse_config("{\"http\": ");
+  ASSERT_EQ(bad.errors.size(), 1u);
+  EXPECT_NE(bad.errors[0].message.find("not valid JSON"), std::string::npos);
+  auto arr = parse_config("[]");
+  ASSERT_EQ(arr.errors.size(), 1u);
+  EXPECT_NE(arr.errors[0].message.find("must be a JSON object"), std::string::npos);
+}
+
+TEST(config, duplicate_tokens_and_clashing_ports_are_refused) {
+  auto p = parse_config(R"({
+    "http": {"port": 9000}, "caf": {"port": 9000},
+    "tokens": [{"token": "same-token-123456789", "tenant": "a"},
+               {"token": "same-token-123456789", "tenant": "b"}]
+  })");
+  EXPECT_TRUE(names(p, "caf.port")) << all(p);
+  EXPECT_TRUE(names(p, "tokens[1].token")) << all(p);
+}
+
+}  // namespace
+}  // namespace laneq::server

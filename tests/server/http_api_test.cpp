@@ -1,0 +1,478 @@
+// Every endpoint of the HTTP API (docs/api.md) through a real socket: an in-process server on an
+// ephemeral port over an in-memory broker, driven by a synchronous Beast client.
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "server_test_support.hpp"
+
+namespace laneq::server::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string str(const json::value& v) {
+  return std::string{v.as_string()};
+}
+
+class http_api : public ::testing::Test {
+ protected:
+  in_process_server srv_;
+  std::uint16_t port() const { return srv_.port(); }
+
+  void create(const std::string& name, const std::string& spec = "{}") {
+    auto r = put(port(), "/v1/queues/" + name, spec);
+    ASSERT_TRUE(r.status == 201 || r.status == 200) << r.body;
+  }
+  std::vector<std::string> send(const std::string& name, const std::string& body) {
+    auto r = post(port(), "/v1/queues/" + name + "/messages", body);
+    EXPECT_EQ(r.status, 200u) << r.body;
+    std::vector<std::string> ids;
+    if (r.status == 200)
+      for (const auto& id : r.obj().at("ids").as_array()) ids.push_back(str(id));
+    return ids;
+  }
+  json::array receive(const std::string& name, const std::string& body = R"({"max": 10})") {
+    auto r = post(port(), "/v1/queues/" + name + "/receive", body);
+    EXPECT_EQ(r.status, 200u) << r.body;
+    return r.status == 200 ? r.obj().at("messages").as_array() : json::array{};
+  }
+  json::object stats(const std::string& name) {
+    auto r = get(port(), "/v1/queues/" + name);
+    EXPECT_EQ(r.status, 200u) << r.body;
+    return r.status == 200 ? r.obj().at("stats").as_object() : json::object{};
+  }
+};
+
+TEST_F(http_api, put_creates_201_then_200_when_identical_and_409_when_the_ordering_differs) {
+  auto spec = R"({"ordering": {"mode": "key", "key": [{"header": "account"}]}, "lease_ms": 5000})";
+  auto a = put(port(), "/v1/queues/orders", spec);
+  EXPECT_EQ(a.status, 201u) << a.body;
+  EXPECT_TRUE(a.obj().at("created").as_bool());
+  EXPECT_EQ(str(a.obj().at("name")), "orders");
+  auto b = put(port(), "/v1/queues/orders", spec);
+  EXPECT_EQ(b.status, 200u) << b.body;
+  EXPECT_FALSE(b.obj().at("created").as_bool());
+  auto c = put(port(), "/v1/queues/orders", R"({"ordering": {"mode": "queue"}})");
+  EXPECT_EQ(c.status, 409u) << c.body;
+  EXPECT_EQ(c.code(), "spec_conflict");
+  EXPECT_EQ(c.number(), 2);
+  auto bad = put(port(), "/v1/queues/broken", R"({"lease_ms": -1, "max_attempts": 0})");
+  EXPECT_EQ(bad.status, 400u) << bad.body;
+  EXPECT_EQ(bad.code(), "invalid_spec");
+  EXPECT_EQ(get(port(), "/v1/queues/broken").status, 404u);
+}
+
+TEST_F(http_api, list_get_and_delete_queues) {
+  create("a");
+  create("b");
+  auto l = get(port(), "/v1/queues");
+  ASSERT_EQ(l.status, 200u);
+  const auto& names = l.obj().at("queues").as_array();
+  ASSERT_EQ(names.size(), 2u);
+  EXPECT_EQ(str(names[0]), "a");
+  EXPECT_EQ(str(names[1]), "b");
+  auto g = get(port(), "/v1/queues/a");
+  ASSERT_EQ(g.status, 200u) << g.body;
+  EXPECT_EQ(str(g.obj().at("name")), "a");
+  EXPECT_TRUE(g.obj().at("summary").is_string());
+  EXPECT_EQ(g.obj().at("stats").as_object().at("backlog").as_int64(), 0);
+  auto d = del(port(), "/v1/queues/a");
+  EXPECT_EQ(d.status, 200u) << d.body;
+  auto gone = get(port(), "/v1/queues/a");
+  EXPECT_EQ(gone.status, 404u);
+  EXPECT_EQ(gone.code(), "queue_not_found");
+  EXPECT_EQ(gone.number(), 3);
+  EXPECT_EQ(del(port(), "/v1/queues/a").status, 404u);
+}
+
+TEST_F(http_api, enqueue_receive_and_ack_round_trip_with_every_field) {
+  create("q");
+  auto ids = send("q", R"({"body": "hello", "headers": {"account": "a1"}, "fairness_key": "t1"})");
+  ASSERT_EQ(ids.size(), 1u);
+  auto more = send("q", R"({"messages": [{"body": "two"}, {"body_base64": "AP8="}]})");
+  ASSERT_EQ(more.size(), 2u);
+  auto msgs = receive("q");
+  ASSERT_EQ(msgs.size(), 3u);
+  const auto& m = msgs[0].as_object();
+  EXPECT_EQ(str(m.at("id")), ids[0]);
+  EXPECT_EQ(str(m.at("body")), "hello");
+  EXPECT_EQ(str(m.at("headers").as_object().at("account")), "a1");
+  EXPECT_EQ(str(m.at("fairness_key")), "t1");
+  EXPECT_EQ(m.at("attempt").as_int64(), 1);
+  EXPECT_TRUE(m.at("lease").is_string());
+  EXPECT_TRUE(m.at("ordering_key").is_string());
+  EXPECT_GT(m.at("enqueued_at_ms").as_int64(), 0);
+  const auto& bin = msgs[2].as_object();
+  EXPECT_EQ(str(bin.at("body_base64")), "AP8=");
+
+  auto ack = post(port(), "/v1/queues/q/ack", R"({"lease": ")" + str(m.at("lease")) + R"("})");
+  EXPECT_EQ(ack.status, 200u) << ack.body;
+  EXPECT_EQ(ack.obj().at("acked").as_int64(), 1);
+  auto again = post(port(), "/v1/queues/q/ack", R"({"lease": ")" + str(m.at("lease")) + R"("})");
+  EXPECT_EQ(again.status, 404u) << again.body;
+  EXPECT_EQ(again.code(), "lease_not_found");
+
+  auto batch = post(port(), "/v1/queues/q/ack",
+                    R"({"leases": [")" + str(msgs[1].as_object().at("lease")) + R"(", ")" +
+                        str(msgs[2].as_object().at("lease")) + R"(", ")" + str(m.at("lease")) +
+                        R"("]})");
+  ASSERT_EQ(batch.status, 200u) << batch.body;
+  EXPECT_EQ(batch.obj().at("acked").as_int64(), 2);
+  ASSERT_EQ(batch.obj().at("failed").as_array().size(), 1u);
+  const auto& f = batch.obj().at("failed").as_array()[0].as_object();
+  EXPECT_EQ(str(f.at("lease")), str(m.at("lease")));
+  EXPECT_EQ(str(f.at("error").as_object().at("code")), "lease_not_found");
+  auto s = stats("q");
+  EXPECT_EQ(s.at("acked").as_int64(), 3);
+  EXPECT_EQ(s.at("backlog").as_int64(), 0);
+}
+
+TEST_F(http_api, nack_retries_then_dead_letters_and_redrive_brings_it_back) {
+  create("q", R"({"max_attempts": 5})");
+  auto ids = send("q", R"({"body": "x"})");
+  auto first = receive("q");
+  ASSERT_EQ(first.size(), 1u);
+  auto lease = str(first[0].as_object().at("lease"));
+  auto nack =
+      post(port(), "/v1/queues/q/nack", R"({"lease": ")" + lease + R"(", "retry_after_ms": 0})");
+  EXPECT_EQ(nack.status, 200u) << nack.body;
+  auto second = receive("q");
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].as_object().at("attempt").as_int64(), 2);
+  // The old lease is stale now.
+  auto stale = post(port(), "/v1/queues/q/ack", R"({"lease": ")" + lease + R"("})");
+  EXPECT_EQ(stale.status, 404u) << stale.body;
+  EXPECT_TRUE(stale.code() == "lease_not_found" || stale.code() == "lease_expired") << stale.body;
+
+  auto dead = post(port(), "/v1/queues/q/nack",
+                   R"({"lease": ")" + str(second[0].as_object().at("lease")) +
+                       R"(", "dead_letter": true})");
+  EXPECT_EQ(dead.status, 200u) << dead.body;
+  auto dl = get(port(), "/v1/queues/q/dead-letters");
+  ASSERT_EQ(dl.status, 200u) << dl.body;
+  const auto& letters = dl.obj().at("dead_letters").as_array();
+  ASSERT_EQ(letters.size(), 1u);
+  EXPECT_EQ(str(letters[0].as_object().at("id")), ids[0]);
+  EXPECT_EQ(str(letters[0].as_object().at("reason")), "requested");
+  EXPECT_EQ(str(letters[0].as_object().at("body")), "x");
+
+  auto missing = post(port(), "/v1/queues/q/dead-letters/redrive", R"({"ids": ["999999"]})");
+  EXPECT_EQ(missing.status, 404u) << missing.body;
+  EXPECT_EQ(missing.code(), "dead_letter_not_found");
+  auto redrive = post(port(), "/v1/queues/q/dead-letters/redrive", R"({"ids": [")" + ids[0] + R"("]})");
+  ASSERT_EQ(redrive.status, 200u) << redrive.body;
+  EXPECT_EQ(redrive.obj().at("redriven").as_int64(), 1);
+  auto back = receive("q");
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(str(back[0].as_object().at("id")), ids[0]);
+  auto all = post(port(), "/v1/queues/q/dead-letters/redrive", "{}");
+  EXPECT_EQ(all.status, 200u);
+  EXPECT_EQ(all.obj().at("redriven").as_int64(), 0);
+}
+
+TEST_F(http_api, extend_moves_the_deadline_and_a_stale_lease_is_404) {
+  create("q");
+  send("q", R"({"body": "x"})");
+  auto msgs = receive("q", R"({"max": 1, "lease_ms": 1000})");
+  ASSERT_EQ(msgs.size(), 1u);
+  auto lease = str(msgs[0].as_object().at("lease"));
+  auto before = msgs[0].as_object().at("lease_deadline_ms").as_int64();
+  auto ext =
+      post(port(), "/v1/queues/q/extend", R"({"lease": ")" + lease + R"(", "lease_ms": 60000})");
+  ASSERT_EQ(ext.status, 200u) << ext.body;
+  EXPECT_GT(ext.obj().at("lease_deadline_ms").as_int64(), before);
+  lease_token forged = *decode_lease(lease);
+  forged.nonce ^= 1;
+  auto bad = post(port(), "/v1/queues/q/extend",
+                  R"({"lease": ")" + encode_lease(forged) + R"(", "lease_ms": 1000})");
+  EXPECT_EQ(bad.status, 404u) << bad.body;
+}
+
+TEST_F(http_api, groups_report_blocked_groups_with_state_and_head) {
+  create("q", R"({"ordering": {"mode": "key", "key": [{"header": "account"}]}})");
+  auto ids = send("q", R"({"messages": [{"body": "1", "headers": {"account": "a"}},
+                                         {"body": "2", "headers": {"account": "a"}},
+                                         {"body": "3", "headers": {"account": "b"}}]})");
+  auto msgs = receive("q", R"({"max": 1})");
+  ASSERT_EQ(msgs.size(), 1u);
+  auto all = get(port(), "/v1/queues/q/groups");
+  ASSERT_EQ(all.status, 200u) << all.body;
+  EXPECT_EQ(all.obj().at("groups").as_array().size(), 2u);
+  auto blocked = get(port(), "/v1/queues/q/groups?state=blocked");
+  ASSERT_EQ(blocked.status, 200u) << blocked.body;
+  const auto& gs = blocked.obj().at("groups").as_array();
+  ASSERT_EQ(gs.size(), 1u);
+  const auto& g = gs[0].as_object();
+  EXPECT_EQ(str(g.at("state")), "in_flight");
+  EXPECT_EQ(g.at("backlog").as_int64(), 2);
+  EXPECT_EQ(str(g.at("head")), ids[0]);
+  EXPECT_GT(g.at("until_ms").as_int64(), 0);
+  EXPECT_TRUE(g.contains("key") && g.contains("since_ms"));
+  EXPECT_EQ(get(port(), "/v1/queues/q/groups?state=weird").status, 400u);
+  EXPECT_EQ(get(port(), "/v1/queues/q/groups?colour=red").status, 400u);
+}
+
+TEST_F(http_api, a_long_poll_waits_without_holding_the_only_http_thread) {
+  create("q");
+  // The server has one HTTP thread: the enqueue below is served while the receive waits.
+  auto waiting = std::async(std::launch::async, [this] {
+    auto started = std::chrono::steady_clock::now();
+    auto r = post(port(), "/v1/queues/q/receive", R"({"max": 1, "wait_ms": 10000})");
+    return std::pair{r, std::chrono::steady_clock::now() - started};
+  });
+  // Wait (bounded) until the broker holds the receive, then enqueue.
+  auto until = std::chrono::steady_clock::now() + 10s;
+  while (stats("q").at("waiting_receives").as_int64() == 0 &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(5ms);
+  send("q", R"({"body": "wake"})");
+  auto [r, took] = waiting.get();
+  ASSERT_EQ(r.status, 200u) << r.body;
+  ASSERT_EQ(r.obj().at("messages").as_array().size(), 1u);
+  EXPECT_EQ(str(r.obj().at("messages").as_array()[0].as_object().at("body")), "wake");
+  EXPECT_LT(took, 9s);
+
+  auto started = std::chrono::steady_clock::now();
+  auto empty = post(port(), "/v1/queues/q/receive", R"({"max": 1, "wait_ms": 150})");
+  EXPECT_EQ(empty.status, 200u);
+  EXPECT_TRUE(empty.obj().at("messages").as_array().empty());
+  EXPECT_GE(std::chrono::steady_clock::now() - started, 140ms);
+}
+
+TEST_F(http_api, keep_alive_serves_many_requests_on_one_connection) {
+  create("q");
+  client c{port()};
+  for (int i = 0; i < 20; ++i) {
+    auto r = c.call(http::verb::post, "/v1/queues/q/messages", R"({"body": "k"})");
+    ASSERT_EQ(r.status, 200u) << r.body;
+  }
+  EXPECT_EQ(stats("q").at("enqueued").as_int64(), 20);
+}
+
+TEST_F(http_api, bad_requests_get_numbered_errors_and_change_nothing) {
+  create("q");
+  auto unknown = get(port(), "/v2/nothing");
+  EXPECT_EQ(unknown.status, 404u);
+  EXPECT_EQ(unknown.code(), "route_not_found");
+  EXPECT_EQ(unknown.number(), 17);
+  auto method = del(port(), "/v1/queues/q/messages");
+  EXPECT_EQ(method.status, 405u);
+  EXPECT_EQ(method.code(), "route_not_found");
+  EXPECT_EQ(method.header("Allow"), "POST");
+  auto malformed = post(port(), "/v1/queues/q/messages", R"({"body": )");
+  EXPECT_EQ(malformed.status, 400u);
+  EXPECT_EQ(malformed.code(), "invalid_argument");
+  EXPECT_EQ(malformed.number(), 8);
+  auto field = post(port(), "/v1/queues/q/messages", R"({"body": "x", "priority": 1})");
+  EXPECT_EQ(field.status, 400u);
+  EXPECT_NE(field.body.find("priority"), std::string::npos);
+  auto lease = post(port(), "/v1/queues/q/ack", R"({"lease": "garbage"})");
+  EXPECT_EQ(lease.status, 400u);
+  auto missing = post(port(), "/v1/queues/nope/messages", R"({"body": "x"})");
+  EXPECT_EQ(missing.status, 404u);
+  EXPECT_EQ(missing.code(), "queue_not_found");
+  auto escape = get(port(), "/v1/queues/bad%zz");
+  EXPECT_EQ(escape.status, 400u);
+  EXPECT_EQ(stats("q").at("enqueued").as_int64(), 0);
+}
+
+TEST_F(http_api, a_percent_encoded_slash_names_a_tenant_queue) {
+  auto r = put(port(), "/v1/queues/acme%2Forders", "{}");
+  ASSERT_EQ(r.status, 201u) << r.body;
+  EXPECT_EQ(str(r.obj().at("name")), "acme/orders");
+  send("acme%2Forders", R"({"body": "x"})");
+  auto l = get(port(), "/v1/queues");
+  EXPECT_EQ(str(l.obj().at("queues").as_array()[0]), "acme/orders");
+  EXPECT_EQ(stats("acme%2Forders").at("enqueued").as_int64(), 1);
+}
+
+TEST_F(http_api, metrics_expose_the_named_series) {
+  create("q", R"({"ordering": {"mode": "key", "key": [{"header": "account"}],
+                  "when_key_missing": "unordered"}})");
+  send("q", R"({"messages": [{"body": "1", "headers": {"account": "a"}}, {"body": "2"}]})");
+  auto msgs = receive("q");
+  ASSERT_EQ(msgs.size(), 2u);
+  post(port(), "/v1/queues/q/ack",
+       R"({"lease": ")" + str(msgs[0].as_object().at("lease")) + R"("})");
+  auto m = get(port(), "/metrics");
+  ASSERT_EQ(m.status, 200u);
+  EXPECT_EQ(m.content_type.rfind("text/plain", 0), 0u);
+  for (auto series :
+       {"laneq_enqueued_total{queue=\"q\"} 2", "laneq_delivered_total{queue=\"q\"} 2",
+        "laneq_acked_total{queue=\"q\"} 1", "laneq_nacked_total{queue=\"q\"} 0",
+        "laneq_lease_expired_total{queue=\"q\"} 0", "laneq_dead_lettered_total{queue=\"q\"} 0",
+        "laneq_redriven_total{queue=\"q\"} 0", "laneq_lane_key_missing_total{queue=\"q\"} 1",
+        "laneq_backlog{queue=\"q\"} 1", "laneq_in_flight{queue=\"q\"} 1",
+        "laneq_live_groups{queue=\"q\"}", "# TYPE laneq_store_batch_writes histogram",
+        "laneq_store_batch_writes_bucket{le=\"+Inf\"}",
+        "laneq_http_request_duration_seconds_bucket{route=\"enqueue\",le=\"0.001\"}",
+        "laneq_http_request_duration_seconds_count{route=\"receive\"} 1",
+        "laneq_enqueue_to_delivery_seconds_count 2", "laneq_fairness_key_backlog{queue=\"q\""})
+    EXPECT_NE(m.body.find(series), std::string::npos) << series << "\n" << m.body;
+}
+
+TEST_F(http_api, healthz_is_ok_on_a_healthy_store) {
+  auto h = get(port(), "/healthz");
+  EXPECT_EQ(h.status, 200u);
+  EXPECT_EQ(str(h.obj().at("status")), "ok");
+}
+
+/// A store that answers stats as degraded (and keeps everything in memory otherwise).
+class degraded_store : public store_actor::base {
+ public:
+  explicit degraded_store(caf::actor_config& cfg) : store_actor::base(cfg) {}
+  behavior_type make_behavior() override {
+    inner_ = spawn<memory_store_impl>();
+    return {
+        [this](write_atom, store_write& w) { return delegate(inner_, write_atom_v, std::move(w)); },
+        [this](scan_atom, std::string& from, std::string& to, std::uint32_t max) {
+          return delegate(inner_, scan_atom_v, std::move(from), std::move(to), max);
+        },
+        [](stats_atom) {
+          store_stats s;
+          s.degraded = true;
+          s.reason = "injected: the disk is full";
+          return s;
+        },
+        [](commit_atom, std::uint64_t) {},
+        [](reopen_atom) {},
+    };
+  }
+  void on_exit() override {
+    anon_send_exit(inner_, caf::exit_reason::user_shutdown);
+    inner_ = nullptr;
+  }
+
+ private:
+  store_actor inner_;
+};
+
+TEST(http_health, healthz_is_503_with_the_reason_when_the_store_is_degraded) {
+  in_process_server srv{[](caf::actor_system& sys) { return sys.spawn<degraded_store>(); },
+                        http_limits{}};
+  auto h = get(srv.port(), "/healthz");
+  EXPECT_EQ(h.status, 503u);
+  EXPECT_EQ(str(h.obj().at("status")), "degraded");
+  EXPECT_EQ(str(h.obj().at("reason")), "injected: the disk is full");
+  auto m = get(srv.port(), "/metrics");
+  EXPECT_NE(m.body.find("laneq_store_degraded 1"), std::string::npos);
+}
+
+// -- limits --------------------------------------------------------------------------------------
+
+http_limits small_limits() {
+  http_limits l;
+  l.body_bytes = 2048;
+  l.header_count = 8;
+  l.header_bytes = 1024;
+  l.target_bytes = 128;
+  l.batch = 3;
+  return l;
+}
+
+TEST(http_limits_test, oversized_requests_get_413_with_a_numbered_error_and_change_nothing) {
+  in_process_server srv{small_limits()};
+  auto port = srv.port();
+  ASSERT_EQ(put(port, "/v1/queues/q", "{}").status, 201u);
+  auto big = post(port, "/v1/queues/q/messages", R"({"body": ")" + std::string(4096, 'x') + "\"}");
+  EXPECT_EQ(big.status, 413u) << big.body;
+  EXPECT_EQ(big.code(), "limit_exceeded");
+  EXPECT_EQ(big.number(), 9);
+  auto batch = post(port, "/v1/queues/q/messages",
+                    R"({"messages": [{"body": "1"}, {"body": "2"}, {"body": "3"}, {"body": "4"}]})");
+  EXPECT_EQ(batch.status, 413u) << batch.body;
+  auto many = post(port, "/v1/queues/q/receive", R"({"max": 4})");
+  EXPECT_EQ(many.status, 413u) << many.body;
+  auto target = get(port, "/v1/queues/" + std::string(200, 'q'));
+  EXPECT_EQ(target.status, 413u) << target.body;
+
+  {
+    client c{port};
+    std::string raw = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
+    for (int i = 0; i < 20; ++i) raw += "X-Pad-" + std::to_string(i) + ": 1\r\n";
+    raw += "\r\n";
+    c.send_raw(raw);
+    auto r = c.read();
+    EXPECT_EQ(r.status, 413u) << r.body;
+    EXPECT_EQ(r.code(), "limit_exceeded");
+  }
+  {
+    client c{port};
+    c.send_raw("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(4000, 'y') +
+               "\r\n\r\n");
+    auto r = c.read();
+    EXPECT_EQ(r.status, 413u) << r.body;
+  }
+  {
+    client c{port};
+    c.send_raw("NOT HTTP AT ALL\r\n\r\n");
+    auto r = c.read();
+    EXPECT_EQ(r.status, 400u) << r.body;
+    EXPECT_EQ(r.code(), "invalid_argument");
+  }
+  auto s = get(port, "/v1/queues/q");
+  EXPECT_EQ(s.obj().at("stats").as_object().at("enqueued").as_int64(), 0);
+}
+
+// -- auth ----------------------------------------------------------------------------------------
+
+const std::string acme_token = "acme-token-0123456789";
+const std::string other_token = "other-token-0123456789";
+const std::string admin_token = "admin-token-0123456789";
+
+class http_auth : public ::testing::Test {
+ protected:
+  in_process_server srv_{http_limits{},
+                         {{acme_token, "acme"}, {other_token, "other"}, {admin_token, "*"}}};
+  std::uint16_t port() const { return srv_.port(); }
+};
+
+TEST_F(http_auth, a_request_without_a_valid_token_gets_401_and_changes_nothing) {
+  auto none = put(port(), "/v1/queues/orders", "{}");
+  EXPECT_EQ(none.status, 401u);
+  EXPECT_EQ(none.code(), "unauthorized");
+  EXPECT_EQ(none.number(), 15);
+  EXPECT_EQ(none.header("WWW-Authenticate"), "Bearer");
+  auto wrong = put(port(), "/v1/queues/orders", "{}", "not-a-token-at-all-xx");
+  EXPECT_EQ(wrong.status, 401u);
+  EXPECT_EQ(get(port(), "/metrics").status, 401u);
+  auto l = get(port(), "/v1/queues", admin_token);
+  ASSERT_EQ(l.status, 200u);
+  EXPECT_TRUE(l.obj().at("queues").as_array().empty());
+  EXPECT_EQ(get(port(), "/healthz").status, 200u);  // probes carry no token
+}
+
+TEST_F(http_auth, a_tenant_token_uses_its_own_queues_only_and_bare_names_are_scoped) {
+  auto mine = put(port(), "/v1/queues/orders", "{}", acme_token);
+  ASSERT_EQ(mine.status, 201u) << mine.body;
+  EXPECT_EQ(str(mine.obj().at("name")), "acme/orders");
+  ASSERT_EQ(put(port(), "/v1/queues/other%2Fjobs", "{}", admin_token).status, 201u);
+
+  auto sent = post(port(), "/v1/queues/orders/messages", R"({"body": "x"})", acme_token);
+  EXPECT_EQ(sent.status, 200u) << sent.body;
+  auto forbidden = post(port(), "/v1/queues/other%2Fjobs/messages", R"({"body": "x"})", acme_token);
+  EXPECT_EQ(forbidden.status, 403u) << forbidden.body;
+  EXPECT_EQ(forbidden.code(), "forbidden");
+  EXPECT_EQ(forbidden.number(), 16);
+  EXPECT_EQ(del(port(), "/v1/queues/other%2Fjobs", acme_token).status, 403u);
+  EXPECT_EQ(put(port(), "/v1/queues/other%2Fnew", "{}", acme_token).status, 403u);
+  EXPECT_EQ(get(port(), "/metrics", acme_token).status, 403u);
+
+  auto l = get(port(), "/v1/queues", acme_token);
+  ASSERT_EQ(l.status, 200u);
+  ASSERT_EQ(l.obj().at("queues").as_array().size(), 1u);
+  EXPECT_EQ(str(l.obj().at("queues").as_array()[0]), "acme/orders");
+
+  // Nothing changed for the other tenant.
+  auto s = get(port(), "/v1/queues/other%2Fjobs", admin_token);
+  ASSERT_EQ(s.status, 200u);
+  EXPECT_EQ(s.obj().at("stats").as_object().at("enqueued").as_int64(), 0);
+  auto all = get(port(), "/v1/queues", admin_token);
+  EXPECT_EQ(all.obj().at("queues").as_array().size(), 2u);
+  EXPECT_FALSE(get(port(), "/v1/queues/other%2Fnew", admin_token).status == 200u);
+  EXPECT_EQ(get(port(), "/metrics", admin_token).status, 200u);
+}
+
+}  // namespace
+}  // namespace laneq::server::test

@@ -1,0 +1,246 @@
+// The HTTP API's JSON forms (apps/server/include/laneq/server/json_mapping.hpp): encodings,
+// request parsing with named fields, answers, and the status of every error number.
+#include "laneq/server/json_mapping.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "laneq/server/auth.hpp"
+
+namespace laneq::server {
+namespace {
+
+namespace json = boost::json;
+
+json::object obj(std::string_view text) {
+  auto r = parse_body(text);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.err().message);
+  return r.ok() ? r.value() : json::object{};
+}
+
+TEST(json_mapping, base64_round_trips_every_length_and_rejects_garbage) {
+  std::string bytes;
+  for (int n = 0; n < 300; ++n) {
+    for (bool url : {false, true}) {
+      auto text = base64_encode(bytes, url);
+      auto back = base64_decode(text, url);
+      ASSERT_TRUE(back.has_value()) << n;
+      EXPECT_EQ(*back, bytes) << n;
+    }
+    bytes += static_cast<char>((n * 37) & 0xFF);
+  }
+  EXPECT_EQ(base64_encode("hello"), "aGVsbG8=");
+  EXPECT_FALSE(base64_decode("aGVsbG8*").has_value());
+  EXPECT_FALSE(base64_decode("a").has_value());
+  EXPECT_FALSE(base64_decode("aGVsbG9=").has_value());  // non-zero leftover bits
+}
+
+TEST(json_mapping, lease_tokens_survive_the_round_trip_losslessly) {
+  std::mt19937_64 rng{42};
+  for (int i = 0; i < 1000; ++i) {
+    lease_token t{group_id{rng()}, message_id{rng()}, static_cast<std::uint32_t>(rng()), rng()};
+    auto text = encode_lease(t);
+    EXPECT_EQ(text.size(), 38u);
+    auto back = decode_lease(text);
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(*back, t);
+  }
+  EXPECT_FALSE(decode_lease("").has_value());
+  EXPECT_FALSE(decode_lease(std::string(38, '!')).has_value());
+  EXPECT_FALSE(decode_lease(std::string(37, 'A')).has_value());
+}
+
+TEST(json_mapping, ids_are_positive_decimal_strings) {
+  EXPECT_EQ(encode_id(message_id{12345}), "12345");
+  EXPECT_EQ(decode_id("12345")->value, 12345u);
+  EXPECT_FALSE(decode_id("0").has_value());
+  EXPECT_FALSE(decode_id("-1").has_value());
+  EXPECT_FALSE(decode_id("12a").has_value());
+  EXPECT_FALSE(decode_id("99999999999999999999999").has_value());
+}
+
+TEST(json_mapping, utf8_validation_rejects_overlongs_surrogates_and_truncation) {
+  EXPECT_TRUE(is_utf8("plain ascii"));
+  EXPECT_TRUE(is_utf8("gr\xC3\xBC\xC3\x9F \xE2\x82\xAC \xF0\x9F\x98\x80"));
+  EXPECT_FALSE(is_utf8("\xC0\xAF"));          // overlong '/'
+  EXPECT_FALSE(is_utf8("\xED\xA0\x80"));      // surrogate
+  EXPECT_FALSE(is_utf8("\xE2\x82"));          // truncated
+  EXPECT_FALSE(is_utf8("\xF4\x90\x80\x80"));  // > U+10FFFF
+  EXPECT_FALSE(is_utf8("\xFF"));
+}
+
+TEST(json_mapping, percent_decoding_names_a_tenant_queue) {
+  EXPECT_EQ(*percent_decode("acme%2Forders"), "acme/orders");
+  EXPECT_EQ(*percent_decode("a%20b"), "a b");
+  EXPECT_FALSE(percent_decode("bad%2").has_value());
+  EXPECT_FALSE(percent_decode("bad%zz").has_value());
+}
+
+TEST(json_mapping, a_single_message_and_a_batch_parse_with_every_field) {
+  auto one = messages_from_json(
+      obj(R"({"body": "hi", "headers": {"account": "a1"}, "fairness_key": "t1", "delay_ms": 5})"),
+      10);
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one.value().size(), 1u);
+  EXPECT_EQ(one.value()[0].body, "hi");
+  ASSERT_EQ(one.value()[0].headers.size(), 1u);
+  EXPECT_EQ(one.value()[0].headers[0].name, "account");
+  EXPECT_EQ(one.value()[0].headers[0].value, "a1");
+  EXPECT_EQ(one.value()[0].fairness_key, "t1");
+  EXPECT_EQ(one.value()[0].delay, std::chrono::milliseconds{5});
+
+  auto batch =
+      messages_from_json(obj(R"({"messages": [{"body": "a"}, {"body_base64": "AP8="}]})"), 10);
+  ASSERT_TRUE(batch.ok());
+  ASSERT_EQ(batch.value().size(), 2u);
+  EXPECT_EQ(batch.value()[1].body, std::string("\x00\xFF", 2));
+}
+
+TEST(json_mapping, message_errors_name_the_field) {
+  auto check = [](std::string_view text, errc code, std::string_view names) {
+    auto r = messages_from_json(obj(text), 2);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.err().code, code) << text;
+    EXPECT_NE(r.err().message.find(names), std::string::npos) << r.err().message;
+  };
+  check(R"({"body": 5})", errc::invalid_argument, "body");
+  check(R"({"bodyy": "x"})", errc::invalid_argument, "bodyy");
+  check(R"({"body": "a", "body_base64": "YQ=="})", errc::invalid_argument, "body_base64");
+  check(R"({"body_base64": "***"})", errc::invalid_argument, "body_base64");
+  check(R"({"headers": {"a": 1}})", errc::invalid_argument, "headers.a");
+  check(R"({"delay_ms": -1})", errc::invalid_argument, "delay_ms");
+  check(R"({"delay_ms": 1.5})", errc::invalid_argument, "delay_ms");
+  check(R"({"messages": [{"body": "a"}, {"body": true}]})", errc::invalid_argument,
+        "messages[1].body");
+  check(R"({"messages": [{}, {}, {}]})", errc::limit_exceeded, "at most 2");
+  check(R"({"messages": []})", errc::invalid_argument, "messages");
+}
+
+TEST(json_mapping, malformed_bodies_are_invalid_argument) {
+  auto r = parse_body("{\"body\": ");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.err().code, errc::invalid_argument);
+  EXPECT_NE(r.err().message.find("not valid JSON"), std::string::npos);
+  auto arr = parse_body("[1, 2]");
+  ASSERT_FALSE(arr.ok());
+  EXPECT_NE(arr.err().message.find("must be a JSON object"), std::string::npos);
+  EXPECT_TRUE(parse_body("").ok());
+  EXPECT_TRUE(parse_body("  \n").ok());
+}
+
+TEST(json_mapping, receive_ack_nack_extend_and_redrive_requests_parse_and_check_ranges) {
+  auto rr = receive_from_json(obj(R"({"max": 10, "lease_ms": 1500, "wait_ms": 200})"));
+  ASSERT_TRUE(rr.ok());
+  EXPECT_EQ(rr.value().max, 10u);
+  EXPECT_EQ(rr.value().lease_us, 1'500'000);
+  EXPECT_EQ(rr.value().wait_us, 200'000);
+  EXPECT_FALSE(receive_from_json(obj(R"({"max": 0})")).ok());
+  EXPECT_FALSE(receive_from_json(obj(R"({"wait_ms": 20001})")).ok());
+  EXPECT_FALSE(receive_from_json(obj(R"({"lease_ms": "1"})")).ok());
+
+  lease_token t{group_id{1}, message_id{2}, 3, 4};
+  auto lease = encode_lease(t);
+  auto one = leases_from_json(obj(R"({"lease": ")" + lease + R"("})"), 10);
+  ASSERT_TRUE(one.ok());
+  EXPECT_TRUE(one.value().single);
+  EXPECT_EQ(one.value().leases.at(0), t);
+  auto many = leases_from_json(obj(R"({"leases": [")" + lease + R"(", ")" + lease + R"("]})"), 10);
+  ASSERT_TRUE(many.ok());
+  EXPECT_FALSE(many.value().single);
+  EXPECT_EQ(many.value().leases.size(), 2u);
+  EXPECT_FALSE(leases_from_json(obj(R"({})"), 10).ok());
+  EXPECT_FALSE(leases_from_json(obj(R"({"lease": "nope"})"), 10).ok());
+
+  auto nack = nack_from_json(obj(R"({"lease": ")" + lease + R"(", "retry_after_ms": 250})"));
+  ASSERT_TRUE(nack.ok());
+  EXPECT_EQ(nack.value().second.kind, nack_kind::retry);
+  EXPECT_EQ(nack.value().second.retry_after_us, 250'000);
+  auto dead = nack_from_json(obj(R"({"lease": ")" + lease + R"(", "dead_letter": true})"));
+  ASSERT_TRUE(dead.ok());
+  EXPECT_EQ(dead.value().second.kind, nack_kind::dead_letter);
+  EXPECT_FALSE(
+      nack_from_json(obj(R"({"lease": ")" + lease + R"(", "dead_letter": true, "retry_after_ms": 1})"))
+          .ok());
+
+  auto ext = extend_from_json(obj(R"({"lease": ")" + lease + R"(", "lease_ms": 1000})"));
+  ASSERT_TRUE(ext.ok());
+  EXPECT_EQ(ext.value().second, 1'000'000);
+  EXPECT_FALSE(extend_from_json(obj(R"({"lease": ")" + lease + R"("})")).ok());
+
+  auto ids = redrive_from_json(obj(R"({"ids": ["7", "9"]})"), 10);
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(ids.value().size(), 2u);
+  EXPECT_TRUE(redrive_from_json(obj("{}"), 10).value().empty());
+  EXPECT_FALSE(redrive_from_json(obj(R"({"ids": [7]})"), 10).ok());
+}
+
+TEST(json_mapping, deliveries_carry_text_or_base64_bodies) {
+  delivery d;
+  d.msg.id = message_id{77};
+  d.msg.body = "hello";
+  d.msg.headers = {{"account", "a1"}};
+  d.msg.fairness_key = "t";
+  d.msg.enqueued_at = timestamp::from_ms(1234);
+  d.lease = lease_token{group_id{5}, message_id{77}, 1, 99};
+  d.ordering_key = "a1";
+  auto o = to_json(d);
+  EXPECT_EQ(o.at("id").as_string(), "77");
+  EXPECT_EQ(decode_lease(o.at("lease").as_string()).value(), d.lease);
+  EXPECT_EQ(o.at("attempt").as_int64(), 1);
+  EXPECT_EQ(o.at("body").as_string(), "hello");
+  EXPECT_EQ(o.at("headers").as_object().at("account").as_string(), "a1");
+  EXPECT_EQ(o.at("fairness_key").as_string(), "t");
+  EXPECT_EQ(o.at("ordering_key").as_string(), "a1");
+  EXPECT_EQ(o.at("enqueued_at_ms").as_int64(), 1234);
+  d.msg.body = std::string("\xFF\x00", 2);
+  auto b = to_json(d);
+  EXPECT_FALSE(b.contains("body"));
+  EXPECT_EQ(b.at("body_base64").as_string(), "/wA=");
+}
+
+TEST(json_mapping, every_error_number_has_a_status_and_a_numbered_body) {
+  for (int n = 1; n <= 17; ++n) {
+    auto code = static_cast<errc>(static_cast<std::uint8_t>(n));
+    auto status = http_status(code);
+    EXPECT_TRUE(status >= 400 && status < 600) << n;
+    auto body = json::parse(error_body(error{code, "why"})).as_object();
+    const auto& e = body.at("error").as_object();
+    EXPECT_EQ(e.at("code").as_string(), to_string(code));
+    EXPECT_EQ(e.at("number").as_int64(), n);
+    EXPECT_EQ(e.at("message").as_string(), "why");
+  }
+  EXPECT_EQ(http_status(errc::invalid_argument), 400u);
+  EXPECT_EQ(http_status(errc::queue_not_found), 404u);
+  EXPECT_EQ(http_status(errc::lease_not_found), 404u);
+  EXPECT_EQ(http_status(errc::lease_expired), 404u);
+  EXPECT_EQ(http_status(errc::spec_conflict), 409u);
+  EXPECT_EQ(http_status(errc::limit_exceeded), 413u);
+  EXPECT_EQ(http_status(errc::unauthorized), 401u);
+  EXPECT_EQ(http_status(errc::forbidden), 403u);
+  EXPECT_EQ(http_status(errc::storage_failed), 503u);
+}
+
+TEST(auth, tokens_scope_queue_names_to_their_tenant) {
+  authenticator auth{{{"acme-token-0123456789", "acme"}, {"root-token-0123456789", "*"}}};
+  EXPECT_EQ(auth.authenticate("").err().code, errc::unauthorized);
+  EXPECT_EQ(auth.authenticate("Bearer wrong").err().code, errc::unauthorized);
+  EXPECT_EQ(auth.authenticate("Basic acme-token-0123456789").err().code, errc::unauthorized);
+  auto acme = auth.authenticate("Bearer acme-token-0123456789");
+  ASSERT_TRUE(acme.ok());
+  EXPECT_EQ(acme.value().tenant, "acme");
+  EXPECT_EQ(auth.resolve(acme.value(), "orders").value(), "acme/orders");
+  EXPECT_EQ(auth.resolve(acme.value(), "acme/orders").value(), "acme/orders");
+  EXPECT_EQ(auth.resolve(acme.value(), "other/orders").err().code, errc::forbidden);
+  auto root = auth.authenticate("bearer root-token-0123456789");
+  ASSERT_TRUE(root.ok());
+  EXPECT_TRUE(root.value().admin());
+  EXPECT_EQ(auth.resolve(root.value(), "orders").value(), "orders");
+  EXPECT_EQ(tenant_of_queue("orders"), "default");
+  EXPECT_EQ(tenant_of_queue("acme/orders"), "acme");
+  authenticator off{{}};
+  EXPECT_TRUE(off.authenticate("").value().admin());
+}
+
+}  // namespace
+}  // namespace laneq::server
