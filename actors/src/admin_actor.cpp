@@ -165,11 +165,13 @@ caf::result<bool> admin_actor_impl::create_topic(topic_spec& spec) {
   auto errors = spec.validate();
   for (const auto& q : spec.queues()) {
     if (!queues_.contains(q))
-      errors.push_back(error{errc::invalid_spec, "topic '" + spec.name() + "': queues: no queue named '" +
-                                                     q + "'; create it before the topic"});
-    else if (auto it = topic_of_queue_.find(q); it != topic_of_queue_.end() && it->second != spec.name())
-      errors.push_back(error{errc::invalid_spec, "topic '" + spec.name() + "': queues: queue '" + q +
-                                                     "' is already a subscription of topic '" +
+      errors.push_back(error{errc::invalid_spec, "topic '" + spec.name() +
+                                                     "': queues: no queue named '" + q +
+                                                     "'; create it before the topic"});
+    else if (auto it = topic_of_queue_.find(q);
+             it != topic_of_queue_.end() && it->second != spec.name())
+      errors.push_back(error{errc::invalid_spec, "topic '" + spec.name() + "': queues: queue '" +
+                                                     q + "' is already a subscription of topic '" +
                                                      it->second + "'"});
   }
   if (!errors.empty()) {
@@ -182,12 +184,12 @@ caf::result<bool> admin_actor_impl::create_topic(topic_spec& spec) {
   }
   if (auto it = topics_.find(spec.name()); it != topics_.end()) {
     if (it->second == spec) return false;
-    return to_caf(error{errc::spec_conflict, "topic '" + spec.name() +
-                                                 "' exists with other queues; drop it first"});
+    return to_caf(error{errc::spec_conflict,
+                        "topic '" + spec.name() + "' exists with other queues; drop it first"});
   }
   if (topics_.size() >= limits::topics_max)
-    return to_caf(error{errc::limit_exceeded,
-                        "at most " + std::to_string(limits::topics_max) + " topics"});
+    return to_caf(
+        error{errc::limit_exceeded, "at most " + std::to_string(limits::topics_max) + " topics"});
   auto name = spec.name();
   std::vector<store_op> ops{
       {store_op::kind::put, codec::topic_key(name), codec::encode_topic(spec)}};
@@ -237,8 +239,8 @@ void admin_actor_impl::publish(const topic_spec& topic, std::vector<outgoing_mes
   for (const auto& q : topic.queues()) {
     auto it = queues_.find(q);
     if (it == queues_.end()) {
-      promise.deliver(to_caf(error{errc::queue_not_found, "topic '" + topic.name() +
-                                                             "': queue '" + q + "' is gone"}));
+      promise.deliver(to_caf(
+          error{errc::queue_not_found, "topic '" + topic.name() + "': queue '" + q + "' is gone"}));
       publish_next();
       return;
     }
@@ -249,7 +251,8 @@ void admin_actor_impl::publish(const topic_spec& topic, std::vector<outgoing_mes
   std::vector<shared_json> parsed(batch.size());
   if (needs_json)
     for (std::size_t i = 0; i < batch.size(); ++i)
-      if (batch[i].body.size() <= limits::body_bytes_max) parsed[i] = parse_body_json(batch[i].body);
+      if (batch[i].body.size() <= limits::body_bytes_max)
+        parsed[i] = parse_body_json(batch[i].body);
   g->out.resize(handles.size());
   g->remaining = handles.size();
   auto finish = [this, g]() {

@@ -117,8 +117,7 @@ class laneqd_process {
 inline std::filesystem::path temp_dir(const std::string& tag) {
   std::random_device rd;
   auto dir = std::filesystem::temp_directory_path() /
-             ("laneqd-test-" + tag + "-" + std::to_string(::getpid()) + "-" +
-              std::to_string(rd()));
+             ("laneqd-test-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
   std::filesystem::create_directories(dir);
   return dir;
 }
@@ -135,8 +134,8 @@ inline std::uint16_t read_port(laneqd_process& p) {
 /// Starts laneqd on `data`/db with free ports (and `extra` arguments); returns the HTTP port.
 inline std::uint16_t start_and_read_port(laneqd_process& p, const std::filesystem::path& data,
                                          std::vector<std::string> extra = {}) {
-  std::vector<std::string> args{"--data-dir", (data / "db").string(), "--http-port", "0",
-                                "--caf-port", "0"};
+  std::vector<std::string> args{"--data-dir", (data / "db").string(), "--http-port",
+                                "0",          "--caf-port",           "0"};
   args.insert(args.end(), extra.begin(), extra.end());
   auto err = p.start(args);
   EXPECT_EQ(err, "");

@@ -48,14 +48,16 @@ class daemon_fixture : public ::testing::Test {
     return post(port_, "/v1/queues/" + name + "/messages", body);
   }
   json::array receive(const std::string& name, int max = 100) {
-    auto r = post(port_, "/v1/queues/" + name + "/receive", R"({"max": )" + std::to_string(max) +
-                                                                 "}");
+    auto r =
+        post(port_, "/v1/queues/" + name + "/receive", R"({"max": )" + std::to_string(max) + "}");
     EXPECT_EQ(r.status, 200u) << r.body;
     if (r.status != 200u) return {};
     return r.obj().at("messages").as_array();
   }
   /// The value of `laneq_lane_key_missing_total{queue="<name>"}` in /metrics (-1: absent).
-  std::int64_t key_missing(const std::string& name) { return metric("laneq_lane_key_missing_total", name); }
+  std::int64_t key_missing(const std::string& name) {
+    return metric("laneq_lane_key_missing_total", name);
+  }
   std::int64_t metric(const std::string& series, const std::string& name) {
     auto r = get(port_, "/metrics");
     EXPECT_EQ(r.status, 200u) << r.body;
@@ -134,8 +136,8 @@ TEST_F(daemon_fixture, policy_keyless_lane_orders_keyless_messages_under_tenant_
 TEST_F(daemon_fixture, a_json_path_key_orders_by_the_value_in_the_body) {
   create("stripe", R"({"ordering": {"mode": "key", "key": [{"json": "data.object.customer"}]}})");
   auto event = [](const std::string& customer, int n) {
-    return R"({"body": "{\"data\": {\"object\": {\"customer\": \")" + customer +
-           R"(\", \"n\": )" + std::to_string(n) + R"(}}}"})";
+    return R"({"body": "{\"data\": {\"object\": {\"customer\": \")" + customer + R"(\", \"n\": )" +
+           std::to_string(n) + R"(}}}"})";
   };
   ASSERT_EQ(send("stripe", event("cus_1", 1)).status, 200u);
   ASSERT_EQ(send("stripe", event("cus_1", 2)).status, 200u);
@@ -172,13 +174,17 @@ TEST_F(daemon_fixture, dedupe_answers_the_original_id_and_survives_a_restart) {
   auto first = send("once", R"({"body": "pay 10", "headers": {"idempotency-key": "k-1"}})");
   ASSERT_EQ(first.status, 200u) << first.body;
   auto id = std::string{first.obj().at("ids").as_array()[0].as_string()};
-  auto again = send("once", R"({"body": "pay 10 (retry)", "headers": {"idempotency-key": "k-1"}})");
+  auto again = send("once", R"({"body": "pay 10 (retry)", "headers": {
+    "idempotency-key" : "k-1"}
+})");
   ASSERT_EQ(again.status, 200u) << again.body;
-  EXPECT_EQ(again.obj().at("ids").as_array()[0].as_string(), id);
-  EXPECT_EQ(metric("laneq_deduplicated_total", "once"), 1);
-  ASSERT_NO_FATAL_FAILURE(restart());
+EXPECT_EQ(again.obj().at("ids").as_array()[0].as_string(), id);
+EXPECT_EQ(metric("laneq_deduplicated_total", "once"), 1);
+ASSERT_NO_FATAL_FAILURE(restart());
   auto after = send("once", R"({"body": "pay 10 (after restart)",
-                              "headers": {"idempotency-key": "k-1"}})");
+                              "headers": {
+  "idempotency-key" : "k-1"}
+  })");
   ASSERT_EQ(after.status, 200u) << after.body;
   EXPECT_EQ(after.obj().at("ids").as_array()[0].as_string(), id);
   auto other = send("once", R"({"body": "pay 20", "headers": {"idempotency-key": "k-2"}})");
@@ -188,133 +194,130 @@ TEST_F(daemon_fixture, dedupe_answers_the_original_id_and_survives_a_restart) {
   std::multiset<std::string> bodies;
   for (const auto& m : got) bodies.insert(body(m));
   EXPECT_EQ(bodies, (std::multiset<std::string>{"pay 10", "pay 20"}));
-}
+  }
 
-TEST_F(daemon_fixture, a_topic_fans_out_to_queues_ordered_per_customer_per_account_and_not) {
-  create("by-customer",
-         R"({"ordering": {"mode": "key", "key": [{"json": "customer"}]}})");
-  create("by-account", R"({"ordering": {"mode": "key", "key": [{"header": "account"}]}})");
-  create("audit", R"({})");
-  auto t = put(port_, "/v1/topics/payments",
-               R"({"queues": ["by-customer", "by-account", "audit"]})");
-  ASSERT_EQ(t.status, 201u) << t.body;
-  // Two events of one customer on two accounts, then one of another customer on the first.
-  auto r = post(port_, "/v1/topics/payments/messages",
-                R"({"messages": [
+  TEST_F(daemon_fixture, a_topic_fans_out_to_queues_ordered_per_customer_per_account_and_not) {
+    create("by-customer", R"({"ordering": {"mode": "key", "key": [{"json": "customer"}]}})");
+    create("by-account", R"({"ordering": {"mode": "key", "key": [{"header": "account"}]}})");
+    create("audit", R"({})");
+    auto t =
+        put(port_, "/v1/topics/payments", R"({"queues": ["by-customer", "by-account", "audit"]})");
+    ASSERT_EQ(t.status, 201u) << t.body;
+    // Two events of one customer on two accounts, then one of another customer on the first.
+    auto r = post(port_, "/v1/topics/payments/messages",
+                  R"({"messages": [
                   {"body": "{\"customer\": \"c1\", \"n\": 1}", "headers": {"account": "a1"}},
                   {"body": "{\"customer\": \"c1\", \"n\": 2}", "headers": {"account": "a2"}},
                   {"body": "{\"customer\": \"c2\", \"n\": 3}", "headers": {"account": "a1"}}]})");
-  ASSERT_EQ(r.status, 200u) << r.body;
-  const auto& ids = r.obj().at("ids").as_object();
-  ASSERT_EQ(ids.size(), 3u) << r.body;
-  for (auto q : {"by-customer", "by-account", "audit"})
-    EXPECT_EQ(ids.at(q).as_array().size(), 3u) << q << ": " << r.body;
+    ASSERT_EQ(r.status, 200u) << r.body;
+    const auto& ids = r.obj().at("ids").as_object();
+    ASSERT_EQ(ids.size(), 3u) << r.body;
+    for (auto q : {"by-customer", "by-account", "audit"})
+      EXPECT_EQ(ids.at(q).as_array().size(), 3u) << q << ": " << r.body;
 
-  auto keys_of = [&](const std::string& q) {
-    std::multiset<std::string> keys;
-    for (const auto& m : receive(q)) keys.insert(ordering_key(m));
-    return keys;
-  };
-  // Per customer: c1's second event waits behind its first.
-  EXPECT_EQ(keys_of("by-customer"), (std::multiset<std::string>{"c1", "c2"}));
-  // Per account: a1's second event (c2) waits behind its first.
-  EXPECT_EQ(keys_of("by-account"), (std::multiset<std::string>{"a1", "a2"}));
-  // Unordered: all three at once.
-  EXPECT_EQ(receive("audit").size(), 3u);
+    auto keys_of = [&](const std::string& q) {
+      std::multiset<std::string> keys;
+      for (const auto& m : receive(q)) keys.insert(ordering_key(m));
+      return keys;
+    };
+    // Per customer: c1's second event waits behind its first.
+    EXPECT_EQ(keys_of("by-customer"), (std::multiset<std::string>{"c1", "c2"}));
+    // Per account: a1's second event (c2) waits behind its first.
+    EXPECT_EQ(keys_of("by-account"), (std::multiset<std::string>{"a1", "a2"}));
+    // Unordered: all three at once.
+    EXPECT_EQ(receive("audit").size(), 3u);
 
-  // The topic survives a restart and still fans out.
-  ASSERT_NO_FATAL_FAILURE(restart());
-  auto g = get(port_, "/v1/topics/payments");
-  ASSERT_EQ(g.status, 200u) << g.body;
-  auto again = post(port_, "/v1/topics/payments/messages",
-                    R"({"body": "{\"customer\": \"c3\"}", "headers": {"account": "a3"}})");
-  ASSERT_EQ(again.status, 200u) << again.body;
-  EXPECT_EQ(again.obj().at("ids").as_object().size(), 3u);
-}
+    // The topic survives a restart and still fans out.
+    ASSERT_NO_FATAL_FAILURE(restart());
+    auto g = get(port_, "/v1/topics/payments");
+    ASSERT_EQ(g.status, 200u) << g.body;
+    auto again = post(port_, "/v1/topics/payments/messages",
+                      R"({"body": "{\"customer\": \"c3\"}", "headers": {"account": "a3"}})");
+    ASSERT_EQ(again.status, 200u) << again.body;
+    EXPECT_EQ(again.obj().at("ids").as_object().size(), 3u);
+  }
 
-// -- config at start ----------------------------------------------------------------------------
+  // -- config at start ----------------------------------------------------------------------------
 
-/// Writes `text` as a config next to the data directory; returns its path.
-std::filesystem::path write_config(const std::filesystem::path& dir, const std::string& text) {
-  auto path = dir / "laneqd.json";
-  std::ofstream{path} << text;
-  return path;
-}
+  /// Writes `text` as a config next to the data directory; returns its path.
+  std::filesystem::path write_config(const std::filesystem::path& dir, const std::string& text) {
+    auto path = dir / "laneqd.json";
+    std::ofstream{path} << text;
+    return path;
+  }
 
-std::string config_with(const std::filesystem::path& dir, const std::string& queues,
-                        const std::string& topics = "{}") {
-  return R"({"data_dir": ")" + (dir / "db").string() +
-         R"(", "http": {"port": 0}, "caf": {"port": 0}, "queues": )" + queues +
-         R"(, "topics": )" + topics + "}";
-}
+  std::string config_with(const std::filesystem::path& dir, const std::string& queues,
+                          const std::string& topics = "{}") {
+    return R"({"data_dir": ")" + (dir / "db").string() +
+           R"(", "http": {"port": 0}, "caf": {"port": 0}, "queues": )" + queues +
+           R"(, "topics": )" + topics + "}";
+  }
 
-TEST(laneqd_lanes_config, configured_topics_are_created_after_their_queues) {
-  auto dir = temp_dir("topic-config");
-  auto cfg = write_config(
-      dir, config_with(dir,
-                       R"({"by-customer": {"ordering": {"mode": "key", "key": [{"json": "c"}]}},
-                           "audit": {}})",
-                       R"({"events": {"queues": ["by-customer", "audit"]}})"));
-  laneqd_process p;
-  ASSERT_EQ(p.start({"--config", cfg.string()}), "");
-  auto port = read_port(p);
-  ASSERT_NE(port, 0) << p.output();
-  auto l = get(port, "/v1/topics");
-  ASSERT_EQ(l.status, 200u) << l.body;
-  ASSERT_EQ(l.obj().at("topics").as_array().size(), 1u) << l.body;
-  auto r = post(port, "/v1/topics/events/messages", R"({"body": "{\"c\": \"x\"}"})");
-  ASSERT_EQ(r.status, 200u) << r.body;
-  EXPECT_EQ(r.obj().at("ids").as_object().size(), 2u) << r.body;
-  EXPECT_EQ(p.stop(SIGTERM), 0) << p.output(true);
-  std::filesystem::remove_all(dir);
-}
-
-TEST(laneqd_lanes_config, a_changed_ordering_key_on_a_stored_queue_refuses_to_start_naming_it) {
-  auto dir = temp_dir("changed-key");
-  {
+  TEST(laneqd_lanes_config, configured_topics_are_created_after_their_queues) {
+    auto dir = temp_dir("topic-config");
     auto cfg = write_config(
-        dir, config_with(dir, R"({"pay": {"ordering": {"mode": "key",
-                                                       "key": [{"header": "account"}]}}})"));
+        dir, config_with(dir,
+                         R"({"by-customer": {"ordering": {"mode": "key", "key": [{"json": "c"}]}},
+                           "audit": {}})",
+                         R"({"events": {"queues": ["by-customer", "audit"]}})"));
     laneqd_process p;
     ASSERT_EQ(p.start({"--config", cfg.string()}), "");
-    ASSERT_NE(read_port(p), 0) << p.output();
+    auto port = read_port(p);
+    ASSERT_NE(port, 0) << p.output();
+    auto l = get(port, "/v1/topics");
+    ASSERT_EQ(l.status, 200u) << l.body;
+    ASSERT_EQ(l.obj().at("topics").as_array().size(), 1u) << l.body;
+    auto r = post(port, "/v1/topics/events/messages", R"({"body": "{\"c\": \"x\"}"})");
+    ASSERT_EQ(r.status, 200u) << r.body;
+    EXPECT_EQ(r.obj().at("ids").as_object().size(), 2u) << r.body;
     EXPECT_EQ(p.stop(SIGTERM), 0) << p.output(true);
+    std::filesystem::remove_all(dir);
   }
-  auto cfg = write_config(
-      dir, config_with(dir, R"({"pay": {"ordering": {"mode": "key",
-                                                     "key": [{"header": "customer"}]}}})",
-                       R"({"pay-events": {"queues": ["pay", "missing"]}})"));
-  laneqd_process p;
-  ASSERT_EQ(p.start({"--config", cfg.string()}), "");
-  auto code = p.wait();
-  const auto& out = p.output(true);
-  EXPECT_EQ(code, 3) << out;
-  EXPECT_NE(out.find("queue pay:"), std::string::npos) << out;
-  EXPECT_NE(out.find("spec_conflict"), std::string::npos) << out;
-  EXPECT_NE(out.find("topic pay-events:"), std::string::npos) << out;
-  EXPECT_NE(out.find("'missing'"), std::string::npos) << out;
-  EXPECT_EQ(out.find("laneqd ready"), std::string::npos) << out;
-  std::filesystem::remove_all(dir);
-}
 
-TEST(laneqd_lanes_config, every_broken_lane_rule_in_the_config_is_named_and_exits_2) {
-  auto dir = temp_dir("lane-rules");
-  auto cfg = write_config(
-      dir, config_with(dir,
-                       R"({"a": {"ordering": {"mode": "key", "key": [{"colour": "x"}]}},
+  TEST(laneqd_lanes_config, a_changed_ordering_key_on_a_stored_queue_refuses_to_start_naming_it) {
+    auto dir = temp_dir("changed-key");
+    {
+      auto cfg = write_config(dir, config_with(dir, R"({"pay": {"ordering": {"mode": "key",
+                                                       "key": [{"header": "account"}]}}})"));
+      laneqd_process p;
+      ASSERT_EQ(p.start({"--config", cfg.string()}), "");
+      ASSERT_NE(read_port(p), 0) << p.output();
+      EXPECT_EQ(p.stop(SIGTERM), 0) << p.output(true);
+    }
+    auto cfg = write_config(dir, config_with(dir, R"({"pay": {"ordering": {"mode": "key",
+                                                     "key": [{"header": "customer"}]}}})",
+                                             R"({"pay-events": {"queues": ["pay", "missing"]}})"));
+    laneqd_process p;
+    ASSERT_EQ(p.start({"--config", cfg.string()}), "");
+    auto code = p.wait();
+    const auto& out = p.output(true);
+    EXPECT_EQ(code, 3) << out;
+    EXPECT_NE(out.find("queue pay:"), std::string::npos) << out;
+    EXPECT_NE(out.find("spec_conflict"), std::string::npos) << out;
+    EXPECT_NE(out.find("topic pay-events:"), std::string::npos) << out;
+    EXPECT_NE(out.find("'missing'"), std::string::npos) << out;
+    EXPECT_EQ(out.find("laneqd ready"), std::string::npos) << out;
+    std::filesystem::remove_all(dir);
+  }
+
+  TEST(laneqd_lanes_config, every_broken_lane_rule_in_the_config_is_named_and_exits_2) {
+    auto dir = temp_dir("lane-rules");
+    auto cfg = write_config(
+        dir, config_with(dir,
+                         R"({"a": {"ordering": {"mode": "key", "key": [{"colour": "x"}]}},
                            "b": {"ordering": {"mode": "key", "key": [{"function": "f"}]}},
                            "c": {"ordering": {"mode": "key", "key": [{"json": ""}]}}})",
-                       R"({"t": {"queues": []}})"));
-  laneqd_process p;
-  ASSERT_EQ(p.start({"--config", cfg.string()}), "");
-  auto code = p.wait();
-  const auto& out = p.output(true);
-  EXPECT_EQ(code, 2) << out;
-  for (auto want : {"queues.a", "ordering.key[0].colour", "queues.b", "in-process C++ API",
-                    "queues.c", "JSON path is empty", "topics.t"})
-    EXPECT_NE(out.find(want), std::string::npos) << want << " in:\n" << out;
-  std::filesystem::remove_all(dir);
-}
+                         R"({"t": {"queues": []}})"));
+    laneqd_process p;
+    ASSERT_EQ(p.start({"--config", cfg.string()}), "");
+    auto code = p.wait();
+    const auto& out = p.output(true);
+    EXPECT_EQ(code, 2) << out;
+    for (auto want : {"queues.a", "ordering.key[0].colour", "queues.b", "in-process C++ API",
+                      "queues.c", "JSON path is empty", "topics.t"})
+      EXPECT_NE(out.find(want), std::string::npos) << want << " in:\n" << out;
+    std::filesystem::remove_all(dir);
+  }
 
-}  // namespace
-}  // namespace laneq::server::test
+  }  // namespace
+  }  // namespace laneq::server::test

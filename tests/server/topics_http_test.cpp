@@ -98,8 +98,8 @@ TEST_F(http_topics, publish_answers_the_ids_per_queue_and_lands_in_every_queue) 
   create("a");
   create("b", R"({"ordering": {"mode": "key", "key": [{"header": "account"}]}})");
   ASSERT_EQ(put(port(), "/v1/topics/events", R"({"queues": ["a", "b"]})").status, 201u);
-  auto one = post(port(), "/v1/topics/events/messages",
-                  R"({"body": "x", "headers": {"account": "7"}})");
+  auto one =
+      post(port(), "/v1/topics/events/messages", R"({"body": "x", "headers": {"account": "7"}})");
   ASSERT_EQ(one.status, 200u) << one.body;
   const auto& ids = one.obj().at("ids").as_object();
   ASSERT_EQ(ids.size(), 2u);
@@ -189,12 +189,12 @@ TEST_F(http_topics_auth, topics_are_scoped_by_tenant_like_queues) {
   // Another tenant's queue in the body, or its topic in the path: 403, nothing created.
   auto theirs = put(port(), "/v1/topics/mixed", R"({"queues": ["a", "other/jobs"]})", acme_token);
   EXPECT_EQ(theirs.status, 403u) << theirs.body;
-  EXPECT_EQ(put(port(), "/v1/topics/other%2Fevents", R"({"queues": ["other/jobs"]})", acme_token)
-                .status,
-            403u);
-  EXPECT_EQ(post(port(), "/v1/topics/acme%2Fevents/messages", R"({"body": "x"})", other_token)
-                .status,
-            403u);
+  EXPECT_EQ(
+      put(port(), "/v1/topics/other%2Fevents", R"({"queues": ["other/jobs"]})", acme_token).status,
+      403u);
+  EXPECT_EQ(
+      post(port(), "/v1/topics/acme%2Fevents/messages", R"({"body": "x"})", other_token).status,
+      403u);
   auto sent = post(port(), "/v1/topics/events/messages", R"({"body": "x"})", acme_token);
   ASSERT_EQ(sent.status, 200u) << sent.body;
   EXPECT_TRUE(sent.obj().at("ids").as_object().contains("acme/a"));

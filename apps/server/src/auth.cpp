@@ -38,9 +38,8 @@ result<std::string> authenticator::resolve(const principal& who, std::string nam
   if (name.find('/') == std::string::npos && who.tenant != "default")
     name = who.tenant + "/" + name;
   if (!may_use(who, name))
-    return error{errc::forbidden, "the token of tenant '" + who.tenant +
-                                      "' may not use " + std::string{what} + " '" + name +
-                                      "'"};
+    return error{errc::forbidden, "the token of tenant '" + who.tenant + "' may not use " +
+                                      std::string{what} + " '" + name + "'"};
   return name;
 }
 

@@ -45,8 +45,7 @@ class reader {
     out = std::string{*s};
   }
 
-  void boolean(const json::object& o, std::string_view key, const std::string& prefix,
-               bool& out) {
+  void boolean(const json::object& o, std::string_view key, const std::string& prefix, bool& out) {
     const auto* v = o.if_contains(key);
     if (v == nullptr) return;
     const auto* b = v->if_bool();
@@ -202,12 +201,12 @@ parsed_config config_from_json(const json::value& v) {
     }
   }
   r.boolean(*root, "sync", "", c.sync);
-  std::int64_t grace_ms = std::chrono::duration_cast<std::chrono::milliseconds>(c.reclaim_grace)
-                              .count();
-  r.integer(*root, "reclaim_grace_ms", "", 0,
-            std::chrono::duration_cast<std::chrono::milliseconds>(limits::reclaim_grace_max)
-                .count(),
-            grace_ms);
+  std::int64_t grace_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(c.reclaim_grace).count();
+  r.integer(
+      *root, "reclaim_grace_ms", "", 0,
+      std::chrono::duration_cast<std::chrono::milliseconds>(limits::reclaim_grace_max).count(),
+      grace_ms);
   c.reclaim_grace = std::chrono::milliseconds{grace_ms};
   r.integer(*root, "group_window", "", 2, 1'000'000, c.group_window);
   if (const auto* l = root->if_contains("limits"))

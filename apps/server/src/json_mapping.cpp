@@ -73,8 +73,8 @@ result<outgoing_message> message_from_json(const json::value& v, const std::stri
   if (obj == nullptr)
     return bad((path.empty() ? std::string{"the body"} : path) + " must be an object, not " +
                kind_of(v));
-  if (auto ok = check_fields(*obj, {"body", "body_base64", "headers", "fairness_key", "delay_ms"},
-                             path);
+  if (auto ok =
+          check_fields(*obj, {"body", "body_base64", "headers", "fairness_key", "delay_ms"}, path);
       !ok)
     return ok.err();
   outgoing_message m;
@@ -111,9 +111,9 @@ result<outgoing_message> message_from_json(const json::value& v, const std::stri
   auto fk = get_string(*obj, "fairness_key", path);
   if (!fk) return fk.err();
   if (fk.value()) m.fairness_key = std::move(*fk.value());
-  auto delay = get_int(*obj, "delay_ms", path, 0,
-                       std::chrono::duration_cast<std::chrono::milliseconds>(limits::delay_max)
-                           .count());
+  auto delay =
+      get_int(*obj, "delay_ms", path, 0,
+              std::chrono::duration_cast<std::chrono::milliseconds>(limits::delay_max).count());
   if (!delay) return delay.err();
   if (delay.value()) m.delay = std::chrono::milliseconds{*delay.value()};
   return m;
@@ -387,11 +387,10 @@ result<receive_request> receive_from_json(const json::object& body) {
   auto max = get_int(body, "max", "", 1, static_cast<std::int64_t>(limits::receive_batch_max));
   if (!max) return max.err();
   if (max.value()) r.max = static_cast<std::uint32_t>(*max.value());
-  auto lease = get_int(body, "lease_ms", "",
-                       std::chrono::duration_cast<std::chrono::milliseconds>(limits::lease_min)
-                           .count(),
-                       std::chrono::duration_cast<std::chrono::milliseconds>(limits::lease_max)
-                           .count());
+  auto lease =
+      get_int(body, "lease_ms", "",
+              std::chrono::duration_cast<std::chrono::milliseconds>(limits::lease_min).count(),
+              std::chrono::duration_cast<std::chrono::milliseconds>(limits::lease_max).count());
   if (!lease) return lease.err();
   if (lease.value()) r.lease_us = *lease.value() * 1000;
   auto wait = get_int(
@@ -456,18 +455,16 @@ result<std::pair<lease_token, std::int64_t>> extend_from_json(const json::object
   if (auto ok = check_fields(body, {"lease", "lease_ms"}, ""); !ok) return ok.err();
   auto lease = required_lease(body);
   if (!lease) return lease.err();
-  auto ms = get_int(body, "lease_ms", "",
-                    std::chrono::duration_cast<std::chrono::milliseconds>(limits::lease_min)
-                        .count(),
-                    std::chrono::duration_cast<std::chrono::milliseconds>(limits::lease_max)
-                        .count());
+  auto ms =
+      get_int(body, "lease_ms", "",
+              std::chrono::duration_cast<std::chrono::milliseconds>(limits::lease_min).count(),
+              std::chrono::duration_cast<std::chrono::milliseconds>(limits::lease_max).count());
   if (!ms) return ms.err();
   if (!ms.value()) return bad("lease_ms is required");
   return std::pair{lease.value(), *ms.value() * 1000};
 }
 
-result<std::vector<message_id>> redrive_from_json(const json::object& body,
-                                                  std::size_t batch_max) {
+result<std::vector<message_id>> redrive_from_json(const json::object& body, std::size_t batch_max) {
   if (auto ok = check_fields(body, {"ids"}, ""); !ok) return ok.err();
   std::vector<message_id> ids;
   const auto* v = body.if_contains("ids");

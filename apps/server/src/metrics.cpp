@@ -17,8 +17,7 @@ std::string num(double v) {
   return buf;
 }
 
-void header(std::string& out, std::string_view name, std::string_view type,
-            std::string_view help) {
+void header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
   out += "# HELP ";
   out += name;
   out += ' ';
@@ -47,18 +46,15 @@ constexpr queue_series per_queue[] = {
     {"laneq_dead_lettered_total", "counter", "Messages moved to the dead-letter list.",
      &queue_stats::dead_lettered},
     {"laneq_redriven_total", "counter", "Dead letters redriven.", &queue_stats::redriven},
-    {"laneq_lane_key_missing_total", "counter",
-     "Messages that lacked an ordering key component.", &queue_stats::key_missing},
+    {"laneq_lane_key_missing_total", "counter", "Messages that lacked an ordering key component.",
+     &queue_stats::key_missing},
     {"laneq_rejected_total", "counter", "Enqueues refused.", &queue_stats::rejected},
     {"laneq_deduplicated_total", "counter",
-     "Enqueues answered with an earlier message's id (dedupe window).",
-     &queue_stats::deduplicated},
+     "Enqueues answered with an earlier message's id (dedupe window).", &queue_stats::deduplicated},
     {"laneq_recovered_total", "counter", "Messages found in the store at start.",
      &queue_stats::recovered},
-    {"laneq_backlog", "gauge", "Messages in the queue, in flight included.",
-     &queue_stats::backlog},
-    {"laneq_in_flight", "gauge", "Messages delivered and not yet acked.",
-     &queue_stats::in_flight},
+    {"laneq_backlog", "gauge", "Messages in the queue, in flight included.", &queue_stats::backlog},
+    {"laneq_in_flight", "gauge", "Messages delivered and not yet acked.", &queue_stats::in_flight},
     {"laneq_live_groups", "gauge", "Ordering groups with messages.", &queue_stats::live_groups},
     {"laneq_dead_letters", "gauge", "Messages on the dead-letter list.",
      &queue_stats::dead_letters},
@@ -177,9 +173,9 @@ std::string server_metrics::render(const std::vector<queue_stats>& queues,
          "messages); the largest keys per queue, the rest summed under fairness_key=\"(other)\".");
   for (const auto& q : queues)
     for (const auto& f : q.fairness)
-      out += "laneq_fairness_key_backlog{queue=\"" + escape_label(q.name) +
-             "\",fairness_key=\"" + (f.other ? std::string{"(other)"} : escape_label(f.key)) +
-             "\"} " + std::to_string(f.backlog) + "\n";
+      out += "laneq_fairness_key_backlog{queue=\"" + escape_label(q.name) + "\",fairness_key=\"" +
+             (f.other ? std::string{"(other)"} : escape_label(f.key)) + "\"} " +
+             std::to_string(f.backlog) + "\n";
   header(out, "laneq_queues", "gauge", "Queues on this broker.");
   out += "laneq_queues " + std::to_string(queues.size()) + "\n";
   if (store != nullptr) {
@@ -210,16 +206,15 @@ std::string server_metrics::render(const std::vector<queue_stats>& queues,
   header(out, "laneq_http_request_duration_seconds", "histogram",
          "HTTP request latency per route, from parsed request to response.");
   for (std::size_t i = 0; i < route_count; ++i)
-    request_latency_[i].render(
-        out, "laneq_http_request_duration_seconds",
-        "route=\"" + std::string{to_string(static_cast<route>(i))} + "\"");
+    request_latency_[i].render(out, "laneq_http_request_duration_seconds",
+                               "route=\"" + std::string{to_string(static_cast<route>(i))} + "\"");
   header(out, "laneq_http_responses_total", "counter", "HTTP responses per route and class.");
   for (std::size_t i = 0; i < route_count; ++i)
     for (std::size_t c = 1; c < 6; ++c)
       if (responses_[i][c] > 0)
         out += "laneq_http_responses_total{route=\"" +
-               std::string{to_string(static_cast<route>(i))} + "\",code=\"" +
-               std::to_string(c) + "xx\"} " + std::to_string(responses_[i][c]) + "\n";
+               std::string{to_string(static_cast<route>(i))} + "\",code=\"" + std::to_string(c) +
+               "xx\"} " + std::to_string(responses_[i][c]) + "\n";
   header(out, "laneq_enqueue_to_delivery_seconds", "histogram",
          "Time from enqueue to first delivery, for messages received over HTTP.");
   delivery_latency_.render(out, "laneq_enqueue_to_delivery_seconds", "");

@@ -93,9 +93,9 @@ result<match> match_route(std::string_view method, std::string_view target) {
   for (auto s : seg)
     if (s.empty()) return not_found();
   auto is = [&](std::string_view want) { return method == want; };
-  auto pick = [&](std::string_view allowed,
-                  std::initializer_list<std::pair<std::string_view, route>> by_method)
-      -> result<match> {
+  auto pick =
+      [&](std::string_view allowed,
+          std::initializer_list<std::pair<std::string_view, route>> by_method) -> result<match> {
     m.allowed = allowed;
     for (auto [verb, r] : by_method)
       if (is(verb)) {
@@ -115,9 +115,9 @@ result<match> match_route(std::string_view method, std::string_view target) {
     m.queue = std::move(*topic);
     m.topic = true;
     if (seg.size() == 3)
-      return pick("PUT, GET, DELETE", {{"PUT", route::put_topic},
-                                       {"GET", route::get_topic},
-                                       {"DELETE", route::delete_topic}});
+      return pick(
+          "PUT, GET, DELETE",
+          {{"PUT", route::put_topic}, {"GET", route::get_topic}, {"DELETE", route::delete_topic}});
     if (seg.size() == 4 && seg[3] == "messages") return pick("POST", {{"POST", route::publish}});
     return not_found();
   }
@@ -128,9 +128,9 @@ result<match> match_route(std::string_view method, std::string_view target) {
   if (name->empty()) return bad("the queue name in the path is empty");
   m.queue = std::move(*name);
   if (seg.size() == 3)
-    return pick("PUT, GET, DELETE", {{"PUT", route::put_queue},
-                                     {"GET", route::get_queue},
-                                     {"DELETE", route::delete_queue}});
+    return pick(
+        "PUT, GET, DELETE",
+        {{"PUT", route::put_queue}, {"GET", route::get_queue}, {"DELETE", route::delete_queue}});
   if (seg.size() == 4) {
     if (seg[3] == "messages") return pick("POST", {{"POST", route::enqueue}});
     if (seg[3] == "receive") return pick("POST", {{"POST", route::receive}});
@@ -146,8 +146,8 @@ result<match> match_route(std::string_view method, std::string_view target) {
 }
 
 /// The query parameters, percent-decoded; only `allowed` names may appear.
-result<std::vector<std::pair<std::string, std::string>>>
-parse_query(std::string_view query, std::initializer_list<std::string_view> allowed) {
+result<std::vector<std::pair<std::string, std::string>>> parse_query(
+    std::string_view query, std::initializer_list<std::string_view> allowed) {
   std::vector<std::pair<std::string, std::string>> out;
   while (!query.empty()) {
     auto amp = query.find('&');
@@ -156,8 +156,8 @@ parse_query(std::string_view query, std::initializer_list<std::string_view> allo
     if (part.empty()) continue;
     auto eq = part.find('=');
     auto key = percent_decode(part.substr(0, eq));
-    auto val = percent_decode(eq == std::string_view::npos ? std::string_view{}
-                                                           : part.substr(eq + 1));
+    auto val =
+        percent_decode(eq == std::string_view::npos ? std::string_view{} : part.substr(eq + 1));
     if (!key || !val) return bad("the query string has a malformed percent escape");
     bool known = false;
     for (auto a : allowed) known = known || a == *key;
@@ -190,8 +190,7 @@ json::object topic_to_json(const topic_spec& t) {
 
 /// Looks the queue up, then runs `then` with its handle.
 template <class F>
-void with_queue(caf::event_based_actor* self, const call_ptr& c, const std::string& name,
-                F then) {
+void with_queue(caf::event_based_actor* self, const call_ptr& c, const std::string& name, F then) {
   self->request(c->st->admin, call_timeout(), lookup_atom_v, name)
       .then([then](queue_api& q) mutable { then(std::move(q)); },
             [c](caf::error& e) { c->fail(e); });
@@ -228,8 +227,8 @@ router::router(caf::actor_system& sys, admin_actor admin, store_actor store, htt
                std::vector<token_config> tokens)
     : sys_(sys),
       state_(std::make_shared<const shared_state>(
-          shared_state{std::move(admin), std::move(store), limits,
-                       authenticator{std::move(tokens)}, std::make_shared<server_metrics>()})) {}
+          shared_state{std::move(admin), std::move(store), limits, authenticator{std::move(tokens)},
+                       std::make_shared<server_metrics>()})) {}
 
 void router::handle(http_request req, respond_fn done) {
   auto c = std::make_shared<call>(call{state_, route::unknown, steady::now(), std::move(done)});
@@ -419,10 +418,9 @@ void router::handle(http_request req, respond_fn done) {
       auto rr = receive_from_json(obj);
       if (!rr) return c->fail(rr.err());
       if (rr.value().max > st.limits.batch)
-        return c->fail(error{errc::limit_exceeded, "max is " + std::to_string(rr.value().max) +
-                                                       ", at most " +
-                                                       std::to_string(st.limits.batch) +
-                                                       " allowed"});
+        return c->fail(
+            error{errc::limit_exceeded, "max is " + std::to_string(rr.value().max) + ", at most " +
+                                            std::to_string(st.limits.batch) + " allowed"});
       return spawn([c, name, rr = rr.value()](caf::event_based_actor* self) {
         with_queue(self, c, name, [self, c, rr](queue_api q) {
           auto timeout = call_timeout() + std::chrono::microseconds{rr.wait_us};
@@ -512,8 +510,8 @@ void router::handle(http_request req, respond_fn done) {
       for (const auto& [k, v] : query.value()) {
         auto n = decode_id(v);  // a positive decimal
         if (!n || n->value > limits::redrive_batch_max)
-          return c->fail(bad("query parameter max must be 1 to " +
-                             std::to_string(limits::redrive_batch_max)));
+          return c->fail(
+              bad("query parameter max must be 1 to " + std::to_string(limits::redrive_batch_max)));
         max = static_cast<std::uint32_t>(n->value);
       }
       return spawn([c, name, max](caf::event_based_actor* self) {
@@ -607,7 +605,7 @@ void router::handle(http_request req, respond_fn done) {
           }
       auto parsed = topic_spec_from_json(name, json::value{obj});
       if (!parsed.errors.empty()) return c->fail(spec_errors(parsed.errors));
-      return spawn([c, name, spec = std::move(parsed.spec)](caf::event_based_actor* self) mutable {
+      return spawn([c, spec = std::move(parsed.spec)](caf::event_based_actor* self) mutable {
         auto out = topic_to_json(spec);
         self->request(c->st->admin, call_timeout(), create_atom_v, std::move(spec))
             .then(

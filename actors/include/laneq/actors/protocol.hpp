@@ -126,9 +126,9 @@ struct queue_stats {
   std::uint64_t lease_expired = 0;
   std::uint64_t dead_lettered = 0;
   std::uint64_t redriven = 0;
-  std::uint64_t key_missing = 0;  ///< messages that lacked an ordering key component
-  std::uint64_t rejected = 0;     ///< enqueues refused (missing key, hook, limits)
-  std::uint64_t recovered = 0;    ///< messages found in the store at start
+  std::uint64_t key_missing = 0;   ///< messages that lacked an ordering key component
+  std::uint64_t rejected = 0;      ///< enqueues refused (missing key, hook, limits)
+  std::uint64_t recovered = 0;     ///< messages found in the store at start
   std::uint64_t deduplicated = 0;  ///< enqueues answered with an earlier message's id (dedupe)
   // Gauges.
   std::uint64_t backlog = 0;  ///< messages in the queue, in flight included
@@ -388,17 +388,18 @@ using queue_api = caf::typed_actor<
     caf::replies_to<groups_atom, bool>::with<std::vector<group_info>>>;
 
 /// The queue actor: the client API plus what its group and fairness actors report.
-using queue_actor = queue_api::extend<caf::reacts_to<dead_atom, std::vector<dead_letter>>,
-                                      caf::reacts_to<idle_atom, group_id, std::uint64_t>,
-                                      // load the queue from the store
-                                      caf::replies_to<recover_atom>::with<caf::ok_atom>,
-                                      // adopt a spec (its hook)
-                                      caf::reacts_to<create_atom, queue_spec>,
-                                      // a topic enqueue: place, answer the ops, hold writes
-                                      caf::replies_to<prepare_atom, std::vector<outgoing_message>,
-                                                      std::vector<shared_json>>::with<topic_prepared>,
-                                      // the topic's write committed (true) or failed (false)
-                                      caf::reacts_to<settle_atom, bool>>;
+using queue_actor =
+    queue_api::extend<caf::reacts_to<dead_atom, std::vector<dead_letter>>,
+                      caf::reacts_to<idle_atom, group_id, std::uint64_t>,
+                      // load the queue from the store
+                      caf::replies_to<recover_atom>::with<caf::ok_atom>,
+                      // adopt a spec (its hook)
+                      caf::reacts_to<create_atom, queue_spec>,
+                      // a topic enqueue: place, answer the ops, hold writes
+                      caf::replies_to<prepare_atom, std::vector<outgoing_message>,
+                                      std::vector<shared_json>>::with<topic_prepared>,
+                      // the topic's write committed (true) or failed (false)
+                      caf::reacts_to<settle_atom, bool>>;
 
 /// The admin actor: creates, finds, lists and deletes queues.
 using admin_actor = caf::typed_actor<

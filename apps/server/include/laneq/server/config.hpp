@@ -12,8 +12,8 @@
 #include "laneq/error.hpp"
 #include "laneq/limits.hpp"
 #include "laneq/queue_spec.hpp"
-#include "laneq/topic_spec.hpp"
 #include "laneq/server/http_limits.hpp"
+#include "laneq/topic_spec.hpp"
 
 namespace laneq::server {
 

@@ -70,7 +70,7 @@ class server_metrics {
 
  private:
   mutable std::mutex mtx_;
-  std::vector<histogram> request_latency_;  ///< per route
+  std::vector<histogram> request_latency_;                             ///< per route
   std::array<std::array<std::uint64_t, 6>, route_count> responses_{};  ///< per route, status/100
   histogram delivery_latency_;
 };
