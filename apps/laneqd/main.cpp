@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -115,7 +116,9 @@ int main(int argc, char** argv) {
   caf::actor_system_config caf_cfg;
   laneq::add_message_types(caf_cfg);
   if (cfg.caf_port != 0) caf_cfg.load<caf::io::middleman>();
-  if (cfg.actor_threads > 0) caf_cfg.set("scheduler.max-threads", cfg.actor_threads);
+  if (cfg.actor_threads > 0)
+    caf_cfg.set("scheduler.max-threads",
+                static_cast<caf::config_value::integer>(cfg.actor_threads));
   caf::actor_system sys{caf_cfg};
 
   laneq::broker_options bo;
@@ -187,7 +190,7 @@ int main(int argc, char** argv) {
     std::cerr << "laneqd: " << http->in_flight() << " request(s) still in flight, dropped\n";
   http->shutdown();
   if (remote) {
-    sys.middleman().unpublish(remote, cfg.caf_port);
+    static_cast<void>(sys.middleman().unpublish(remote, cfg.caf_port));
     caf::anon_send_exit(remote, caf::exit_reason::user_shutdown);
     remote = nullptr;
   }

@@ -95,8 +95,7 @@ TEST(config, every_error_is_reported_at_once_each_naming_its_field) {
                      "tokens[0].tenant", "tokens[1].token", "queues.q1", "colour"})
     EXPECT_TRUE(names(p, field)) << field << " not named in:\n" << all(p);
   for (const auto& e : p.errors)
-    EXPECT_TRUE(e.code == errc::invalid_argument || e.code == errc::invalid_spec)
-        << to_string(e);
+    EXPECT_TRUE(e.code == errc::invalid_argument || e.code == errc::invalid_spec) << to_string(e);
 }
 
 TEST(config, malformed_json_and_non_objects_are_errors) {

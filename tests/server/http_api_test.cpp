@@ -4,6 +4,8 @@
 
 #include <future>
 
+#include "laneq/actors/memory_store.hpp"
+#include "laneq/server/json_mapping.hpp"
 #include "server_test_support.hpp"
 
 namespace laneq::server::test {
@@ -76,7 +78,7 @@ TEST_F(http_api, list_get_and_delete_queues) {
   ASSERT_EQ(g.status, 200u) << g.body;
   EXPECT_EQ(str(g.obj().at("name")), "a");
   EXPECT_TRUE(g.obj().at("summary").is_string());
-  EXPECT_EQ(g.obj().at("stats").as_object().at("backlog").as_int64(), 0);
+  EXPECT_EQ(g.obj().at("stats").as_object().at("backlog").to_number<std::int64_t>(), 0);
   auto d = del(port(), "/v1/queues/a");
   EXPECT_EQ(d.status, 200u) << d.body;
   auto gone = get(port(), "/v1/queues/a");
@@ -99,33 +101,33 @@ TEST_F(http_api, enqueue_receive_and_ack_round_trip_with_every_field) {
   EXPECT_EQ(str(m.at("body")), "hello");
   EXPECT_EQ(str(m.at("headers").as_object().at("account")), "a1");
   EXPECT_EQ(str(m.at("fairness_key")), "t1");
-  EXPECT_EQ(m.at("attempt").as_int64(), 1);
+  EXPECT_EQ(m.at("attempt").to_number<std::int64_t>(), 1);
   EXPECT_TRUE(m.at("lease").is_string());
   EXPECT_TRUE(m.at("ordering_key").is_string());
-  EXPECT_GT(m.at("enqueued_at_ms").as_int64(), 0);
+  EXPECT_GT(m.at("enqueued_at_ms").to_number<std::int64_t>(), 0);
   const auto& bin = msgs[2].as_object();
   EXPECT_EQ(str(bin.at("body_base64")), "AP8=");
 
   auto ack = post(port(), "/v1/queues/q/ack", R"({"lease": ")" + str(m.at("lease")) + R"("})");
   EXPECT_EQ(ack.status, 200u) << ack.body;
-  EXPECT_EQ(ack.obj().at("acked").as_int64(), 1);
+  EXPECT_EQ(ack.obj().at("acked").to_number<std::int64_t>(), 1);
   auto again = post(port(), "/v1/queues/q/ack", R"({"lease": ")" + str(m.at("lease")) + R"("})");
   EXPECT_EQ(again.status, 404u) << again.body;
   EXPECT_EQ(again.code(), "lease_not_found");
 
-  auto batch = post(port(), "/v1/queues/q/ack",
-                    R"({"leases": [")" + str(msgs[1].as_object().at("lease")) + R"(", ")" +
-                        str(msgs[2].as_object().at("lease")) + R"(", ")" + str(m.at("lease")) +
-                        R"("]})");
+  auto batch =
+      post(port(), "/v1/queues/q/ack",
+           R"({"leases": [")" + str(msgs[1].as_object().at("lease")) + R"(", ")" +
+               str(msgs[2].as_object().at("lease")) + R"(", ")" + str(m.at("lease")) + R"("]})");
   ASSERT_EQ(batch.status, 200u) << batch.body;
-  EXPECT_EQ(batch.obj().at("acked").as_int64(), 2);
+  EXPECT_EQ(batch.obj().at("acked").to_number<std::int64_t>(), 2);
   ASSERT_EQ(batch.obj().at("failed").as_array().size(), 1u);
   const auto& f = batch.obj().at("failed").as_array()[0].as_object();
   EXPECT_EQ(str(f.at("lease")), str(m.at("lease")));
   EXPECT_EQ(str(f.at("error").as_object().at("code")), "lease_not_found");
   auto s = stats("q");
-  EXPECT_EQ(s.at("acked").as_int64(), 3);
-  EXPECT_EQ(s.at("backlog").as_int64(), 0);
+  EXPECT_EQ(s.at("acked").to_number<std::int64_t>(), 3);
+  EXPECT_EQ(s.at("backlog").to_number<std::int64_t>(), 0);
 }
 
 TEST_F(http_api, nack_retries_then_dead_letters_and_redrive_brings_it_back) {
@@ -139,15 +141,15 @@ TEST_F(http_api, nack_retries_then_dead_letters_and_redrive_brings_it_back) {
   EXPECT_EQ(nack.status, 200u) << nack.body;
   auto second = receive("q");
   ASSERT_EQ(second.size(), 1u);
-  EXPECT_EQ(second[0].as_object().at("attempt").as_int64(), 2);
+  EXPECT_EQ(second[0].as_object().at("attempt").to_number<std::int64_t>(), 2);
   // The old lease is stale now.
   auto stale = post(port(), "/v1/queues/q/ack", R"({"lease": ")" + lease + R"("})");
   EXPECT_EQ(stale.status, 404u) << stale.body;
   EXPECT_TRUE(stale.code() == "lease_not_found" || stale.code() == "lease_expired") << stale.body;
 
-  auto dead = post(port(), "/v1/queues/q/nack",
-                   R"({"lease": ")" + str(second[0].as_object().at("lease")) +
-                       R"(", "dead_letter": true})");
+  auto dead = post(
+      port(), "/v1/queues/q/nack",
+      R"({"lease": ")" + str(second[0].as_object().at("lease")) + R"(", "dead_letter": true})");
   EXPECT_EQ(dead.status, 200u) << dead.body;
   auto dl = get(port(), "/v1/queues/q/dead-letters");
   ASSERT_EQ(dl.status, 200u) << dl.body;
@@ -160,15 +162,16 @@ TEST_F(http_api, nack_retries_then_dead_letters_and_redrive_brings_it_back) {
   auto missing = post(port(), "/v1/queues/q/dead-letters/redrive", R"({"ids": ["999999"]})");
   EXPECT_EQ(missing.status, 404u) << missing.body;
   EXPECT_EQ(missing.code(), "dead_letter_not_found");
-  auto redrive = post(port(), "/v1/queues/q/dead-letters/redrive", R"({"ids": [")" + ids[0] + R"("]})");
+  auto redrive =
+      post(port(), "/v1/queues/q/dead-letters/redrive", R"({"ids": [")" + ids[0] + R"("]})");
   ASSERT_EQ(redrive.status, 200u) << redrive.body;
-  EXPECT_EQ(redrive.obj().at("redriven").as_int64(), 1);
+  EXPECT_EQ(redrive.obj().at("redriven").to_number<std::int64_t>(), 1);
   auto back = receive("q");
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(str(back[0].as_object().at("id")), ids[0]);
   auto all = post(port(), "/v1/queues/q/dead-letters/redrive", "{}");
   EXPECT_EQ(all.status, 200u);
-  EXPECT_EQ(all.obj().at("redriven").as_int64(), 0);
+  EXPECT_EQ(all.obj().at("redriven").to_number<std::int64_t>(), 0);
 }
 
 TEST_F(http_api, extend_moves_the_deadline_and_a_stale_lease_is_404) {
@@ -177,11 +180,11 @@ TEST_F(http_api, extend_moves_the_deadline_and_a_stale_lease_is_404) {
   auto msgs = receive("q", R"({"max": 1, "lease_ms": 1000})");
   ASSERT_EQ(msgs.size(), 1u);
   auto lease = str(msgs[0].as_object().at("lease"));
-  auto before = msgs[0].as_object().at("lease_deadline_ms").as_int64();
+  auto before = msgs[0].as_object().at("lease_deadline_ms").to_number<std::int64_t>();
   auto ext =
       post(port(), "/v1/queues/q/extend", R"({"lease": ")" + lease + R"(", "lease_ms": 60000})");
   ASSERT_EQ(ext.status, 200u) << ext.body;
-  EXPECT_GT(ext.obj().at("lease_deadline_ms").as_int64(), before);
+  EXPECT_GT(ext.obj().at("lease_deadline_ms").to_number<std::int64_t>(), before);
   lease_token forged = *decode_lease(lease);
   forged.nonce ^= 1;
   auto bad = post(port(), "/v1/queues/q/extend",
@@ -205,9 +208,9 @@ TEST_F(http_api, groups_report_blocked_groups_with_state_and_head) {
   ASSERT_EQ(gs.size(), 1u);
   const auto& g = gs[0].as_object();
   EXPECT_EQ(str(g.at("state")), "in_flight");
-  EXPECT_EQ(g.at("backlog").as_int64(), 2);
+  EXPECT_EQ(g.at("backlog").to_number<std::int64_t>(), 2);
   EXPECT_EQ(str(g.at("head")), ids[0]);
-  EXPECT_GT(g.at("until_ms").as_int64(), 0);
+  EXPECT_GT(g.at("until_ms").to_number<std::int64_t>(), 0);
   EXPECT_TRUE(g.contains("key") && g.contains("since_ms"));
   EXPECT_EQ(get(port(), "/v1/queues/q/groups?state=weird").status, 400u);
   EXPECT_EQ(get(port(), "/v1/queues/q/groups?colour=red").status, 400u);
@@ -223,7 +226,7 @@ TEST_F(http_api, a_long_poll_waits_without_holding_the_only_http_thread) {
   });
   // Wait (bounded) until the broker holds the receive, then enqueue.
   auto until = std::chrono::steady_clock::now() + 10s;
-  while (stats("q").at("waiting_receives").as_int64() == 0 &&
+  while (stats("q").at("waiting_receives").to_number<std::int64_t>() == 0 &&
          std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(5ms);
   send("q", R"({"body": "wake"})");
@@ -247,7 +250,7 @@ TEST_F(http_api, keep_alive_serves_many_requests_on_one_connection) {
     auto r = c.call(http::verb::post, "/v1/queues/q/messages", R"({"body": "k"})");
     ASSERT_EQ(r.status, 200u) << r.body;
   }
-  EXPECT_EQ(stats("q").at("enqueued").as_int64(), 20);
+  EXPECT_EQ(stats("q").at("enqueued").to_number<std::int64_t>(), 20);
 }
 
 TEST_F(http_api, bad_requests_get_numbered_errors_and_change_nothing) {
@@ -274,7 +277,7 @@ TEST_F(http_api, bad_requests_get_numbered_errors_and_change_nothing) {
   EXPECT_EQ(missing.code(), "queue_not_found");
   auto escape = get(port(), "/v1/queues/bad%zz");
   EXPECT_EQ(escape.status, 400u);
-  EXPECT_EQ(stats("q").at("enqueued").as_int64(), 0);
+  EXPECT_EQ(stats("q").at("enqueued").to_number<std::int64_t>(), 0);
 }
 
 TEST_F(http_api, a_percent_encoded_slash_names_a_tenant_queue) {
@@ -284,7 +287,7 @@ TEST_F(http_api, a_percent_encoded_slash_names_a_tenant_queue) {
   send("acme%2Forders", R"({"body": "x"})");
   auto l = get(port(), "/v1/queues");
   EXPECT_EQ(str(l.obj().at("queues").as_array()[0]), "acme/orders");
-  EXPECT_EQ(stats("acme%2Forders").at("enqueued").as_int64(), 1);
+  EXPECT_EQ(stats("acme%2Forders").at("enqueued").to_number<std::int64_t>(), 1);
 }
 
 TEST_F(http_api, metrics_expose_the_named_series) {
@@ -295,20 +298,22 @@ TEST_F(http_api, metrics_expose_the_named_series) {
   ASSERT_EQ(msgs.size(), 2u);
   post(port(), "/v1/queues/q/ack",
        R"({"lease": ")" + str(msgs[0].as_object().at("lease")) + R"("})");
+  send("q", R"({"body": "3", "fairness_key": "tenant-7"})");
   auto m = get(port(), "/metrics");
   ASSERT_EQ(m.status, 200u);
   EXPECT_EQ(m.content_type.rfind("text/plain", 0), 0u);
   for (auto series :
-       {"laneq_enqueued_total{queue=\"q\"} 2", "laneq_delivered_total{queue=\"q\"} 2",
+       {"laneq_enqueued_total{queue=\"q\"} 3", "laneq_delivered_total{queue=\"q\"} 2",
         "laneq_acked_total{queue=\"q\"} 1", "laneq_nacked_total{queue=\"q\"} 0",
         "laneq_lease_expired_total{queue=\"q\"} 0", "laneq_dead_lettered_total{queue=\"q\"} 0",
-        "laneq_redriven_total{queue=\"q\"} 0", "laneq_lane_key_missing_total{queue=\"q\"} 1",
-        "laneq_backlog{queue=\"q\"} 1", "laneq_in_flight{queue=\"q\"} 1",
+        "laneq_redriven_total{queue=\"q\"} 0", "laneq_lane_key_missing_total{queue=\"q\"} 2",
+        "laneq_backlog{queue=\"q\"} 2", "laneq_in_flight{queue=\"q\"} 1",
         "laneq_live_groups{queue=\"q\"}", "# TYPE laneq_store_batch_writes histogram",
         "laneq_store_batch_writes_bucket{le=\"+Inf\"}",
         "laneq_http_request_duration_seconds_bucket{route=\"enqueue\",le=\"0.001\"}",
         "laneq_http_request_duration_seconds_count{route=\"receive\"} 1",
-        "laneq_enqueue_to_delivery_seconds_count 2", "laneq_fairness_key_backlog{queue=\"q\""})
+        "laneq_enqueue_to_delivery_seconds_count 2",
+        "laneq_fairness_key_backlog{queue=\"q\",fairness_key=\"tenant-7\"} 1"})
     EXPECT_NE(m.body.find(series), std::string::npos) << series << "\n" << m.body;
 }
 
@@ -379,8 +384,9 @@ TEST(http_limits_test, oversized_requests_get_413_with_a_numbered_error_and_chan
   EXPECT_EQ(big.status, 413u) << big.body;
   EXPECT_EQ(big.code(), "limit_exceeded");
   EXPECT_EQ(big.number(), 9);
-  auto batch = post(port, "/v1/queues/q/messages",
-                    R"({"messages": [{"body": "1"}, {"body": "2"}, {"body": "3"}, {"body": "4"}]})");
+  auto batch =
+      post(port, "/v1/queues/q/messages",
+           R"({"messages": [{"body": "1"}, {"body": "2"}, {"body": "3"}, {"body": "4"}]})");
   EXPECT_EQ(batch.status, 413u) << batch.body;
   auto many = post(port, "/v1/queues/q/receive", R"({"max": 4})");
   EXPECT_EQ(many.status, 413u) << many.body;
@@ -399,8 +405,7 @@ TEST(http_limits_test, oversized_requests_get_413_with_a_numbered_error_and_chan
   }
   {
     client c{port};
-    c.send_raw("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(4000, 'y') +
-               "\r\n\r\n");
+    c.send_raw("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(4000, 'y') + "\r\n\r\n");
     auto r = c.read();
     EXPECT_EQ(r.status, 413u) << r.body;
   }
@@ -412,7 +417,7 @@ TEST(http_limits_test, oversized_requests_get_413_with_a_numbered_error_and_chan
     EXPECT_EQ(r.code(), "invalid_argument");
   }
   auto s = get(port, "/v1/queues/q");
-  EXPECT_EQ(s.obj().at("stats").as_object().at("enqueued").as_int64(), 0);
+  EXPECT_EQ(s.obj().at("stats").as_object().at("enqueued").to_number<std::int64_t>(), 0);
 }
 
 // -- auth ----------------------------------------------------------------------------------------
@@ -467,7 +472,7 @@ TEST_F(http_auth, a_tenant_token_uses_its_own_queues_only_and_bare_names_are_sco
   // Nothing changed for the other tenant.
   auto s = get(port(), "/v1/queues/other%2Fjobs", admin_token);
   ASSERT_EQ(s.status, 200u);
-  EXPECT_EQ(s.obj().at("stats").as_object().at("enqueued").as_int64(), 0);
+  EXPECT_EQ(s.obj().at("stats").as_object().at("enqueued").to_number<std::int64_t>(), 0);
   auto all = get(port(), "/v1/queues", admin_token);
   EXPECT_EQ(all.obj().at("queues").as_array().size(), 2u);
   EXPECT_FALSE(get(port(), "/v1/queues/other%2Fnew", admin_token).status == 200u);

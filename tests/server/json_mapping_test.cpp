@@ -159,9 +159,9 @@ TEST(json_mapping, receive_ack_nack_extend_and_redrive_requests_parse_and_check_
   auto dead = nack_from_json(obj(R"({"lease": ")" + lease + R"(", "dead_letter": true})"));
   ASSERT_TRUE(dead.ok());
   EXPECT_EQ(dead.value().second.kind, nack_kind::dead_letter);
-  EXPECT_FALSE(
-      nack_from_json(obj(R"({"lease": ")" + lease + R"(", "dead_letter": true, "retry_after_ms": 1})"))
-          .ok());
+  EXPECT_FALSE(nack_from_json(obj(R"({"lease": ")" + lease +
+                                  R"(", "dead_letter": true, "retry_after_ms": 1})"))
+                   .ok());
 
   auto ext = extend_from_json(obj(R"({"lease": ")" + lease + R"(", "lease_ms": 1000})"));
   ASSERT_TRUE(ext.ok());
@@ -187,12 +187,12 @@ TEST(json_mapping, deliveries_carry_text_or_base64_bodies) {
   auto o = to_json(d);
   EXPECT_EQ(o.at("id").as_string(), "77");
   EXPECT_EQ(decode_lease(o.at("lease").as_string()).value(), d.lease);
-  EXPECT_EQ(o.at("attempt").as_int64(), 1);
+  EXPECT_EQ(o.at("attempt").to_number<std::int64_t>(), 1);
   EXPECT_EQ(o.at("body").as_string(), "hello");
   EXPECT_EQ(o.at("headers").as_object().at("account").as_string(), "a1");
   EXPECT_EQ(o.at("fairness_key").as_string(), "t");
   EXPECT_EQ(o.at("ordering_key").as_string(), "a1");
-  EXPECT_EQ(o.at("enqueued_at_ms").as_int64(), 1234);
+  EXPECT_EQ(o.at("enqueued_at_ms").to_number<std::int64_t>(), 1234);
   d.msg.body = std::string("\xFF\x00", 2);
   auto b = to_json(d);
   EXPECT_FALSE(b.contains("body"));
@@ -207,7 +207,7 @@ TEST(json_mapping, every_error_number_has_a_status_and_a_numbered_body) {
     auto body = json::parse(error_body(error{code, "why"})).as_object();
     const auto& e = body.at("error").as_object();
     EXPECT_EQ(e.at("code").as_string(), to_string(code));
-    EXPECT_EQ(e.at("number").as_int64(), n);
+    EXPECT_EQ(e.at("number").to_number<std::int64_t>(), n);
     EXPECT_EQ(e.at("message").as_string(), "why");
   }
   EXPECT_EQ(http_status(errc::invalid_argument), 400u);
@@ -236,8 +236,6 @@ TEST(auth, tokens_scope_queue_names_to_their_tenant) {
   ASSERT_TRUE(root.ok());
   EXPECT_TRUE(root.value().admin());
   EXPECT_EQ(auth.resolve(root.value(), "orders").value(), "orders");
-  EXPECT_EQ(tenant_of_queue("orders"), "default");
-  EXPECT_EQ(tenant_of_queue("acme/orders"), "acme");
   authenticator off{{}};
   EXPECT_TRUE(off.authenticate("").value().admin());
 }

@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "caf/io/all.hpp"
+
+#include "laneq/actors/remote_admin.hpp"
 #include "laneqd_process.hpp"
 #include "server_test_support.hpp"
 
@@ -30,7 +33,12 @@ TEST(laneqd_process, sigterm_exits_0_and_a_restart_finds_the_enqueued_message) {
     laneqd_process p;
     auto port = start_and_read_port(p, dir);
     ASSERT_NE(port, 0);
-    auto r = post(port, "/v1/queues/orders/receive", R"({"max": 10})");
+    auto s = get(port, "/v1/queues/orders");
+    ASSERT_EQ(s.status, 200u) << s.body;
+    EXPECT_EQ(s.obj().at("stats").as_object().at("recovered").to_number<std::int64_t>(), 1)
+        << s.body;
+    // Recovered group heads are offered asynchronously after the start: a long poll waits.
+    auto r = post(port, "/v1/queues/orders/receive", R"({"max": 10, "wait_ms": 10000})");
     ASSERT_EQ(r.status, 200u) << r.body;
     const auto& msgs = r.obj().at("messages").as_array();
     ASSERT_EQ(msgs.size(), 1u) << r.body;
@@ -72,6 +80,63 @@ TEST(laneqd_process, configured_queues_exist_at_start) {
   ASSERT_EQ(l.status, 200u);
   ASSERT_EQ(l.obj().at("queues").as_array().size(), 1u);
   EXPECT_EQ(l.obj().at("queues").as_array()[0].as_string(), "audit");
+  EXPECT_EQ(p.stop(SIGTERM), 0) << p.output(true);
+  std::filesystem::remove_all(dir);
+}
+
+/// A TCP port that was free a moment ago (the CAF port flag has no "any port" value: 0 disables).
+std::uint16_t free_port() {
+  asio::io_context io;
+  tcp::acceptor a{io, tcp::endpoint{asio::ip::make_address("127.0.0.1"), 0}};
+  return a.local_endpoint().port();
+}
+
+TEST(laneqd_process, the_remote_admin_actor_is_published_on_the_caf_port) {
+  auto dir = temp_dir("caf");
+  auto caf_port = free_port();
+  laneqd_process p;
+  ASSERT_EQ(p.start({"--data-dir", (dir / "db").string(), "--http-port", "0", "--caf-port",
+                     std::to_string(caf_port)}),
+            "");
+  auto port_line = p.wait_line("laneqd caf_port=", 60s);
+  ASSERT_TRUE(port_line.has_value()) << p.output();
+  EXPECT_EQ(*port_line, "laneqd caf_port=" + std::to_string(caf_port));
+  ASSERT_TRUE(p.wait_line("laneqd ready", 60s).has_value()) << p.output();
+
+  caf::actor_system_config cfg;
+  add_message_types(cfg);
+  cfg.load<caf::io::middleman>();
+  caf::actor_system sys{cfg};
+  {
+    auto admin = sys.middleman().remote_actor<remote_admin_actor>("127.0.0.1", caf_port);
+    ASSERT_TRUE(admin) << sys.render(admin.error());
+    caf::scoped_actor self{sys};
+    bool created = false;
+    queue_api q;
+    self->request(*admin, 30s, create_atom_v, std::string{"remote"},
+                  std::string{R"({"ordering": {"mode": "queue"}})"})
+        .receive(
+            [&](queue_api& h, bool c) {
+              q = std::move(h);
+              created = c;
+            },
+            [&](caf::error& e) { FAIL() << to_string(from_caf(e)); });
+    EXPECT_TRUE(created);
+    ASSERT_TRUE(q);
+    std::vector<message_id> ids;
+    self->request(q, 30s, enqueue_atom_v, std::vector<outgoing_message>{{"over caf", {}, {}, {}}})
+        .receive([&](std::vector<message_id>& got) { ids = std::move(got); },
+                 [&](caf::error& e) { FAIL() << to_string(from_caf(e)); });
+    EXPECT_EQ(ids.size(), 1u);
+  }
+  // The queue made over CAF is the one the HTTP API sees.
+  auto http_port_line = p.output().find("laneqd http_port=");
+  ASSERT_NE(http_port_line, std::string::npos);
+  auto port = static_cast<std::uint16_t>(
+      std::stoi(p.output().substr(http_port_line + std::string{"laneqd http_port="}.size())));
+  auto s = get(port, "/v1/queues/remote");
+  ASSERT_EQ(s.status, 200u) << s.body;
+  EXPECT_EQ(s.obj().at("stats").as_object().at("enqueued").to_number<std::int64_t>(), 1);
   EXPECT_EQ(p.stop(SIGTERM), 0) << p.output(true);
   std::filesystem::remove_all(dir);
 }

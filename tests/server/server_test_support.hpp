@@ -51,7 +51,7 @@ struct reply {
     return std::string{e->as_object().at("code").as_string()};
   }
   std::int64_t number() const {
-    return doc.as_object().at("error").as_object().at("number").as_int64();
+    return doc.as_object().at("error").as_object().at("number").to_number<std::int64_t>();
   }
   const json::object& obj() const { return doc.as_object(); }
 };

@@ -29,7 +29,8 @@ class http_topics : public ::testing::Test {
     auto r = get(port(), "/v1/queues/" + name);
     EXPECT_EQ(r.status, 200u) << r.body;
     if (r.status != 200u) return 0;
-    return static_cast<std::size_t>(r.obj().at("stats").as_object().at("backlog").as_int64());
+    return static_cast<std::size_t>(
+        r.obj().at("stats").as_object().at("backlog").to_number<std::int64_t>());
   }
 };
 
@@ -140,7 +141,7 @@ TEST_F(http_topics, get_queue_shows_the_spec_with_lane_fields) {
   EXPECT_EQ(str(ordering.at("when_key_missing")), "keyless_lane");
   EXPECT_EQ(str(spec.at("store_headers").as_object().at("deny").as_array()[0]), "authorization");
   const auto& dedupe = spec.at("dedupe").as_object();
-  EXPECT_EQ(dedupe.at("window_ms").as_int64(), 60000);
+  EXPECT_EQ(dedupe.at("window_ms").to_number<std::int64_t>(), 60000);
   EXPECT_EQ(str(dedupe.at("key").as_array()[0].as_object().at("header")), "idempotency-key");
   // The spec GET shows is one PUT takes back as identical.
   auto again = put(port(), "/v1/queues/lanes", json::serialize(spec));

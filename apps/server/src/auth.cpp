@@ -3,13 +3,9 @@
 
 #include <openssl/crypto.h>
 
-namespace laneq::server {
+#include "laneq/queue_spec.hpp"
 
-std::string tenant_of_queue(std::string_view queue_name) {
-  auto slash = queue_name.find('/');
-  if (slash == std::string_view::npos) return "default";
-  return std::string{queue_name.substr(0, slash)};
-}
+namespace laneq::server {
 
 result<principal> authenticator::authenticate(std::string_view authorization) const {
   if (!enabled()) return principal{"*"};
@@ -35,7 +31,7 @@ result<std::string> authenticator::resolve(const principal& who, std::string nam
                                            std::string_view what) const {
   if (who.admin()) return name;
   // Bare names are the default tenant's; for any other tenant they mean <tenant>/<name>.
-  if (name.find('/') == std::string::npos && who.tenant != "default")
+  if (name.find('/') == std::string::npos && who.tenant != default_tenant)
     name = who.tenant + "/" + name;
   if (!may_use(who, name))
     return error{errc::forbidden, "the token of tenant '" + who.tenant + "' may not use " +
@@ -44,7 +40,7 @@ result<std::string> authenticator::resolve(const principal& who, std::string nam
 }
 
 bool authenticator::may_use(const principal& who, std::string_view queue_name) {
-  return who.admin() || tenant_of_queue(queue_name) == who.tenant;
+  return who.admin() || tenant_of(queue_name) == who.tenant;
 }
 
 }  // namespace laneq::server

@@ -73,34 +73,34 @@ class session : public std::enable_shared_from_this<session> {
         ec == asio::error::eof)
       return close();
     if (ec == http::error::header_limit)
-      return answer_now(error{errc::limit_exceeded,
-                              "the request line and header fields exceed " +
-                                  std::to_string(sh_->limits.header_bytes) + " bytes"},
-                        false);
-    if (ec == http::error::body_limit)
-      return answer_now(error{errc::limit_exceeded, "the request body exceeds " +
-                                                        std::to_string(sh_->limits.body_bytes) +
-                                                        " bytes"},
-                        false);
-    if (ec)
       return answer_now(
-          error{errc::invalid_argument, "malformed HTTP request: " + ec.message()}, false);
+          error{errc::limit_exceeded, "the request line and header fields exceed " +
+                                          std::to_string(sh_->limits.header_bytes) + " bytes"},
+          false);
+    if (ec == http::error::body_limit)
+      return answer_now(
+          error{errc::limit_exceeded,
+                "the request body exceeds " + std::to_string(sh_->limits.body_bytes) + " bytes"},
+          false);
+    if (ec)
+      return answer_now(error{errc::invalid_argument, "malformed HTTP request: " + ec.message()},
+                        false);
     auto& req = parser_->get();
     version_ = req.version();
     keep_alive_ = req.keep_alive();
     std::size_t fields = 0;
     for (auto it = req.begin(); it != req.end(); ++it) ++fields;
     if (fields > sh_->limits.header_count)
-      return answer_now(error{errc::limit_exceeded,
-                              "the request has " + std::to_string(fields) +
-                                  " header fields, at most " +
-                                  std::to_string(sh_->limits.header_count) + " allowed"},
-                        false);
+      return answer_now(
+          error{errc::limit_exceeded, "the request has " + std::to_string(fields) +
+                                          " header fields, at most " +
+                                          std::to_string(sh_->limits.header_count) + " allowed"},
+          false);
     if (req.target().size() > sh_->limits.target_bytes)
-      return answer_now(error{errc::limit_exceeded,
-                              "the request target exceeds " +
-                                  std::to_string(sh_->limits.target_bytes) + " bytes"},
-                        false);
+      return answer_now(
+          error{errc::limit_exceeded, "the request target exceeds " +
+                                          std::to_string(sh_->limits.target_bytes) + " bytes"},
+          false);
     http_request r;
     r.method = std::string{req.method_string()};
     r.target = std::string{req.target()};

@@ -546,7 +546,7 @@ json::object to_json(const group_info& g) {
   o["state"] = to_string(g.state);
   o["since_ms"] = g.since.ms();
   o["until_ms"] = g.until.ms();
-  o["head"] = g.head ? json::value{encode_id(g.head)} : json::value{nullptr};
+  o["head"] = g.head ? json::value(encode_id(g.head)) : json::value(nullptr);
   return o;
 }
 

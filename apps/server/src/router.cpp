@@ -171,16 +171,6 @@ caf::timespan call_timeout() {
   return std::chrono::duration_cast<caf::timespan>(http_bounds::call_timeout);
 }
 
-/// Every error of a parsed spec as one invalid_spec error (each rule named, `; ` between).
-error spec_errors(const std::vector<error>& errors) {
-  std::string all;
-  for (const auto& e : errors) {
-    if (!all.empty()) all += "; ";
-    all += e.message;
-  }
-  return error{errc::invalid_spec, std::move(all)};
-}
-
 json::object topic_to_json(const topic_spec& t) {
   json::object o;
   o["name"] = t.name();
@@ -311,8 +301,12 @@ void router::handle(http_request req, respond_fn done) {
                 [self, c, g, complete](std::vector<std::string>& names) {
                   g->remaining = names.size() + 1;
                   self->request(c->st->store, call_timeout(), stats_atom_v)
-                      .then([g, complete](store_stats& s) { g->store = std::move(s), complete(); },
-                            [complete](caf::error&) { complete(); });
+                      .then(
+                          [g, complete](store_stats& s) {
+                            g->store = std::move(s);
+                            complete();
+                          },
+                          [complete](caf::error&) { complete(); });
                   for (auto& n : names)
                     self->request(c->st->admin, call_timeout(), describe_atom_v, n)
                         .then(
@@ -346,8 +340,8 @@ void router::handle(http_request req, respond_fn done) {
     }
     case route::put_queue: {
       if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
-      auto parsed = queue_spec_from_json(name, json::value{obj});
-      if (!parsed.errors.empty()) return c->fail(spec_errors(parsed.errors));
+      auto parsed = queue_spec_from_json(name, json::value(obj));
+      if (!parsed.ok()) return c->fail(combine(parsed.errors));
       auto spec_json = queue_spec_to_json(parsed.spec);
       return spawn([c, name, spec = std::move(parsed.spec),
                     spec_json = std::move(spec_json)](caf::event_based_actor* self) mutable {
@@ -603,8 +597,8 @@ void router::handle(http_request req, respond_fn done) {
             if (!full) return c->fail(full.err());
             q = full.value();
           }
-      auto parsed = topic_spec_from_json(name, json::value{obj});
-      if (!parsed.errors.empty()) return c->fail(spec_errors(parsed.errors));
+      auto parsed = topic_spec_from_json(name, json::value(obj));
+      if (!parsed.ok()) return c->fail(combine(parsed.errors));
       return spawn([c, spec = std::move(parsed.spec)](caf::event_based_actor* self) mutable {
         auto out = topic_to_json(spec);
         self->request(c->st->admin, call_timeout(), create_atom_v, std::move(spec))

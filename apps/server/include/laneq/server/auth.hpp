@@ -10,9 +10,6 @@
 
 namespace laneq::server {
 
-/// Tenant of a queue name: the part before its one '/', or "default" without one.
-std::string tenant_of_queue(std::string_view queue_name);
-
 /// Who made a request.
 struct principal {
   std::string tenant;  ///< "*" for an admin token (and when authentication is off)
