@@ -40,7 +40,7 @@ using steady = std::chrono::steady_clock;
 const std::vector<std::string> all_scenarios{"unordered", "groups_1000", "ordered",
                                              "fairness_skewed", "live_groups"};
 /// Scenarios that run only when named: `restart` needs --data-dir.
-const std::vector<std::string> extra_scenarios{"restart"};
+const std::vector<std::string> extra_scenarios{"restart", "json_key_1kib", "header_key_1kib"};
 
 struct options {
   std::vector<std::string> scenarios = all_scenarios;
@@ -105,7 +105,8 @@ void print_usage(std::ostream& out) {
          "  --restart-producers=N   producer threads filling the restart store (default 8)\n"
          "  --restart-sample=N      messages drained after the restart (default 10000)\n"
          "  --keep-data=true|false  keep the scenario directories (default false)\n"
-         "Scenario restart (durable only) runs only when named in --scenarios.\n"
+         "Scenarios restart (durable only), json_key_1kib and header_key_1kib run only when named "
+         "in --scenarios.\n"
          "Every other argument goes to CAF (for example --scheduler.max-threads=2).\n";
 }
 
@@ -1096,6 +1097,24 @@ throughput_scenario make_scenario_spec(const std::string& name, const options& o
     sc.spec = laneq::queue_spec("bench-groups").ordered_by({laneq::key::header("k")});
     sc.shape = [](std::uint64_t i, laneq::outgoing_message& m) {
       m.headers.push_back({"k", std::to_string(i % 1000)});
+    };
+    sc.group = group_from_header;
+    sc.group_count = 1000;
+  } else if (name == "json_key_1kib" || name == "header_key_1kib") {
+    // Enqueue cost of a JSON-path key (docs/design/lanes.md L2) against a header key, on the
+    // same 1 KiB JSON bodies and 1,000 groups; the header `k` carries the group for checking.
+    bool json = name == "json_key_1kib";
+    sc.spec = laneq::queue_spec(json ? "bench-json-key" : "bench-header-key")
+                  .ordered_by({json ? laneq::key::json("data.object.customer")
+                                    : laneq::key::header("k")});
+    sc.shape = [](std::uint64_t i, laneq::outgoing_message& m) {
+      auto g = std::to_string(i % 1000);
+      m.body = R"({"id": "evt_)" + std::to_string(i) +
+               R"(", "type": "invoice.paid", "data": {"object": {"customer": ")" + g +
+               R"(", "pad": ")";
+      m.body.append(1024 - m.body.size() - 4, 'x');
+      m.body += R"("}}})";
+      m.headers.push_back({"k", g});
     };
     sc.group = group_from_header;
     sc.group_count = 1000;
