@@ -26,7 +26,9 @@ class daemon_fixture : public ::testing::Test {
     ASSERT_NE(port_, 0) << proc_->output();
   }
   void TearDown() override {
-    if (port_ != 0) EXPECT_EQ(proc_->stop(SIGTERM), 0) << proc_->output(true);
+    if (port_ != 0) {
+      EXPECT_EQ(proc_->stop(SIGTERM), 0) << proc_->output(true);
+    }
     proc_.reset();
     std::filesystem::remove_all(dir_);
   }
@@ -122,7 +124,9 @@ TEST_F(daemon_fixture, policy_unordered_delivers_keyless_messages_in_parallel_an
   for (const auto& m : got) bodies.insert(body(m));
   EXPECT_EQ(bodies, (std::multiset<std::string>{"x", "y", "k1"}));
   for (const auto& m : got)
-    if (body(m) == "k1") EXPECT_EQ(ordering_key(m), "a");
+    if (body(m) == "k1") {
+      EXPECT_EQ(ordering_key(m), "a");
+    }
 }
 
 TEST_F(daemon_fixture, policy_keyless_lane_orders_keyless_messages_under_tenant_slash_queue) {
