@@ -1105,8 +1105,8 @@ throughput_scenario make_scenario_spec(const std::string& name, const options& o
     // same 1 KiB JSON bodies and 1,000 groups; the header `k` carries the group for checking.
     bool json = name == "json_key_1kib";
     sc.spec = laneq::queue_spec(json ? "bench-json-key" : "bench-header-key")
-                  .ordered_by({json ? laneq::key::json("data.object.customer")
-                                    : laneq::key::header("k")});
+                  .ordered_by(
+                      {json ? laneq::key::json("data.object.customer") : laneq::key::header("k")});
     sc.shape = [](std::uint64_t i, laneq::outgoing_message& m) {
       auto g = std::to_string(i % 1000);
       m.body = R"({"id": "evt_)" + std::to_string(i) +

@@ -244,8 +244,9 @@ void queue_actor_impl::finish_recovery(recovery& r) {
     send(fairness_, recover_atom_v, std::move(ready), std::move(leased));
 }
 
-result<queue_actor_impl::admitted> queue_actor_impl::admit(
-    std::vector<outgoing_message>& batch, timestamp t, const std::vector<shared_json>* parsed) {
+result<queue_actor_impl::admitted> queue_actor_impl::admit(std::vector<outgoing_message>& batch,
+                                                           timestamp t,
+                                                           const std::vector<shared_json>* parsed) {
   const auto& spec = qc_.spec;
   if (batch.empty() || batch.size() > limits::enqueue_batch_max)
     return error{errc::invalid_argument, "enqueue: a batch holds 1 to " +
@@ -320,9 +321,9 @@ result<queue_actor_impl::admitted> queue_actor_impl::admit(
     if (spec.hook()) {
       auto attrs = spec.hook()(m);
       if (!attrs)
-        return fail(error{errc::enqueue_rejected, "queue '" + spec.name() + "': " + field(i, "") +
-                                                      " rejected by on_enqueue: " +
-                                                      attrs.err().message});
+        return fail(
+            error{errc::enqueue_rejected, "queue '" + spec.name() + "': " + field(i, "") +
+                                              " rejected by on_enqueue: " + attrs.err().message});
       if (attrs.value().size() > limits::attributes_max)
         return fail(limit("queue '" + spec.name() + "': on_enqueue returned more than " +
                           std::to_string(limits::attributes_max) + " attributes"));

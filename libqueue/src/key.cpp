@@ -3,9 +3,9 @@
 
 #include <array>
 
+#include <openssl/evp.h>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
-#include <openssl/evp.h>
 
 #include "laneq/limits.hpp"
 

@@ -395,8 +395,7 @@ bool queue_spec::same_definition(const queue_spec& other) const {
          max_attempts_ == other.max_attempts_ && throttles_ == other.throttles_ &&
          delivery_ == other.delivery_ && sync_ == other.sync_ &&
          header_policy_ == other.header_policy_ && same_names(header_list_, other.header_list_) &&
-         dedupe_ == other.dedupe_ &&
-         static_cast<bool>(hook_) == static_cast<bool>(other.hook_);
+         dedupe_ == other.dedupe_ && static_cast<bool>(hook_) == static_cast<bool>(other.hook_);
 }
 
 std::string queue_spec::describe() const {

@@ -202,7 +202,8 @@ void read_throttles(reader& r, const json::value& v, queue_spec& spec) {
 
 void read_store_headers(reader& r, const json::value& v, queue_spec& spec) {
   if (const auto* s = v.if_string()) {
-    if (*s != "all") r.fail("store_headers", "must be \"all\", {\"allow\": [...]} or {\"deny\": [...]}");
+    if (*s != "all")
+      r.fail("store_headers", "must be \"all\", {\"allow\": [...]} or {\"deny\": [...]}");
     return;
   }
   const auto* o = r.object("store_headers", v);
@@ -281,10 +282,9 @@ parsed_spec queue_spec_from_json(std::string_view name, const json::value& v) {
     out.errors = r.take();
     return out;
   }
-  r.only(
-      "", *o,
-      {"ordering", "lease_ms", "max_attempts", "throttles", "delivery_durability", "sync_writes",
-       "store_headers", "dedupe"});
+  r.only("", *o,
+         {"ordering", "lease_ms", "max_attempts", "throttles", "delivery_durability", "sync_writes",
+          "store_headers", "dedupe"});
   auto& spec = out.spec;
   if (const auto* x = o->if_contains("ordering")) read_ordering(r, *x, spec);
   if (const auto* x = o->if_contains("lease_ms")) {

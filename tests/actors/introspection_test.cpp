@@ -116,20 +116,16 @@ TEST_F(introspection, blocked_only_lists_blocked_groups_by_head_and_idle_groups_
   ASSERT_EQ(ds.size(), 2u);
   ASSERT_TRUE(h.nack(q, ds[1].lease, 5s).ok());  // B1
   auto blocked = groups(true);
-  EXPECT_EQ(keys(blocked),
-            (std::vector<std::string>{"A", "B", "C"}));
+  EXPECT_EQ(keys(blocked), (std::vector<std::string>{"A", "B", "C"}));
   ASSERT_EQ(blocked.size(), 3u);
   EXPECT_EQ(blocked[0].state, group_status::in_flight);
   EXPECT_EQ(blocked[1].state, group_status::retry_wait);
   EXPECT_EQ(blocked[2].state, group_status::delayed);
-  EXPECT_EQ(keys(groups(false)),
-            (std::vector<std::string>{"A", "B", "C",
-                                      "D"}));
+  EXPECT_EQ(keys(groups(false)), (std::vector<std::string>{"A", "B", "C", "D"}));
 
   ASSERT_TRUE(h.ack(q, ds[0].lease).ok());  // group A is now empty and idle
   EXPECT_EQ(keys(groups(true)), (std::vector<std::string>{"B", "C"}));
-  EXPECT_EQ(keys(groups(false)),
-            (std::vector<std::string>{"B", "C", "D"}));
+  EXPECT_EQ(keys(groups(false)), (std::vector<std::string>{"B", "C", "D"}));
 }
 
 }  // namespace

@@ -100,8 +100,8 @@ TEST(lanes, one_json_parse_serves_every_key_and_dedupe_rule_of_every_queue) {
   auto by_customer = queue_spec("by-customer")
                          .ordered_by({key::json("data.customer")})
                          .dedupe({key::json("id")}, std::chrono::minutes{1});
-  auto by_account = queue_spec("by-account").ordered_by({key::json("data.account"),
-                                                         key::json("data.customer")});
+  auto by_account =
+      queue_spec("by-account").ordered_by({key::json("data.account"), key::json("data.customer")});
   auto m = with_body(R"({"id": "evt_1", "data": {"customer": "c", "account": "a"}})");
   key_source src{m};
   ASSERT_TRUE(place(by_customer, src).ok());
@@ -142,8 +142,8 @@ TEST(lanes, a_function_component_without_its_callable_is_missing_and_can_be_rest
   EXPECT_EQ(bare.value_in(with_body("x")), std::nullopt);
   auto stored = queue_spec("q").ordered_by({bare});
   EXPECT_TRUE(stored.functions_missing());
-  auto given = queue_spec("q").ordered_by(
-      {key::function("customer_of", [](const message&) { return std::optional<std::string>{"c"}; })});
+  auto given = queue_spec("q").ordered_by({key::function(
+      "customer_of", [](const message&) { return std::optional<std::string>{"c"}; })});
   auto other = queue_spec("q").ordered_by(
       {key::function("other", [](const message&) { return std::optional<std::string>{"c"}; })});
   auto copy = stored;
@@ -247,8 +247,12 @@ TEST(lanes, a_header_key_whose_header_is_not_stored_is_refused_naming_queue_and_
 }
 
 TEST(lanes, throttle_keys_may_not_read_the_body_or_call_a_function) {
-  auto spec = queue_spec("q").throttle({key::json("a")}, 1, 1).throttle(
-      {key::function("f", [](const message&) { return std::optional<std::string>{}; })}, 1, 1);
+  auto spec =
+      queue_spec("q")
+          .throttle({key::json("a")}, 1, 1)
+          .throttle(
+              {key::function("f", [](const message&) { return std::optional<std::string>{}; })}, 1,
+              1);
   EXPECT_THAT(messages(spec.validate()),
               testing::ElementsAre(testing::HasSubstr("throttles[0].key[0]: json:a: a throttle"),
                                    testing::HasSubstr("throttles[1].key[0]: function:f: a")));
@@ -270,26 +274,29 @@ TEST(lanes, dedupe_rules_are_validated) {
   EXPECT_THAT(messages(spec.validate()),
               testing::ElementsAre("queue 'q': dedupe.key: needs at least one component",
                                    testing::HasSubstr("queue 'q': dedupe.window_ms: must be")));
-  EXPECT_TRUE(queue_spec("q").dedupe({key::json("id")}, std::chrono::minutes{5}).validate().empty());
-  EXPECT_FALSE(queue_spec("q")
-                   .dedupe({key::json("id")}, std::chrono::minutes{5})
-                   .same_definition(queue_spec("q").dedupe({key::json("id")},
-                                                           std::chrono::minutes{6})));
+  EXPECT_TRUE(
+      queue_spec("q").dedupe({key::json("id")}, std::chrono::minutes{5}).validate().empty());
+  EXPECT_FALSE(
+      queue_spec("q")
+          .dedupe({key::json("id")}, std::chrono::minutes{5})
+          .same_definition(queue_spec("q").dedupe({key::json("id")}, std::chrono::minutes{6})));
 }
 
 // -- L9: topic specs --------------------------------------------------------------------------
 
 TEST(lanes, topic_specs_are_validated_naming_the_topic) {
-  EXPECT_TRUE(topic_spec("acme/orders").fan_out({"acme/by-customer", "acme/audit"}).validate().empty());
+  EXPECT_TRUE(
+      topic_spec("acme/orders").fan_out({"acme/by-customer", "acme/audit"}).validate().empty());
   EXPECT_THAT(messages(topic_spec("orders").validate()),
               testing::ElementsAre("topic 'orders': queues: a topic fans out into 1 to 16 "
                                    "queues, got 0"));
-  EXPECT_THAT(messages(topic_spec("acme/orders").fan_out({"acme/a", "acme/a", "globex/b", "c"}).validate()),
-              testing::ElementsAre(
-                  "topic 'acme/orders': queues[1]: 'acme/a' repeats queues[0]",
-                  "topic 'acme/orders': queues[2]: queue 'globex/b' is not in the topic's tenant "
-                  "'acme'",
-                  "topic 'acme/orders': queues[3]: queue 'c' is not in the topic's tenant 'acme'"));
+  EXPECT_THAT(
+      messages(topic_spec("acme/orders").fan_out({"acme/a", "acme/a", "globex/b", "c"}).validate()),
+      testing::ElementsAre(
+          "topic 'acme/orders': queues[1]: 'acme/a' repeats queues[0]",
+          "topic 'acme/orders': queues[2]: queue 'globex/b' is not in the topic's tenant "
+          "'acme'",
+          "topic 'acme/orders': queues[3]: queue 'c' is not in the topic's tenant 'acme'"));
   EXPECT_THAT(messages(topic_spec("bad name").fan_out({"a"}).validate()),
               testing::ElementsAre(testing::StartsWith("topic 'bad name': name: may hold only")));
 }
@@ -336,19 +343,21 @@ TEST(lanes, topic_json_round_trips_and_names_broken_fields) {
   EXPECT_EQ(p.spec, topic_spec("orders").fan_out({"a", "b"}));
   auto back = topic_spec_from_json("orders", topic_spec_to_json(p.spec));
   EXPECT_EQ(back.spec, p.spec);
-  EXPECT_THAT(messages(topic_spec_from_json("orders", boost::json::parse(R"({"queues": [1], "x": 2})")).errors),
-              testing::UnorderedElementsAre("topic 'orders': x: unknown field (known: queues)",
-                                            "topic 'orders': queues[0]: must be a string"));
+  EXPECT_THAT(
+      messages(
+          topic_spec_from_json("orders", boost::json::parse(R"({"queues": [1], "x": 2})")).errors),
+      testing::UnorderedElementsAre("topic 'orders': x: unknown field (known: queues)",
+                                    "topic 'orders': queues[0]: must be a string"));
 }
 
 TEST(lanes, stored_records_of_lanes_round_trip) {
-  auto spec = queue_spec("orders")
-                  .ordered_by({key::json("data.customer"),
-                               key::function("f", [](const message&) {
-                                 return std::optional<std::string>{"x"};
-                               })})
-                  .store_headers_allow({"account"})
-                  .dedupe({key::json("id")}, std::chrono::seconds{30});
+  auto spec =
+      queue_spec("orders")
+          .ordered_by(
+              {key::json("data.customer"),
+               key::function("f", [](const message&) { return std::optional<std::string>{"x"}; })})
+          .store_headers_allow({"account"})
+          .dedupe({key::json("id")}, std::chrono::seconds{30});
   auto back = codec::decode_queue(codec::encode_queue({7, spec, false}));
   ASSERT_TRUE(back.ok()) << back.err().message;
   EXPECT_TRUE(back.value().spec.same_definition(spec));
