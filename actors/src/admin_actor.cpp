@@ -1,9 +1,12 @@
 // The admin actor (actors/include/laneq/actors/admin_actor.hpp).
 #include "laneq/actors/admin_actor.hpp"
 
+#include <boost/json/serialize.hpp>
+
 #include "laneq/actors/queue_actor.hpp"
 #include "laneq/actors/queue_storage.hpp"
 #include "laneq/codec.hpp"
+#include "laneq/spec_json.hpp"
 
 namespace laneq {
 
@@ -369,10 +372,11 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
           return to_caf(error{errc::queue_not_found, "no queue named '" + name + "'"});
         auto promise = make_response_promise<queue_description>();
         auto summary = it->second.spec.describe();
+        auto spec_json = boost::json::serialize(queue_spec_to_json(it->second.spec));
         request(it->second.handle, caf::infinite, stats_atom_v)
             .then(
-                [promise, summary](queue_stats& s) mutable {
-                  promise.deliver(queue_description{summary, std::move(s)});
+                [promise, summary, spec_json](queue_stats& s) mutable {
+                  promise.deliver(queue_description{summary, std::move(s), spec_json});
                 },
                 [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
         return promise;

@@ -1,6 +1,6 @@
-// laneqd: the laneq daemon. Opens the broker on a data directory, creates the configured queues,
-// publishes the remote admin actor on its CAF port and serves the HTTP API until SIGTERM/SIGINT
-// (docs/operations.md).
+// laneqd: the laneq daemon. Opens the broker on a data directory, creates the configured queues
+// and topics, publishes the remote admin actor on its CAF port and serves the HTTP API until
+// SIGTERM/SIGINT (docs/operations.md).
 //
 //   laneqd [--config FILE] [--data-dir DIR] [--http-host IP] [--http-port N] [--caf-port N]
 #include <csignal>
@@ -134,14 +134,22 @@ int main(int argc, char** argv) {
   }
   auto broker = std::move(opened.value());
 
+  // The configured queues, then the topics over them. A queue already stored with a different
+  // definition (an ordering key changed, say) is refused: every such queue and topic is named,
+  // then the daemon exits 3 without serving.
   {
     laneq::blocking_admin admin{sys, broker->admin()};
-    for (const auto& spec : cfg.queues) {
-      auto q = admin.create_queue(spec);
-      if (!q) {
-        std::cerr << "laneqd: queue " << spec.name() << ": " << laneq::to_string(q.err()) << "\n";
-        return 3;
-      }
+    std::vector<std::string> failed;
+    for (const auto& spec : cfg.queues)
+      if (auto q = admin.create_queue(spec); !q)
+        failed.push_back("queue " + spec.name() + ": " + laneq::to_string(q.err()));
+    for (const auto& spec : cfg.topics)
+      if (auto t = admin.create_topic(spec); !t)
+        failed.push_back("topic " + spec.name() + ": " + laneq::to_string(t.err()));
+    if (!failed.empty()) {
+      std::cerr << "laneqd: " << failed.size() << " configured queue(s)/topic(s) refused:\n";
+      for (const auto& f : failed) std::cerr << "  " << f << "\n";
+      return 3;
     }
   }
 

@@ -27,14 +27,15 @@ result<principal> authenticator::authenticate(std::string_view authorization) co
   return principal{found->tenant};
 }
 
-result<std::string> authenticator::resolve(const principal& who, std::string name) const {
+result<std::string> authenticator::resolve(const principal& who, std::string name,
+                                           std::string_view what) const {
   if (who.admin()) return name;
   // Bare names are the default tenant's; for any other tenant they mean <tenant>/<name>.
   if (name.find('/') == std::string::npos && who.tenant != default_tenant)
     name = who.tenant + "/" + name;
   if (!may_use(who, name))
-    return error{errc::forbidden,
-                 "the token of tenant '" + who.tenant + "' may not use queue '" + name + "'"};
+    return error{errc::forbidden, "the token of tenant '" + who.tenant + "' may not use " +
+                                      std::string{what} + " '" + name + "'"};
   return name;
 }
 

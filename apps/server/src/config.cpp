@@ -147,6 +147,27 @@ void read_queues(reader& r, std::vector<error>& errors, const json::value& v,
   }
 }
 
+/// `"topics": {"<name>": {"queues": [...]}}`. Whether the queues exist is checked when the
+/// daemon creates the topics, after the queues (a queue may already be in the data directory).
+void read_topics(reader& r, std::vector<error>& errors, const json::value& v,
+                 std::vector<topic_spec>& out) {
+  const auto* o = r.object(v, "topics");
+  if (o == nullptr) return;
+  if (o->size() > limits::topics_max)
+    return r.fail("topics", "at most " + std::to_string(limits::topics_max) + " topics");
+  for (const auto& kv : *o) {
+    auto parsed = topic_spec_from_json(kv.key(), kv.value());
+    if (!parsed.errors.empty()) {
+      for (auto& e : parsed.errors) {
+        e.message = "topics." + std::string{kv.key()} + ": " + e.message;
+        errors.push_back(std::move(e));
+      }
+      continue;
+    }
+    out.push_back(std::move(parsed.spec));
+  }
+}
+
 }  // namespace
 
 parsed_config config_from_json(const json::value& v) {
@@ -160,7 +181,7 @@ parsed_config config_from_json(const json::value& v) {
   auto& c = out.config;
   r.known(*root,
           {"data_dir", "http", "caf", "sync", "reclaim_grace_ms", "group_window", "limits",
-           "tokens", "queues"},
+           "tokens", "queues", "topics"},
           "");
   r.string(*root, "data_dir", "", c.data_dir);
   if (const auto* h = root->if_contains("http")) {
@@ -192,6 +213,7 @@ parsed_config config_from_json(const json::value& v) {
     if (const auto* o = r.object(*l, "limits")) read_limits(r, *o, c.limits);
   if (const auto* t = root->if_contains("tokens")) read_tokens(r, *t, c.tokens);
   if (const auto* q = root->if_contains("queues")) read_queues(r, out.errors, *q, c.queues);
+  if (const auto* t = root->if_contains("topics")) read_topics(r, out.errors, *t, c.topics);
   if (c.caf_port != 0 && c.caf_port == c.http_port && c.caf_host == c.http_host)
     r.fail("caf.port", "is the same as http.port");
   return out;

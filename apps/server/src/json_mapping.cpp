@@ -521,6 +521,7 @@ json::object to_json(const queue_stats& s) {
   o["key_missing"] = s.key_missing;
   o["rejected"] = s.rejected;
   o["recovered"] = s.recovered;
+  o["deduplicated"] = s.deduplicated;
   o["backlog"] = s.backlog;
   o["in_flight"] = s.in_flight;
   o["live_groups"] = s.live_groups;

@@ -49,6 +49,8 @@ constexpr queue_series per_queue[] = {
     {"laneq_lane_key_missing_total", "counter", "Messages that lacked an ordering key component.",
      &queue_stats::key_missing},
     {"laneq_rejected_total", "counter", "Enqueues refused.", &queue_stats::rejected},
+    {"laneq_deduplicated_total", "counter",
+     "Enqueues answered with an earlier message's id (dedupe window).", &queue_stats::deduplicated},
     {"laneq_recovered_total", "counter", "Messages found in the store at start.",
      &queue_stats::recovered},
     {"laneq_backlog", "gauge", "Messages in the queue, in flight included.", &queue_stats::backlog},
@@ -76,6 +78,11 @@ std::string_view to_string(route r) {
     case route::dead_letters: return "dead_letters";
     case route::redrive: return "redrive";
     case route::groups: return "groups";
+    case route::list_topics: return "list_topics";
+    case route::put_topic: return "put_topic";
+    case route::get_topic: return "get_topic";
+    case route::delete_topic: return "delete_topic";
+    case route::publish: return "publish";
     case route::metrics: return "metrics";
     case route::healthz: return "healthz";
     case route::unknown: return "unknown";

@@ -62,10 +62,11 @@ error bad(std::string what) {
   return error{errc::invalid_argument, std::move(what)};
 }
 
-/// The route, the queue it names (percent-decoded) and the query string.
+/// The route, the queue or topic it names (percent-decoded) and the query string.
 struct match {
   route what = route::unknown;
-  std::string queue;
+  std::string queue;  ///< the queue's or, when `topic`, the topic's name
+  bool topic = false;
   std::string query;
   std::string_view allowed;  ///< methods of the path, for 405
 };
@@ -106,6 +107,20 @@ result<match> match_route(std::string_view method, std::string_view target) {
   };
   if (seg.size() == 1 && seg[0] == "metrics") return pick("GET", {{"GET", route::metrics}});
   if (seg.size() == 1 && seg[0] == "healthz") return pick("GET", {{"GET", route::healthz}});
+  if (seg.size() >= 2 && seg[0] == "v1" && seg[1] == "topics") {
+    if (seg.size() == 2) return pick("GET", {{"GET", route::list_topics}});
+    auto topic = percent_decode(seg[2]);
+    if (!topic) return bad("the topic name in the path has a malformed percent escape");
+    if (topic->empty()) return bad("the topic name in the path is empty");
+    m.queue = std::move(*topic);
+    m.topic = true;
+    if (seg.size() == 3)
+      return pick(
+          "PUT, GET, DELETE",
+          {{"PUT", route::put_topic}, {"GET", route::get_topic}, {"DELETE", route::delete_topic}});
+    if (seg.size() == 4 && seg[3] == "messages") return pick("POST", {{"POST", route::publish}});
+    return not_found();
+  }
   if (seg.size() < 2 || seg[0] != "v1" || seg[1] != "queues") return not_found();
   if (seg.size() == 2) return pick("GET", {{"GET", route::list_queues}});
   auto name = percent_decode(seg[2]);
@@ -154,6 +169,13 @@ result<std::vector<std::pair<std::string, std::string>>> parse_query(
 
 caf::timespan call_timeout() {
   return std::chrono::duration_cast<caf::timespan>(http_bounds::call_timeout);
+}
+
+json::object topic_to_json(const topic_spec& t) {
+  json::object o;
+  o["name"] = t.name();
+  o["spec"] = topic_spec_to_json(t);
+  return o;
 }
 
 /// Looks the queue up, then runs `then` with its handle.
@@ -225,7 +247,7 @@ void router::handle(http_request req, respond_fn done) {
     return c->fail(error{errc::forbidden, "/metrics needs an admin (tenant \"*\") token"});
   std::string name;
   if (!m.queue.empty()) {
-    auto resolved = st.auth.resolve(who, m.queue);
+    auto resolved = st.auth.resolve(who, m.queue, m.topic ? "topic" : "queue");
     if (!resolved) return c->fail(resolved.err());
     name = std::move(resolved.value());
   }
@@ -345,6 +367,9 @@ void router::handle(http_request req, respond_fn done) {
                   json::object o;
                   o["name"] = name;
                   o["summary"] = d.summary;
+                  boost::system::error_code ec;
+                  auto spec = json::parse(d.spec_json, ec);
+                  if (!ec) o["spec"] = std::move(spec);
                   o["stats"] = to_json(d.stats);
                   c->reply(200, o);
                 },
@@ -543,6 +568,86 @@ void router::handle(http_request req, respond_fn done) {
                   },
                   [c](caf::error& e) { c->fail(e); });
         });
+      });
+    }
+    case route::list_topics: {
+      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
+      if (auto ok = no_body(); !ok) return c->fail(ok.err());
+      return spawn([c, who](caf::event_based_actor* self) {
+        self->request(c->st->admin, call_timeout(), topic_atom_v, list_atom_v)
+            .then(
+                [c, who](std::vector<topic_spec>& topics) {
+                  json::array arr;
+                  for (const auto& t : topics)
+                    if (authenticator::may_use(who, t.name())) arr.emplace_back(topic_to_json(t));
+                  json::object o;
+                  o["topics"] = std::move(arr);
+                  c->reply(200, o);
+                },
+                [c](caf::error& e) { c->fail(e); });
+      });
+    }
+    case route::put_topic: {
+      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
+      // A tenant's token names its queues bare, as in their URLs.
+      if (auto* qs = obj.if_contains("queues"); qs != nullptr && qs->is_array())
+        for (auto& q : qs->as_array())
+          if (q.is_string()) {
+            auto full = st.auth.resolve(who, std::string{q.as_string()});
+            if (!full) return c->fail(full.err());
+            q = full.value();
+          }
+      auto parsed = topic_spec_from_json(name, json::value(obj));
+      if (!parsed.ok()) return c->fail(combine(parsed.errors));
+      return spawn([c, spec = std::move(parsed.spec)](caf::event_based_actor* self) mutable {
+        auto out = topic_to_json(spec);
+        self->request(c->st->admin, call_timeout(), create_atom_v, std::move(spec))
+            .then(
+                [c, out = std::move(out)](bool created) mutable {
+                  out["created"] = created;
+                  c->reply(created ? 201 : 200, out);
+                },
+                [c](caf::error& e) { c->fail(e); });
+      });
+    }
+    case route::get_topic: {
+      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
+      if (auto ok = no_body(); !ok) return c->fail(ok.err());
+      return spawn([c, name](caf::event_based_actor* self) {
+        self->request(c->st->admin, call_timeout(), topic_atom_v, lookup_atom_v, name)
+            .then([c](topic_spec& t) { c->reply(200, topic_to_json(t)); },
+                  [c](caf::error& e) { c->fail(e); });
+      });
+    }
+    case route::delete_topic: {
+      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
+      if (auto ok = no_body(); !ok) return c->fail(ok.err());
+      return spawn([c, name](caf::event_based_actor* self) {
+        self->request(c->st->admin, call_timeout(), topic_atom_v, drop_atom_v, name)
+            .then(
+                [c, name](caf::ok_atom) {
+                  json::object o;
+                  o["deleted"] = name;
+                  c->reply(200, o);
+                },
+                [c](caf::error& e) { c->fail(e); });
+      });
+    }
+    case route::publish: {
+      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
+      auto msgs = messages_from_json(obj, st.limits.batch);
+      if (!msgs) return c->fail(msgs.err());
+      return spawn([c, name, msgs = std::move(msgs.value())](caf::event_based_actor* self) mutable {
+        self->request(c->st->admin, call_timeout(), publish_atom_v, name, std::move(msgs))
+            .then(
+                [c](std::vector<topic_enqueued>& per_queue) {
+                  json::object ids;
+                  for (const auto& q : per_queue) ids[q.queue] = ids_to_json(q.ids);
+                  json::object o;
+                  o["ids"] = std::move(ids);
+                  c->reply(200, o);
+                },
+                [c](caf::error& e) { c->fail(e); });
       });
     }
     case route::unknown: break;

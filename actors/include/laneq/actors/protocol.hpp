@@ -161,6 +161,9 @@ struct topic_enqueued {
 struct queue_description {
   std::string summary;  ///< queue_spec::describe()
   queue_stats stats;
+  /// The spec's JSON form (`queue_spec_to_json`, serialized): what `GET /v1/queues/{name}`
+  /// shows; a string so it crosses to remote CAF programs (a spec's hook cannot).
+  std::string spec_json;
 };
 
 template <class Inspector>
@@ -232,7 +235,7 @@ auto inspect(Inspector& f, topic_enqueued& x) {
 }
 template <class Inspector>
 auto inspect(Inspector& f, queue_description& x) {
-  return f(x.summary, x.stats);
+  return f(x.summary, x.stats, x.spec_json);
 }
 
 /// Converts a laneq error to a CAF error (category atom "laneq", the message as context).

@@ -29,8 +29,10 @@ class authenticator {
   result<principal> authenticate(std::string_view authorization) const;
 
   /// The full name of the queue a URL names for `who`: a tenant-scoped token's bare name
-  /// `orders` means `<tenant>/orders`. forbidden when the queue is another tenant's.
-  result<std::string> resolve(const principal& who, std::string name) const;
+  /// `orders` means `<tenant>/orders`. forbidden when the queue is another tenant's. Topic
+  /// names are scoped the same way (`what` names the kind in the error).
+  result<std::string> resolve(const principal& who, std::string name,
+                              std::string_view what = "queue") const;
 
   /// Whether `who` may see `queue_name` (listing).
   static bool may_use(const principal& who, std::string_view queue_name);

@@ -13,6 +13,7 @@
 #include "laneq/limits.hpp"
 #include "laneq/queue_spec.hpp"
 #include "laneq/server/http_limits.hpp"
+#include "laneq/topic_spec.hpp"
 
 namespace laneq::server {
 
@@ -45,6 +46,7 @@ struct server_config {
   http_limits limits;
   std::vector<token_config> tokens;  ///< empty: no authentication
   std::vector<queue_spec> queues;    ///< created (or found identical) at start
+  std::vector<topic_spec> topics;    ///< created (or found identical) after the queues
 };
 
 /// A config with every error found; `errors` empty means valid.
@@ -54,7 +56,8 @@ struct parsed_config {
 };
 
 /// Parses and validates a config document. Errors are invalid_argument (invalid_spec for a
-/// queue), each naming its field path (`http.port`, `tokens[1].tenant`, `queues.orders.lease_ms`).
+/// queue or topic), each naming its field path (`http.port`, `tokens[1].tenant`,
+/// `queues.orders: queue 'orders': lease_ms: ...`, `topics.orders: topic 'orders': queues: ...`).
 parsed_config parse_config(std::string_view text);
 parsed_config config_from_json(const boost::json::value& v);
 
