@@ -466,9 +466,7 @@ result<queue_record> decode_queue(std::string_view record) {
   spec.delivery(static_cast<delivery_durability>(delivery));
   spec.sync_writes(r.uint(1) != 0);
   q.had_hook = r.uint(1) != 0;
-  // Stored headers and dedupe were appended later: a record that ends here was written before
-  // them and means "store all headers, no dedupe".
-  if (r.ok() && !r.done()) {
+  {
     auto policy = r.uint(1);
     if (policy > 2) return corrupt("queue", "unknown stored-headers policy");
     auto n = r.u32();

@@ -790,39 +790,3 @@ TEST(codec, an_unknown_format_version_is_refused_by_name) {
 
 }  // namespace
 }  // namespace laneq
-
-namespace laneq {
-namespace {
-
-// A queue record written before stored headers and dedupe existed ends after `had_hook`; it still
-// reads, as "store every header, no dedupe" (docs/design/lanes.md, Limits).
-TEST(codec, a_queue_record_without_the_lanes_fields_reads_with_their_defaults) {
-  codec::queue_record q;
-  q.uid = 7;
-  q.spec = queue_spec("acme/orders").ordered_by({key::header("account")});
-  auto record = codec::encode_queue(q);
-  // Today's record ends with: stored-headers policy (u8 0), no names (u32 0), no dedupe (u8 0).
-  ASSERT_EQ(record.substr(record.size() - 6), std::string(6, '\0'));
-  auto payload = record.substr(5, record.size() - 5 - 6);
-  auto crc = codec::crc32c(payload);
-  std::string old{record[0]};
-  for (int shift = 24; shift >= 0; shift -= 8)
-    old.push_back(static_cast<char>((crc >> shift) & 0xFF));
-  old += payload;
-  auto back = codec::decode_queue(old);
-  ASSERT_TRUE(back.ok()) << to_string(back.err());
-  EXPECT_EQ(back.value().uid, 7u);
-  EXPECT_TRUE(back.value().spec.same_definition(q.spec));
-  EXPECT_FALSE(back.value().spec.dedupe_rule().has_value());
-  // One byte of the appended fields is a torn record, not an old one.
-  auto torn_payload = record.substr(5, record.size() - 5 - 5);
-  auto torn_crc = codec::crc32c(torn_payload);
-  std::string torn{record[0]};
-  for (int shift = 24; shift >= 0; shift -= 8)
-    torn.push_back(static_cast<char>((torn_crc >> shift) & 0xFF));
-  torn += torn_payload;
-  EXPECT_FALSE(codec::decode_queue(torn).ok());
-}
-
-}  // namespace
-}  // namespace laneq
