@@ -193,16 +193,6 @@ json::array ids_to_json(const std::vector<message_id>& ids) {
   return out;
 }
 
-void observe_deliveries(const call_ptr& c, const std::vector<delivery>& ds) {
-  auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count();
-  for (const auto& d : ds)
-    if (d.lease.attempt == 1)
-      c->st->metrics->observe_delivery_latency(
-          static_cast<double>(now_ms - d.msg.enqueued_at.ms()) / 1000.0);
-}
-
 }  // namespace
 
 http_response error_response(const error& e) {
@@ -421,7 +411,6 @@ void router::handle(http_request req, respond_fn done) {
           self->request(q, timeout, receive_atom_v, rr)
               .then(
                   [c](std::vector<delivery>& ds) {
-                    observe_deliveries(c, ds);
                     json::array arr;
                     arr.reserve(ds.size());
                     for (const auto& d : ds) arr.emplace_back(to_json(d));
