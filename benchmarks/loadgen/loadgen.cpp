@@ -595,6 +595,7 @@ int main(int argc, char** argv) {
   shared_state st(o);
   auto load_start = loadavg();
   auto srv0 = sample_process(o.server_pid);
+  auto self0 = sample_process(getpid());
   double rss_max = srv0.rss_mb;
   std::vector<std::vector<std::int64_t>> deliver_us(o.consumers), ack_us(o.consumers);
   for (std::uint32_t i = 0; i < o.consumers; ++i) {
@@ -649,6 +650,7 @@ int main(int argc, char** argv) {
   for (auto& t : threads) t.join();
   if (o.progress) std::fprintf(stderr, "\n");
   auto srv1 = sample_process(o.server_pid);
+  auto self1 = sample_process(getpid());
   rss_max = std::max(rss_max, srv1.rss_mb);
   auto load_end = loadavg();
   conns.clear();
@@ -704,6 +706,14 @@ int main(int argc, char** argv) {
     s["rss_mb_max_sampled"] = rss_max;
     s["rss_mb_hwm"] = srv1.hwm_mb;
     out["server"] = std::move(s);
+  }
+  if (self0.ok && self1.ok) {
+    // This process's own share of the machine: on a small host the load generator's JSON work
+    // competes with laneqd for the same cores.
+    json::object s;
+    s["cpu_s"] = self1.cpu_s - self0.cpu_s;
+    s["cpu_cores"] = e2e_s > 0 ? (self1.cpu_s - self0.cpu_s) / e2e_s : 0.0;
+    out["loadgen"] = std::move(s);
   }
   out["loadavg_start"] = load_start;
   out["loadavg_end"] = load_end;
