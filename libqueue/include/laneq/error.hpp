@@ -32,6 +32,8 @@ enum class errc : std::uint8_t {
   unauthorized = 15,     ///< no valid bearer token (HTTP 401)
   forbidden = 16,        ///< the token's tenant may not use that queue (HTTP 403)
   route_not_found = 17,  ///< no such HTTP endpoint or method (HTTP 404/405)
+  already_exists = 18,   ///< the target (a checkpoint directory) exists already; names the path
+  checkpoint_failed = 19,  ///< the checkpoint could not be written; names the path and the cause
 };
 
 /// Name of an error number, as used in the HTTP API (`"lease_not_found"`).

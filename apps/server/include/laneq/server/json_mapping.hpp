@@ -82,6 +82,10 @@ result<std::pair<lease_token, std::int64_t>> extend_from_json(const boost::json:
 result<std::vector<message_id>> redrive_from_json(const boost::json::object& body,
                                                   std::size_t batch_max);
 
+/// `POST /v1/admin/checkpoint`: `{"dir": "/abs/path"}`; a relative path, an empty one, one
+/// with a NUL byte or longer than limits::checkpoint_dir_bytes_max is invalid_argument.
+result<std::string> checkpoint_dir_from_json(const boost::json::object& body);
+
 // -- answers ------------------------------------------------------------------------------------
 
 /// `{"id", "lease", "attempt", "body" | "body_base64", "headers", "fairness_key",
@@ -93,6 +97,8 @@ boost::json::object to_json(const dead_letter& d);
 boost::json::object to_json(const queue_stats& s);
 /// `{"key", "backlog", "state", "since_ms", "until_ms", "head"}`.
 boost::json::object to_json(const group_info& g);
+/// `{"dir", "bytes", "files", "ms"}`.
+boost::json::object to_json(const checkpoint_info& c);
 
 /// The HTTP status of an error (400 bad input, 404 unknown queue or lease, 409 conflict, 413 too
 /// large, 503 storage degraded or unavailable).
