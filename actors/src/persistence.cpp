@@ -433,8 +433,7 @@ class persistence_impl : public store_actor::base {
       return to_caf(error{errc::already_exists,
                           named("its staging directory " + dir + ".tmp exists already")});
     if (!members_.empty()) commit();
-    if (stats_.degraded || !db_)
-      return storage_failed(named("store degraded: " + stats_.reason));
+    if (stats_.degraded || !db_) return storage_failed(named("store degraded: " + stats_.reason));
     rocksdb::Checkpoint* raw = nullptr;
     auto s = rocksdb::Checkpoint::Create(db_.get(), &raw);
     std::unique_ptr<rocksdb::Checkpoint> cp{raw};

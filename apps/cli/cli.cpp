@@ -513,12 +513,16 @@ int cmd_backup(command_context& c) {
     return exit_ok;
   }
   const auto* o = r.value().if_object();
-  if (o == nullptr || !o->contains("dir") || !o->contains("bytes"))
-    return fail(c, client::api_error{client::failure_kind::protocol, 200, {}, 0,
-                                     "the checkpoint answer has no dir and bytes: " +
-                                         one_line(json::serialize(r.value()))});
-  c.out << "checkpoint written to " << field(*o, "dir") << ": " << field(*o, "files")
-        << " files, " << field(*o, "bytes") << " bytes in " << field(*o, "ms") << " ms\n"
+  if (o == nullptr || !o->contains("dir") || !o->contains("bytes")) {
+    client::api_error e;
+    e.kind = client::failure_kind::protocol;
+    e.http_status = 200;
+    e.message =
+        "the checkpoint answer has no dir and bytes: " + one_line(json::serialize(r.value()));
+    return fail(c, e);
+  }
+  c.out << "checkpoint written to " << field(*o, "dir") << ": " << field(*o, "files") << " files, "
+        << field(*o, "bytes") << " bytes in " << field(*o, "ms") << " ms\n"
         << "restore: copy that directory anywhere, then laneqd --data-dir <the copy>\n";
   return exit_ok;
 }

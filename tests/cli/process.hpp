@@ -123,9 +123,10 @@ class daemon {
     caf_port_ = with_caf ? free_port() : 0;
     auto out = dir_.path() / "laneqd.out";
     auto err = dir_.path() / "laneqd.err";
-    pid_ = spawn({binary, "--data-dir", data_dir.empty() ? (dir_.path() / "data").string() : data_dir,
-                  "--http-port", "0", "--caf-port", std::to_string(caf_port_)},
-                 out, err);
+    pid_ =
+        spawn({binary, "--data-dir", data_dir.empty() ? (dir_.path() / "data").string() : data_dir,
+               "--http-port", "0", "--caf-port", std::to_string(caf_port_)},
+              out, err);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < deadline) {
       auto text = slurp(out);

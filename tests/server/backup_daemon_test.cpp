@@ -168,8 +168,8 @@ TEST_F(backup_daemon, a_checkpoint_under_load_holds_every_message_acknowledged_b
     if (!before.contains(b) && unique.contains(b)) ++during;
   std::cout << "checkpoint: " << before.size() << " acknowledged before the call, "
             << (after.size() - before.size()) << " during it (" << during << " of them in it), "
-            << unique.size() << " in the checkpoint, " << sent.size() << " sent in all; "
-            << r.body << "\n";
+            << unique.size() << " in the checkpoint, " << sent.size() << " sent in all; " << r.body
+            << "\n";
 
   // The original still serves every acknowledged message, the later ones included.
   auto all = drain(port_, "orders");

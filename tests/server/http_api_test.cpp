@@ -342,8 +342,9 @@ class degraded_store : public store_actor::base {
           return s;
         },
         [](checkpoint_atom, const std::string& dir) -> caf::result<checkpoint_info> {
-          return to_caf(error{errc::storage_failed,
-                              "checkpoint '" + dir + "': store degraded: injected: the disk is full"});
+          return to_caf(
+              error{errc::storage_failed,
+                    "checkpoint '" + dir + "': store degraded: injected: the disk is full"});
         },
         [](commit_atom, std::uint64_t) {},
         [](reopen_atom) {},
@@ -401,8 +402,9 @@ TEST(http_checkpoint, the_body_is_checked_before_the_store_is_asked) {
   EXPECT_NE(extra.message().find("force"), std::string::npos) << extra.body;
   auto nul = post(srv.port(), "/v1/admin/checkpoint", R"({"dir": "/tmp/x\u0000y"})");
   EXPECT_EQ(nul.status, 400u) << nul.body;
-  auto long_dir = post(srv.port(), "/v1/admin/checkpoint",
-                       R"({"dir": "/)" + std::string(limits::checkpoint_dir_bytes_max, 'a') + "\"}");
+  auto long_dir =
+      post(srv.port(), "/v1/admin/checkpoint",
+           R"({"dir": "/)" + std::string(limits::checkpoint_dir_bytes_max, 'a') + "\"}");
   EXPECT_EQ(long_dir.status, 400u) << long_dir.body;
   auto method = get(srv.port(), "/v1/admin/checkpoint");
   EXPECT_EQ(method.status, 405u);

@@ -231,8 +231,8 @@ TEST(laneqd_process, the_remote_admin_serves_topics_over_caf) {
     audit = get(http_port, "/v1/queues/audit");
     EXPECT_EQ(audit.obj().at("stats").at("enqueued").as_int64(), 2) << audit.body;
 
-    auto dropped = ask(std::type_identity<caf::ok_atom>{}, topic_atom_v, drop_atom_v,
-                       std::string{"payments"});
+    auto dropped =
+        ask(std::type_identity<caf::ok_atom>{}, topic_atom_v, drop_atom_v, std::string{"payments"});
     ASSERT_TRUE(dropped.ok()) << to_string(dropped.err());
     auto gone = ask(std::type_identity<topic_spec>{}, topic_atom_v, describe_atom_v,
                     std::string{"payments"});

@@ -169,10 +169,10 @@ struct queue_description {
 /// A checkpoint of the store (`checkpoint_atom`, docs/operations.md "Backup and restore"): a
 /// directory from which laneqd starts with every write acknowledged before the request.
 struct checkpoint_info {
-  std::string dir;             ///< the checkpoint's directory, as requested
-  std::uint64_t files = 0;     ///< files in it
-  std::uint64_t bytes = 0;     ///< their total size (hard-linked files count in full)
-  std::int64_t elapsed_us = 0; ///< from the request's arrival at the store to the checkpoint
+  std::string dir;              ///< the checkpoint's directory, as requested
+  std::uint64_t files = 0;      ///< files in it
+  std::uint64_t bytes = 0;      ///< their total size (hard-linked files count in full)
+  std::int64_t elapsed_us = 0;  ///< from the request's arrival at the store to the checkpoint
 };
 
 template <class Inspector>
