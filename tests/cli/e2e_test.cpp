@@ -193,12 +193,13 @@ TEST_F(cli_e2e, backup_writes_a_checkpoint_that_a_second_laneqd_serves) {
   EXPECT_NE(r.err.find("invalid_argument (8, HTTP 400)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("absolute"), std::string::npos) << r.err;
   EXPECT_EQ(cli({"backup"}).rc, 2);
-  // Restore: a laneqd on the checkpoint serves the messages.
+  // Restore: a laneqd on the checkpoint serves the messages (a recovered group head waits out
+  // the reclaim grace, 10 s, first: a long poll).
   laneq::test::daemon restored(LANEQ_LANEQD_BIN, false, backup);
   ASSERT_TRUE(restored.ready()) << restored.startup_error();
-  auto got = laneq::test::run(
-      {LANEQ_CLI_BIN, "--url", restored.url(), "receive", "jobs", "--max", "10", "--json"},
-      d_->dir());
+  auto got = laneq::test::run({LANEQ_CLI_BIN, "--url", restored.url(), "receive", "jobs", "--max",
+                               "10", "--wait-ms", "15000", "--json"},
+                              d_->dir());
   ASSERT_EQ(got.rc, 0) << got.err;
   auto v = json::parse(got.out);
   const auto& msgs = v.at("messages").as_array();
