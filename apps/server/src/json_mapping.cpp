@@ -600,11 +600,34 @@ unsigned http_status(errc code) {
   return 500;
 }
 
+std::string utf8_or_escaped(std::string_view text) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  std::size_t i = 0;
+  while (i < text.size()) {
+    auto c = static_cast<unsigned char>(text[i]);
+    std::size_t len = c < 0x80u ? 1 : (c & 0xE0u) == 0xC0u ? 2 : (c & 0xF0u) == 0xE0u ? 3 : 4;
+    if (i + len <= text.size() && is_utf8(text.substr(i, len))) {
+      out.append(text.substr(i, len));
+      i += len;
+      continue;
+    }
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 0xFu];
+    ++i;
+  }
+  return out;
+}
+
 std::string error_body(const error& e) {
   json::object inner;
   inner["code"] = to_string(e.code);
   inner["number"] = static_cast<int>(e.code);
-  inner["message"] = e.message;
+  // Messages quote what the client sent (a path, a query parameter), cut to a length: keep the
+  // answer valid JSON (Boost.JSON writes string bytes as they are).
+  inner["message"] = utf8_or_escaped(e.message);
   json::object o;
   o["error"] = std::move(inner);
   return json::serialize(o);

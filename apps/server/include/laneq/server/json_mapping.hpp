@@ -24,6 +24,9 @@ std::string base64_encode(std::string_view bytes, bool url = false);
 std::optional<std::string> base64_decode(std::string_view text, bool url = false);
 /// True when `text` is well-formed UTF-8 (no overlongs, surrogates or code points > U+10FFFF).
 bool is_utf8(std::string_view text);
+/// `text` with every byte that is not part of well-formed UTF-8 written as `\xNN` (four
+/// characters), so it can go into a JSON string.
+std::string utf8_or_escaped(std::string_view text);
 
 /// A lease token as an opaque string: base64url of its four fields, big-endian (lossless).
 std::string encode_lease(const lease_token& lease);
