@@ -460,6 +460,9 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
         publish(it->second, std::move(batch), promise);
         return promise;
       },
+      [this](checkpoint_atom, std::string& dir) {
+        return delegate(ac_.store, checkpoint_atom_v, std::move(dir));
+      },
   };
 }
 

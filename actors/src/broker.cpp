@@ -57,6 +57,10 @@ result<store_stats> broker::storage_stats(caf::timespan timeout) const {
   return call<store_stats>(sys_, store_, timeout, stats_atom_v);
 }
 
+result<checkpoint_info> broker::checkpoint(const std::string& dir, caf::timespan timeout) const {
+  return call<checkpoint_info>(sys_, admin_, timeout, checkpoint_atom_v, dir);
+}
+
 result<std::unique_ptr<broker>> broker::open(caf::actor_system& sys, broker_options opts) {
   if (opts.reclaim_grace < duration{0} || opts.reclaim_grace > limits::reclaim_grace_max)
     return error{errc::invalid_argument,

@@ -54,6 +54,11 @@ memory_store_impl::behavior_type memory_store_impl::make_behavior() {
         return out;
       },
       [this](stats_atom) { return stats_; },
+      [](checkpoint_atom, const std::string& dir) -> caf::result<checkpoint_info> {
+        return to_caf(error{
+            errc::checkpoint_failed,
+            "checkpoint '" + dir + "': the broker has no data directory (an in-memory store)"});
+      },
       [this](commit_atom, std::uint64_t generation) {
         if (generation == generation_) commit();
       },

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -20,6 +21,7 @@
 #include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
 #include <rocksdb/slice_transform.h>
+#include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 
 #include "caf/all.hpp"
@@ -269,6 +271,9 @@ class persistence_impl : public store_actor::base {
         [this](scan_atom, const std::string& from, const std::string& to, std::uint32_t max)
             -> caf::result<std::vector<store_entry>> { return on_scan(from, to, max); },
         [this](stats_atom) -> store_stats { return stats_; },
+        [this](checkpoint_atom, const std::string& dir) -> caf::result<checkpoint_info> {
+          return on_checkpoint(dir);
+        },
         [this](commit_atom, std::uint64_t generation) {
           if (generation == generation_ && !members_.empty()) commit();
         },
@@ -405,6 +410,59 @@ class persistence_impl : public store_actor::base {
     auto s = it->status();
     if (s.IsCorruption()) return to_caf(error{errc::corrupt_record, "store scan: " + describe(s)});
     if (!s.ok()) return storage_failed("store scan: " + describe(s));
+    return out;
+  }
+
+  /// A RocksDB checkpoint of the live database in `dir` (hard links to the immutable files when
+  /// `dir` is on the data directory's file system, copies otherwise; the WAL is copied). The open
+  /// batch is committed first, so every write answered before this request is in it.
+  caf::result<checkpoint_info> on_checkpoint(const std::string& dir) {
+    auto started = std::chrono::steady_clock::now();
+    auto named = [&dir](std::string what) { return "checkpoint '" + dir + "': " + what; };
+    if (dir.empty() || dir.front() != '/')
+      return to_caf(error{errc::invalid_argument, named("the directory must be an absolute path")});
+    auto env = db_opts_.env ? db_opts_.env : rocksdb::Env::Default();
+    if (auto s = env->FileExists(dir); s.ok())
+      return to_caf(error{errc::already_exists, named("exists already (a checkpoint goes into a "
+                                                      "new directory)")});
+    else if (!s.IsNotFound())
+      return to_caf(error{errc::checkpoint_failed, named("cannot check the path: " + describe(s))});
+    // RocksDB stages the checkpoint in `dir`.tmp and empties that directory first: never point it
+    // at something that is already there.
+    if (env->FileExists(dir + ".tmp").ok())
+      return to_caf(error{errc::already_exists,
+                          named("its staging directory " + dir + ".tmp exists already")});
+    if (!members_.empty()) commit();
+    if (stats_.degraded || !db_) return storage_failed(named("store degraded: " + stats_.reason));
+    rocksdb::Checkpoint* raw = nullptr;
+    auto s = rocksdb::Checkpoint::Create(db_.get(), &raw);
+    std::unique_ptr<rocksdb::Checkpoint> cp{raw};
+    // log_size_for_flush 0: the memtables are always flushed first, so the checkpoint needs no
+    // long WAL replay when laneqd starts on it.
+    if (s.ok()) s = cp->CreateCheckpoint(dir, 0);
+    if (!s.ok()) {
+      // RocksDB removes its staging directory itself when it fails.
+      if (s.IsInvalidArgument() && env->FileExists(dir).ok())
+        return to_caf(error{errc::already_exists, named("exists already: " + describe(s))});
+      return to_caf(error{errc::checkpoint_failed, named(describe(s))});
+    }
+    checkpoint_info out;
+    out.dir = dir;
+    std::vector<std::string> names;
+    if (auto listed = env->GetChildren(dir, &names); !listed.ok())
+      return to_caf(error{errc::checkpoint_failed,
+                          named("written, but cannot be listed: " + describe(listed))});
+    for (const auto& name : names) {
+      std::uint64_t size = 0;
+      if (name == "." || name == "..") continue;
+      if (env->GetFileSize(dir + "/" + name, &size).ok()) {
+        ++out.files;
+        out.bytes += size;
+      }
+    }
+    out.elapsed_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::steady_clock::now() - started)
+                         .count();
     return out;
   }
 

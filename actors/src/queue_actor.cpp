@@ -2,6 +2,8 @@
 #include "laneq/actors/queue_actor.hpp"
 
 #include <functional>
+#include <string>
+#include <tuple>
 
 #include "laneq/actors/fairness_actor.hpp"
 #include "laneq/actors/group_actor.hpp"
@@ -109,11 +111,14 @@ void queue_actor_impl::recover(std::shared_ptr<recovery> r) {
     r->done(std::move(err));
   };
   // Counters, then leases, dead letters and messages; each step starts when the last is done.
-  auto [cfrom, cto] = codec::queue_range(codec::tag::counters, uid);
-  auto [lfrom, lto] = codec::queue_range(codec::tag::lease, uid);
-  auto [dfrom, dto] = codec::queue_range(codec::tag::dead, uid);
-  auto [mfrom, mto] = codec::queue_range(codec::tag::message, uid);
-  auto [ufrom, uto] = codec::queue_range(codec::tag::dedupe, uid);
+  // Plain variables, not structured bindings: the lambdas below capture them, which clang 14
+  // (the fuzz preset's compiler) does not support for bindings.
+  std::string cfrom, cto, lfrom, lto, dfrom, dto, mfrom, mto, ufrom, uto;
+  std::tie(cfrom, cto) = codec::queue_range(codec::tag::counters, uid);
+  std::tie(lfrom, lto) = codec::queue_range(codec::tag::lease, uid);
+  std::tie(dfrom, dto) = codec::queue_range(codec::tag::dead, uid);
+  std::tie(mfrom, mto) = codec::queue_range(codec::tag::message, uid);
+  std::tie(ufrom, uto) = codec::queue_range(codec::tag::dedupe, uid);
   auto expired = std::make_shared<std::vector<store_op>>();
   auto on_dedupe = [this, expired, t = now()](const store_entry& e) -> std::optional<error> {
     auto d = codec::decode_dedupe(e.value);

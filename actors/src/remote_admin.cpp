@@ -1,5 +1,5 @@
-// The remote admin actor (actors/include/laneq/actors/remote_admin.hpp): reads the JSON spec and
-// delegates every request to the in-process admin actor.
+// The remote admin actor (actors/include/laneq/actors/remote_admin.hpp): reads the JSON specs of
+// queues and topics and delegates every request to the in-process admin actor.
 #include "laneq/actors/remote_admin.hpp"
 
 #include <boost/json/parse.hpp>
@@ -42,6 +42,28 @@ class remote_admin_impl : public remote_admin_actor::base {
           return delegate(admin_, describe_atom_v, name);
         },
         [this](drop_atom, const std::string& name) { return delegate(admin_, drop_atom_v, name); },
+        [this](topic_atom, create_atom, const std::string& name,
+               const std::string& spec_json) -> caf::result<bool> {
+          boost::json::error_code ec;
+          auto v = boost::json::parse(spec_json, ec);
+          if (ec)
+            return to_caf(
+                error{errc::invalid_spec,
+                      "topic '" + name + "': spec: is not valid JSON (" + ec.message() + ")"});
+          auto parsed = topic_spec_from_json(name, v);
+          if (!parsed.ok()) return to_caf(combine(parsed.errors));
+          return delegate(admin_, create_atom_v, std::move(parsed.spec));
+        },
+        [this](topic_atom, list_atom) { return delegate(admin_, topic_atom_v, list_atom_v); },
+        [this](topic_atom, describe_atom, const std::string& name) {
+          return delegate(admin_, topic_atom_v, lookup_atom_v, name);
+        },
+        [this](topic_atom, drop_atom, const std::string& name) {
+          return delegate(admin_, topic_atom_v, drop_atom_v, name);
+        },
+        [this](publish_atom, const std::string& name, std::vector<outgoing_message>& batch) {
+          return delegate(admin_, publish_atom_v, name, std::move(batch));
+        },
     };
   }
 

@@ -505,6 +505,28 @@ int cmd_health(command_context& c) {
   return a.status == 200 ? exit_ok : exit_server_error;
 }
 
+int cmd_backup(command_context& c) {
+  auto r = c.client.checkpoint(c.args.args[0]);
+  if (!r) return fail(c, r.err());
+  if (c.args.json) {
+    print_json(c, r.value());
+    return exit_ok;
+  }
+  const auto* o = r.value().if_object();
+  if (o == nullptr || !o->contains("dir") || !o->contains("bytes")) {
+    client::api_error e;
+    e.kind = client::failure_kind::protocol;
+    e.http_status = 200;
+    e.message =
+        "the checkpoint answer has no dir and bytes: " + one_line(json::serialize(r.value()));
+    return fail(c, e);
+  }
+  c.out << "checkpoint written to " << field(*o, "dir") << ": " << field(*o, "files") << " files, "
+        << field(*o, "bytes") << " bytes in " << field(*o, "ms") << " ms\n"
+        << "restore: copy that directory anywhere, then laneqd --data-dir <the copy>\n";
+  return exit_ok;
+}
+
 int cmd_metrics(command_context& c) {
   auto r = c.client.metrics();
   if (!r) return fail(c, r.err());
@@ -644,6 +666,14 @@ const std::vector<command_spec>& commands() {
        cmd_stats},
       {"health", "", "check that laneqd is up (GET /healthz)", 0, 0, {}, cmd_health},
       {"metrics", "", "print laneqd's Prometheus metrics", 0, 0, {}, cmd_metrics},
+      {"backup",
+       "DIR",
+       "online backup: laneqd writes a checkpoint of its store into DIR (an absolute path on the "
+       "laneqd host that does not exist yet; admin token)",
+       1,
+       1,
+       {},
+       cmd_backup},
   };
   return all;
 }

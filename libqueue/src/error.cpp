@@ -22,6 +22,8 @@ std::string_view to_string(errc x) {
     case errc::unauthorized: return "unauthorized";
     case errc::forbidden: return "forbidden";
     case errc::route_not_found: return "route_not_found";
+    case errc::already_exists: return "already_exists";
+    case errc::checkpoint_failed: return "checkpoint_failed";
   }
   return "unknown_error";
 }
@@ -47,6 +49,8 @@ std::string_view describe(errc x) {
     case errc::unauthorized: return "the request has no valid bearer token";
     case errc::forbidden: return "the token may not use that queue";
     case errc::route_not_found: return "no such endpoint or method";
+    case errc::already_exists: return "the target path exists already";
+    case errc::checkpoint_failed: return "the checkpoint could not be written";
   }
   return "unknown error";
 }

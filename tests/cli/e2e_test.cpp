@@ -1,5 +1,6 @@
 // End-to-end: the `laneq` binary, the CAF examples and the README demo against a real laneqd
 // process on free loopback ports (issue 4 §2, §4, §5).
+#include <filesystem>
 #include <map>
 #include <regex>
 #include <set>
@@ -166,6 +167,47 @@ TEST_F(cli_e2e, errors_name_the_problem_with_distinct_exit_codes) {
 
 #if defined(LANEQ_EXAMPLE_PRODUCER_BIN) && defined(LANEQ_EXAMPLE_WORKER_BIN)
 // The CAF examples against laneqd's CAF port: every message acked once, in order per account.
+TEST_F(cli_e2e, backup_writes_a_checkpoint_that_a_second_laneqd_serves) {
+  ASSERT_EQ(cli({"queue", "create", "jobs", "--key", "header:account"}).rc, 0);
+  ASSERT_EQ(cli({"send", "jobs", "--header", "account=7", "one", "two", "three"}).rc, 0);
+  auto backup = (d_->dir().path() / "backup").string();
+  auto r = cli({"backup", backup});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("checkpoint written to " + backup + ": ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find(" bytes in "), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(backup) / "CURRENT"));
+  // --json: the API's answer.
+  auto second = (d_->dir().path() / "backup2").string();
+  auto j = cli_json({"backup", second});
+  EXPECT_EQ(str(j.at("dir")), second);
+  EXPECT_GT(j.at("bytes").to_number<std::int64_t>(), 0);
+  EXPECT_GT(j.at("files").to_number<std::int64_t>(), 0);
+  EXPECT_GE(j.at("ms").as_int64(), 0);
+  // Refusals: exit 1 naming the error; no DIR is a usage error (exit 2, nothing sent).
+  r = cli({"backup", backup});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("already_exists (18, HTTP 409)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(backup), std::string::npos) << r.err;
+  r = cli({"backup", "relative/dir"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("invalid_argument (8, HTTP 400)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("absolute"), std::string::npos) << r.err;
+  EXPECT_EQ(cli({"backup"}).rc, 2);
+  // Restore: a laneqd on the checkpoint serves the messages (a recovered group head waits out
+  // the reclaim grace, 10 s, first: a long poll).
+  laneq::test::daemon restored(LANEQ_LANEQD_BIN, false, backup);
+  ASSERT_TRUE(restored.ready()) << restored.startup_error();
+  auto got = laneq::test::run({LANEQ_CLI_BIN, "--url", restored.url(), "receive", "jobs", "--max",
+                               "10", "--wait-ms", "15000", "--json"},
+                              d_->dir());
+  ASSERT_EQ(got.rc, 0) << got.err;
+  auto v = json::parse(got.out);
+  const auto& msgs = v.at("messages").as_array();
+  ASSERT_EQ(msgs.size(), 1u) << got.out;  // one group: its head only
+  EXPECT_EQ(str(msgs[0].at("body")), "one");
+  EXPECT_EQ(restored.stop(), 0);
+}
+
 TEST(caf_examples, worker_acks_every_message_in_order_per_account) {
   laneq::test::daemon d(LANEQ_LANEQD_BIN, true);
   ASSERT_TRUE(d.ready()) << d.startup_error();

@@ -118,13 +118,15 @@ inline std::uint16_t free_port() {
 /// laneqd on a free HTTP port (and a CAF port when asked), with its own data directory.
 class daemon {
  public:
-  daemon(const std::string& binary, bool with_caf) {
+  /// `data_dir` empty: a fresh `data` directory inside the daemon's own temporary directory.
+  daemon(const std::string& binary, bool with_caf, const std::string& data_dir = {}) {
     caf_port_ = with_caf ? free_port() : 0;
     auto out = dir_.path() / "laneqd.out";
     auto err = dir_.path() / "laneqd.err";
-    pid_ = spawn({binary, "--data-dir", (dir_.path() / "data").string(), "--http-port", "0",
-                  "--caf-port", std::to_string(caf_port_)},
-                 out, err);
+    pid_ =
+        spawn({binary, "--data-dir", data_dir.empty() ? (dir_.path() / "data").string() : data_dir,
+               "--http-port", "0", "--caf-port", std::to_string(caf_port_)},
+              out, err);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < deadline) {
       auto text = slurp(out);

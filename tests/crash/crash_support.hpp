@@ -94,6 +94,14 @@ class store_client {
     return out;
   }
 
+  result<checkpoint_info> checkpoint(std::string dir) {
+    result<checkpoint_info> out = error{errc::unavailable, "no answer"};
+    self_->request(store_, timeout, checkpoint_atom_v, std::move(dir))
+        .receive([&](checkpoint_info& x) { out = std::move(x); },
+                 [&](caf::error& e) { out = from_caf(e); });
+    return out;
+  }
+
   /// Every entry (keys in the tests are printable ASCII, below "\x7f").
   result<std::vector<store_entry>> scan_all() { return scan("", "\x7f"); }
 

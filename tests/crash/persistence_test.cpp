@@ -205,5 +205,47 @@ TEST_F(Persistence, data_survives_a_clean_restart_and_the_directory_is_released)
   stop(sys_, store);
 }
 
+TEST_F(Persistence, a_checkpoint_commits_the_open_batch_first_and_opens_as_a_store) {
+  persistence_options opts;
+  opts.batch_linger = std::chrono::hours{1};  // the write waits in the open batch
+  auto store = spawn(opts);
+  store_client c{sys_, store};
+  {
+    caf::scoped_actor self{sys_};
+    auto pending = self->request(store, store_client::timeout, write_atom_v,
+                                 store_write{{put("a", "1"), put("b", "2")}, true});
+    auto cp = c.checkpoint(dir_.sub("cp"));
+    ASSERT_TRUE(cp.ok()) << to_string(cp.err());
+    EXPECT_EQ(cp.value().dir, dir_.sub("cp"));
+    EXPECT_GT(cp.value().files, 0u);
+    EXPECT_GT(cp.value().bytes, 0u);
+    bool written = false;
+    pending.receive([&](caf::ok_atom) { written = true; },
+                    [&](caf::error& e) { FAIL() << to_string(from_caf(e)); });
+    EXPECT_TRUE(written);
+  }
+  // The same directory again, a relative one: refused, naming the path.
+  auto again = c.checkpoint(dir_.sub("cp"));
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.err().code, errc::already_exists);
+  EXPECT_NE(again.err().message.find(dir_.sub("cp")), std::string::npos) << again.err().message;
+  auto relative = c.checkpoint("cp2");
+  ASSERT_FALSE(relative.ok());
+  EXPECT_EQ(relative.err().code, errc::invalid_argument);
+  stop(sys_, store);
+
+  persistence_options copy;
+  copy.dir = dir_.sub("cp");
+  auto opened = spawn_persistence(sys_, copy);
+  ASSERT_TRUE(opened.ok()) << to_string(opened.err());
+  store_client c2{sys_, opened.value()};
+  auto all = c2.scan_all();
+  ASSERT_TRUE(all.ok()) << to_string(all.err());
+  ASSERT_EQ(all.value().size(), 2u);
+  EXPECT_EQ(all.value()[0].key, "a");
+  EXPECT_EQ(all.value()[1].value, "2");
+  stop(sys_, opened.value());
+}
+
 }  // namespace
 }  // namespace laneq::test

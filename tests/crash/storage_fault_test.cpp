@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <thread>
 
@@ -91,6 +92,12 @@ TEST_P(StorageFault, failed_writes_are_never_acknowledged_and_the_store_recovers
   ASSERT_FALSE(fast.ok());
   EXPECT_EQ(fast.err().code, errc::storage_failed);
   EXPECT_NE(fast.err().message.find("store degraded"), std::string::npos) << fast.err().message;
+  // So do checkpoints (online backups), naming the path; nothing is written there.
+  auto cp = c.checkpoint(dir.sub("checkpoint"));
+  ASSERT_FALSE(cp.ok());
+  EXPECT_EQ(cp.err().code, errc::storage_failed);
+  EXPECT_NE(cp.err().message.find(dir.sub("checkpoint")), std::string::npos) << cp.err().message;
+  EXPECT_FALSE(std::filesystem::exists(dir.sub("checkpoint")));
 
   // A reopen while the fault lasts fails and keeps the store degraded.
   s = wait_for(

@@ -2,6 +2,7 @@
 // ephemeral port over an in-memory broker, driven by a synchronous Beast client.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <future>
 
 #include "laneq/actors/memory_store.hpp"
@@ -340,6 +341,11 @@ class degraded_store : public store_actor::base {
           s.reason = "injected: the disk is full";
           return s;
         },
+        [](checkpoint_atom, const std::string& dir) -> caf::result<checkpoint_info> {
+          return to_caf(
+              error{errc::storage_failed,
+                    "checkpoint '" + dir + "': store degraded: injected: the disk is full"});
+        },
         [](commit_atom, std::uint64_t) {},
         [](reopen_atom) {},
     };
@@ -362,6 +368,47 @@ TEST(http_health, healthz_is_503_with_the_reason_when_the_store_is_degraded) {
   EXPECT_EQ(str(h.obj().at("reason")), "injected: the disk is full");
   auto m = get(srv.port(), "/metrics");
   EXPECT_NE(m.body.find("laneq_store_degraded 1"), std::string::npos);
+}
+
+TEST(http_checkpoint, a_degraded_store_refuses_with_503_naming_the_path) {
+  in_process_server srv{[](caf::actor_system& sys) { return sys.spawn<degraded_store>(); },
+                        http_limits{}};
+  auto r = post(srv.port(), "/v1/admin/checkpoint", R"({"dir": "/tmp/laneq-never-written"})");
+  EXPECT_EQ(r.status, 503u) << r.body;
+  EXPECT_EQ(r.code(), "storage_failed");
+  EXPECT_NE(r.message().find("/tmp/laneq-never-written"), std::string::npos) << r.body;
+}
+
+TEST(http_checkpoint, an_in_memory_broker_has_nothing_to_checkpoint) {
+  in_process_server srv;
+  auto r = post(srv.port(), "/v1/admin/checkpoint", R"({"dir": "/tmp/laneq-never-written"})");
+  EXPECT_EQ(r.status, 500u) << r.body;
+  EXPECT_EQ(r.code(), "checkpoint_failed");
+  EXPECT_EQ(r.number(), 19);
+  EXPECT_NE(r.message().find("no data directory"), std::string::npos) << r.body;
+  EXPECT_FALSE(std::filesystem::exists("/tmp/laneq-never-written"));
+}
+
+TEST(http_checkpoint, the_body_is_checked_before_the_store_is_asked) {
+  in_process_server srv;
+  auto relative = post(srv.port(), "/v1/admin/checkpoint", R"({"dir": "backups/today"})");
+  EXPECT_EQ(relative.status, 400u) << relative.body;
+  EXPECT_EQ(relative.code(), "invalid_argument");
+  EXPECT_NE(relative.message().find("absolute"), std::string::npos) << relative.body;
+  EXPECT_EQ(post(srv.port(), "/v1/admin/checkpoint", "{}").status, 400u);
+  EXPECT_EQ(post(srv.port(), "/v1/admin/checkpoint", R"({"dir": 7})").status, 400u);
+  auto extra = post(srv.port(), "/v1/admin/checkpoint", R"({"dir": "/tmp/x", "force": true})");
+  EXPECT_EQ(extra.status, 400u);
+  EXPECT_NE(extra.message().find("force"), std::string::npos) << extra.body;
+  auto nul = post(srv.port(), "/v1/admin/checkpoint", R"({"dir": "/tmp/x\u0000y"})");
+  EXPECT_EQ(nul.status, 400u) << nul.body;
+  auto long_dir =
+      post(srv.port(), "/v1/admin/checkpoint",
+           R"({"dir": "/)" + std::string(limits::checkpoint_dir_bytes_max, 'a') + "\"}");
+  EXPECT_EQ(long_dir.status, 400u) << long_dir.body;
+  auto method = get(srv.port(), "/v1/admin/checkpoint");
+  EXPECT_EQ(method.status, 405u);
+  EXPECT_EQ(method.header("Allow"), "POST");
 }
 
 // -- limits --------------------------------------------------------------------------------------
@@ -446,6 +493,16 @@ TEST_F(http_auth, a_request_without_a_valid_token_gets_401_and_changes_nothing) 
   ASSERT_EQ(l.status, 200u);
   EXPECT_TRUE(l.obj().at("queues").as_array().empty());
   EXPECT_EQ(get(port(), "/healthz").status, 200u);  // probes carry no token
+}
+
+TEST_F(http_auth, only_an_admin_token_may_take_a_checkpoint) {
+  auto tenant = post(port(), "/v1/admin/checkpoint", R"({"dir": "/tmp/laneq-x"})", acme_token);
+  EXPECT_EQ(tenant.status, 403u) << tenant.body;
+  EXPECT_EQ(tenant.code(), "forbidden");
+  EXPECT_EQ(post(port(), "/v1/admin/checkpoint", R"({"dir": "/tmp/laneq-x"})").status, 401u);
+  // The admin token gets through to the store (here in memory, which has nothing to copy).
+  auto admin = post(port(), "/v1/admin/checkpoint", R"({"dir": "/tmp/laneq-x"})", admin_token);
+  EXPECT_EQ(admin.code(), "checkpoint_failed") << admin.body;
 }
 
 TEST_F(http_auth, a_tenant_token_uses_its_own_queues_only_and_bare_names_are_scoped) {

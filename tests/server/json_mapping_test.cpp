@@ -70,6 +70,24 @@ TEST(json_mapping, utf8_validation_rejects_overlongs_surrogates_and_truncation) 
   EXPECT_FALSE(is_utf8("\xFF"));
 }
 
+// Found by fuzz_http_request (corpus/http_request/non_utf8_path_in_error): a path with a byte
+// that is not UTF-8 was quoted in the route_not_found message, and the error answer was not JSON.
+TEST(json_mapping, an_error_message_quoting_bytes_that_are_not_utf8_stays_valid_json) {
+  error e{errc::route_not_found,
+          "no endpoint POST /v1/queues/orders/ext\xff"
+          "end \xc3"};
+  auto body = error_body(e);
+  boost::system::error_code ec;
+  auto doc = json::parse(body, ec);
+  ASSERT_FALSE(ec) << body;
+  EXPECT_EQ(doc.at("error").at("message").as_string(),
+            "no endpoint POST /v1/queues/orders/ext\\xffend \\xc3");
+  // Well-formed UTF-8 passes unchanged, a multi-byte character cut in half does not.
+  EXPECT_EQ(utf8_or_escaped("caf\xc3\xa9 \xe2\x82\xac"), "caf\xc3\xa9 \xe2\x82\xac");
+  EXPECT_EQ(utf8_or_escaped("\xe2\x82"), "\\xe2\\x82");
+  EXPECT_EQ(utf8_or_escaped("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+}
+
 TEST(json_mapping, percent_decoding_names_a_tenant_queue) {
   EXPECT_EQ(*percent_decode("acme%2Forders"), "acme/orders");
   EXPECT_EQ(*percent_decode("a%20b"), "a b");

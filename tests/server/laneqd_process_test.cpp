@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <type_traits>
 
 #include "caf/io/all.hpp"
 
@@ -125,6 +127,122 @@ TEST(laneqd_process, the_remote_admin_actor_is_published_on_the_caf_port) {
                  [&](caf::error& e) { FAIL() << to_string(from_caf(e)); });
     ASSERT_EQ(names.size(), 1u);
     EXPECT_EQ(names[0], "remote");
+  }
+  EXPECT_EQ(p.stop(SIGTERM), 0) << p.output(true);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(laneqd_process, the_remote_admin_serves_topics_over_caf) {
+  auto dir = temp_dir("caf-topics");
+  auto caf_port = free_port();
+  laneqd_process p;
+  ASSERT_EQ(p.start({"--data-dir", (dir / "db").string(), "--http-port", "0", "--caf-port",
+                     std::to_string(caf_port)}),
+            "");
+  auto http_port = read_port(p);
+  ASSERT_NE(http_port, 0) << p.output();
+
+  caf::actor_system_config cfg;
+  add_message_types(cfg);
+  cfg.load<caf::io::middleman>();
+  caf::actor_system sys{cfg};
+  {
+    auto admin = sys.middleman().remote_actor<remote_admin_actor>("127.0.0.1", caf_port);
+    ASSERT_TRUE(admin) << sys.render(admin.error());
+    caf::scoped_actor self{sys};
+    /// One request over the connection: the reply, or the laneq error it failed with.
+    auto ask = [&]<class T>(std::type_identity<T>, auto&&... xs) -> result<T> {
+      std::optional<result<T>> out;
+      self->request(*admin, 30s, std::forward<decltype(xs)>(xs)...)
+          .receive([&](T& x) { out.emplace(std::move(x)); },
+                   [&](caf::error& e) { out.emplace(from_caf(e)); });
+      return std::move(*out);
+    };
+    auto create_queue = [&](const std::string& name, const std::string& spec) {
+      std::optional<error> err;
+      self->request(*admin, 30s, create_atom_v, name, spec)
+          .receive([](queue_api&, bool) {}, [&](caf::error& e) { err = from_caf(e); });
+      EXPECT_FALSE(err) << to_string(*err);
+    };
+    create_queue("by-account", R"({"ordering": {"mode": "key", "key": [{"header": "account"}]}})");
+    create_queue("audit", "{}");
+    auto as_bool = std::type_identity<bool>{};
+    const std::string spec = R"({"queues": ["by-account", "audit"]})";
+    auto made = ask(as_bool, topic_atom_v, create_atom_v, std::string{"payments"}, spec);
+    ASSERT_TRUE(made.ok()) << to_string(made.err());
+    EXPECT_TRUE(made.value());
+    auto again = ask(as_bool, topic_atom_v, create_atom_v, std::string{"payments"}, spec);
+    ASSERT_TRUE(again.ok()) << to_string(again.err());
+    EXPECT_FALSE(again.value());
+    // Refusals, each named: a broken spec, a missing queue, other queues under the name.
+    auto broken = ask(as_bool, topic_atom_v, create_atom_v, std::string{"t2"},
+                      std::string{R"({"queues": [], "extra": 1})"});
+    ASSERT_FALSE(broken.ok());
+    EXPECT_EQ(broken.err().code, errc::invalid_spec);
+    EXPECT_NE(broken.err().message.find("topic 't2'"), std::string::npos) << broken.err().message;
+    auto not_json = ask(as_bool, topic_atom_v, create_atom_v, std::string{"t2"}, std::string{"{"});
+    ASSERT_FALSE(not_json.ok());
+    EXPECT_EQ(not_json.err().code, errc::invalid_spec);
+    auto missing = ask(as_bool, topic_atom_v, create_atom_v, std::string{"t3"},
+                       std::string{R"({"queues": ["nowhere"]})"});
+    ASSERT_FALSE(missing.ok());
+    EXPECT_EQ(missing.err().code, errc::invalid_spec) << missing.err().message;
+    EXPECT_NE(missing.err().message.find("no queue named 'nowhere'"), std::string::npos)
+        << missing.err().message;
+    auto conflict = ask(as_bool, topic_atom_v, create_atom_v, std::string{"payments"},
+                        std::string{R"({"queues": ["audit"]})"});
+    ASSERT_FALSE(conflict.ok());
+    EXPECT_EQ(conflict.err().code, errc::spec_conflict) << conflict.err().message;
+
+    auto listed = ask(std::type_identity<std::vector<topic_spec>>{}, topic_atom_v, list_atom_v);
+    ASSERT_TRUE(listed.ok()) << to_string(listed.err());
+    ASSERT_EQ(listed.value().size(), 1u);
+    EXPECT_EQ(listed.value()[0].name(), "payments");
+    auto described = ask(std::type_identity<topic_spec>{}, topic_atom_v, describe_atom_v,
+                         std::string{"payments"});
+    ASSERT_TRUE(described.ok()) << to_string(described.err());
+    EXPECT_EQ(described.value().queues(), (std::vector<std::string>{"by-account", "audit"}));
+
+    // Publish: one message into each queue, the ids per queue in the topic's order.
+    std::vector<outgoing_message> batch(2);
+    batch[0].body = "debit 10";
+    batch[0].headers.push_back({"account", "a1"});
+    batch[1].body = "credit 5";
+    batch[1].headers.push_back({"account", "a2"});
+    auto published = ask(std::type_identity<std::vector<topic_enqueued>>{}, publish_atom_v,
+                         std::string{"payments"}, batch);
+    ASSERT_TRUE(published.ok()) << to_string(published.err());
+    ASSERT_EQ(published.value().size(), 2u);
+    EXPECT_EQ(published.value()[0].queue, "by-account");
+    EXPECT_EQ(published.value()[1].queue, "audit");
+    EXPECT_EQ(published.value()[0].ids.size(), 2u);
+    auto got = post(http_port, "/v1/queues/by-account/receive", R"({"max": 10, "wait_ms": 2000})");
+    ASSERT_EQ(got.status, 200u) << got.body;
+    EXPECT_EQ(got.obj().at("messages").as_array().size(), 2u) << got.body;  // two accounts
+    auto audit = get(http_port, "/v1/queues/audit");
+    EXPECT_EQ(audit.obj().at("stats").at("enqueued").as_int64(), 2) << audit.body;
+    // All or nothing: a message by-account refuses (no account) stores nothing anywhere.
+    std::vector<outgoing_message> bad(1);
+    bad[0].body = "no account";
+    auto refused = ask(std::type_identity<std::vector<topic_enqueued>>{}, publish_atom_v,
+                       std::string{"payments"}, bad);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.err().code, errc::ordering_key_missing) << refused.err().message;
+    audit = get(http_port, "/v1/queues/audit");
+    EXPECT_EQ(audit.obj().at("stats").at("enqueued").as_int64(), 2) << audit.body;
+
+    auto dropped =
+        ask(std::type_identity<caf::ok_atom>{}, topic_atom_v, drop_atom_v, std::string{"payments"});
+    ASSERT_TRUE(dropped.ok()) << to_string(dropped.err());
+    auto gone = ask(std::type_identity<topic_spec>{}, topic_atom_v, describe_atom_v,
+                    std::string{"payments"});
+    ASSERT_FALSE(gone.ok());
+    EXPECT_EQ(gone.err().code, errc::queue_not_found);
+    EXPECT_EQ(get(http_port, "/v1/queues/audit").status, 200u);  // the queues stay
+    auto unknown = ask(std::type_identity<std::vector<topic_enqueued>>{}, publish_atom_v,
+                       std::string{"payments"}, batch);
+    ASSERT_FALSE(unknown.ok());
+    EXPECT_EQ(unknown.err().code, errc::queue_not_found);
   }
   EXPECT_EQ(p.stop(SIGTERM), 0) << p.output(true);
   std::filesystem::remove_all(dir);

@@ -50,6 +50,11 @@ struct reply {
     if (e == nullptr || !e->is_object()) return {};
     return std::string{e->as_object().at("code").as_string()};
   }
+  /// `error.message` of an error answer ("" otherwise).
+  std::string message() const {
+    if (code().empty()) return {};
+    return std::string{doc.as_object().at("error").as_object().at("message").as_string()};
+  }
   std::int64_t number() const {
     return doc.as_object().at("error").as_object().at("number").to_number<std::int64_t>();
   }

@@ -39,6 +39,9 @@ class faulty_store : public store_actor::base {
           return delegate(inner_, scan_atom_v, std::move(from), std::move(to), max);
         },
         [this](stats_atom) { return delegate(inner_, stats_atom_v); },
+        [this](checkpoint_atom, std::string& dir) {
+          return delegate(inner_, checkpoint_atom_v, std::move(dir));
+        },
         [](commit_atom, std::uint64_t) {},
         [](reopen_atom) {},
     };

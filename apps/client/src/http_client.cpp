@@ -360,6 +360,11 @@ api_result<json::value> http_client::groups(std::string_view queue, bool blocked
   return call("GET", queue_path(queue, blocked_only ? "/groups?state=blocked" : "/groups"));
 }
 
+api_result<json::value> http_client::checkpoint(std::string_view dir) {
+  json::value body = json::object{{"dir", dir}};
+  return call("POST", path("/v1/admin/checkpoint"), &body);
+}
+
 api_result<http_answer> http_client::health() {
   return send_raw("GET", path("/healthz"));
 }

@@ -464,6 +464,22 @@ result<std::pair<lease_token, std::int64_t>> extend_from_json(const json::object
   return std::pair{lease.value(), *ms.value() * 1000};
 }
 
+result<std::string> checkpoint_dir_from_json(const json::object& body) {
+  if (auto ok = check_fields(body, {"dir"}, ""); !ok) return ok.err();
+  auto dir = get_string(body, "dir", "");
+  if (!dir) return dir.err();
+  if (!dir.value()) return bad("dir is required (an absolute path on the laneqd host)");
+  auto& d = *dir.value();
+  if (d.size() > limits::checkpoint_dir_bytes_max)
+    return bad("dir has " + std::to_string(d.size()) + " bytes, at most " +
+               std::to_string(limits::checkpoint_dir_bytes_max) + " allowed");
+  if (d.find('\0') != std::string::npos) return bad("dir must not contain a NUL byte");
+  if (d.empty() || d.front() != '/')
+    return bad("dir must be an absolute path (laneqd's working directory is not yours), got \"" +
+               d.substr(0, 200) + "\"");
+  return std::move(d);
+}
+
 result<std::vector<message_id>> redrive_from_json(const json::object& body, std::size_t batch_max) {
   if (auto ok = check_fields(body, {"ids"}, ""); !ok) return ok.err();
   std::vector<message_id> ids;
@@ -550,6 +566,15 @@ json::object to_json(const group_info& g) {
   return o;
 }
 
+json::object to_json(const checkpoint_info& c) {
+  json::object o;
+  o["dir"] = c.dir;
+  o["bytes"] = c.bytes;
+  o["files"] = c.files;
+  o["ms"] = c.elapsed_us / 1000;
+  return o;
+}
+
 unsigned http_status(errc code) {
   switch (code) {
     case errc::invalid_spec:
@@ -569,15 +594,40 @@ unsigned http_status(errc code) {
     case errc::unauthorized: return 401;
     case errc::forbidden: return 403;
     case errc::route_not_found: return 404;
+    case errc::already_exists: return 409;
+    case errc::checkpoint_failed: return 500;
   }
   return 500;
+}
+
+std::string utf8_or_escaped(std::string_view text) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  std::size_t i = 0;
+  while (i < text.size()) {
+    auto c = static_cast<unsigned char>(text[i]);
+    std::size_t len = c < 0x80u ? 1 : (c & 0xE0u) == 0xC0u ? 2 : (c & 0xF0u) == 0xE0u ? 3 : 4;
+    if (i + len <= text.size() && is_utf8(text.substr(i, len))) {
+      out.append(text.substr(i, len));
+      i += len;
+      continue;
+    }
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 0xFu];
+    ++i;
+  }
+  return out;
 }
 
 std::string error_body(const error& e) {
   json::object inner;
   inner["code"] = to_string(e.code);
   inner["number"] = static_cast<int>(e.code);
-  inner["message"] = e.message;
+  // Messages quote what the client sent (a path, a query parameter), cut to a length: keep the
+  // answer valid JSON (Boost.JSON writes string bytes as they are).
+  inner["message"] = utf8_or_escaped(e.message);
   json::object o;
   o["error"] = std::move(inner);
   return json::serialize(o);

@@ -110,6 +110,7 @@ std::string_view to_string(route r) {
     case route::get_topic: return "get_topic";
     case route::delete_topic: return "delete_topic";
     case route::publish: return "publish";
+    case route::checkpoint: return "checkpoint";
     case route::metrics: return "metrics";
     case route::healthz: return "healthz";
     case route::unknown: return "unknown";

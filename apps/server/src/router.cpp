@@ -107,6 +107,8 @@ result<match> match_route(std::string_view method, std::string_view target) {
   };
   if (seg.size() == 1 && seg[0] == "metrics") return pick("GET", {{"GET", route::metrics}});
   if (seg.size() == 1 && seg[0] == "healthz") return pick("GET", {{"GET", route::healthz}});
+  if (seg.size() == 3 && seg[0] == "v1" && seg[1] == "admin" && seg[2] == "checkpoint")
+    return pick("POST", {{"POST", route::checkpoint}});
   if (seg.size() >= 2 && seg[0] == "v1" && seg[1] == "topics") {
     if (seg.size() == 2) return pick("GET", {{"GET", route::list_topics}});
     auto topic = percent_decode(seg[2]);
@@ -235,6 +237,9 @@ void router::handle(http_request req, respond_fn done) {
   }
   if (m.what == route::metrics && !who.admin())
     return c->fail(error{errc::forbidden, "/metrics needs an admin (tenant \"*\") token"});
+  if (m.what == route::checkpoint && !who.admin())
+    return c->fail(
+        error{errc::forbidden, "/v1/admin/checkpoint needs an admin (tenant \"*\") token"});
   std::string name;
   if (!m.queue.empty()) {
     auto resolved = st.auth.resolve(who, m.queue, m.topic ? "topic" : "queue");
@@ -637,6 +642,17 @@ void router::handle(http_request req, respond_fn done) {
                   c->reply(200, o);
                 },
                 [c](caf::error& e) { c->fail(e); });
+      });
+    }
+    case route::checkpoint: {
+      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
+      auto dir = checkpoint_dir_from_json(obj);
+      if (!dir) return c->fail(dir.err());
+      return spawn([c, dir = std::move(dir.value())](caf::event_based_actor* self) mutable {
+        // A checkpoint flushes and links (or copies) the whole store: no HTTP call timeout.
+        self->request(c->st->admin, caf::infinite, checkpoint_atom_v, std::move(dir))
+            .then([c](checkpoint_info& info) { c->reply(200, to_json(info)); },
+                  [c](caf::error& e) { c->fail(e); });
       });
     }
     case route::unknown: break;

@@ -26,12 +26,14 @@ enum class errc : std::uint8_t {
   limit_exceeded = 9,        ///< a size or count bound was hit; the message names the limit
   dead_letter_not_found = 10,  ///< redrive of an id that is not in the dead-letter list
   queue_deleted = 11,          ///< the queue was deleted while the request was in progress
-  storage_failed = 12,   ///< the store could not make a write durable; nothing was acknowledged
-  unavailable = 13,      ///< the broker did not answer in time, or is shutting down
-  corrupt_record = 14,   ///< a stored record failed its checksum or format check
-  unauthorized = 15,     ///< no valid bearer token (HTTP 401)
-  forbidden = 16,        ///< the token's tenant may not use that queue (HTTP 403)
-  route_not_found = 17,  ///< no such HTTP endpoint or method (HTTP 404/405)
+  storage_failed = 12,     ///< the store could not make a write durable; nothing was acknowledged
+  unavailable = 13,        ///< the broker did not answer in time, or is shutting down
+  corrupt_record = 14,     ///< a stored record failed its checksum or format check
+  unauthorized = 15,       ///< no valid bearer token (HTTP 401)
+  forbidden = 16,          ///< the token's tenant may not use that queue (HTTP 403)
+  route_not_found = 17,    ///< no such HTTP endpoint or method (HTTP 404/405)
+  already_exists = 18,     ///< the target (a checkpoint directory) exists already; names the path
+  checkpoint_failed = 19,  ///< the checkpoint could not be written; names the path and the cause
 };
 
 /// Name of an error number, as used in the HTTP API (`"lease_not_found"`).

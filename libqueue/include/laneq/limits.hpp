@@ -55,6 +55,8 @@ inline constexpr std::size_t store_batch_bytes_max = 16 * 1024 * 1024;  ///< key
 inline constexpr duration store_batch_linger_default = 0us;  ///< extra wait for more writers
 inline constexpr std::uint32_t store_scan_max = 10'000;      ///< entries per scan answer
 inline constexpr duration store_reopen_interval = 1s;        ///< retry after a failed batch
+/// A checkpoint's target directory (bytes; Linux's PATH_MAX less the ".tmp" RocksDB appends).
+inline constexpr std::size_t checkpoint_dir_bytes_max = 4000;
 /// Messages a group holds in memory (its head and a prefetch); the rest stay in the store.
 inline constexpr std::size_t group_window_default = 64;
 /// After a restart in fast delivery mode: how long heads wait for their old lease holders.

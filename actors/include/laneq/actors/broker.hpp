@@ -65,6 +65,12 @@ class broker {
   /// The store's counters and health (`degraded` with its reason after a storage fault).
   /// Blocking: not for use inside an actor.
   result<store_stats> storage_stats(caf::timespan timeout = blocking_timeout_default) const;
+  /// An online backup (docs/operations.md "Backup and restore"): a checkpoint of the store in
+  /// `dir` (absolute, must not exist), holding every write acknowledged before the call. Errors:
+  /// invalid_argument (relative path), already_exists, checkpoint_failed (the path cannot be
+  /// written; an in-memory broker), storage_failed (store degraded). Blocking.
+  result<checkpoint_info> checkpoint(const std::string& dir,
+                                     caf::timespan timeout = blocking_timeout_default) const;
   const context_ptr& context() const { return ctx_; }
 
  private:

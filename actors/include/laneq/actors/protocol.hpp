@@ -170,6 +170,15 @@ struct queue_description {
   std::string spec_json;
 };
 
+/// A checkpoint of the store (`checkpoint_atom`, docs/operations.md "Backup and restore"): a
+/// directory from which laneqd starts with every write acknowledged before the request.
+struct checkpoint_info {
+  std::string dir;              ///< the checkpoint's directory, as requested
+  std::uint64_t files = 0;      ///< files in it
+  std::uint64_t bytes = 0;      ///< their total size (hard-linked files count in full)
+  std::int64_t elapsed_us = 0;  ///< from the request's arrival at the store to the checkpoint
+};
+
 template <class Inspector>
 auto inspect(Inspector& f, error& x) {
   return f(x.code, x.message);
@@ -242,6 +251,10 @@ template <class Inspector>
 auto inspect(Inspector& f, queue_description& x) {
   return f(x.summary, x.stats, x.spec_json);
 }
+template <class Inspector>
+auto inspect(Inspector& f, checkpoint_info& x) {
+  return f(x.dir, x.files, x.bytes, x.elapsed_us);
+}
 
 /// Converts a laneq error to a CAF error (category atom "laneq", the message as context).
 caf::error to_caf(const error& e);
@@ -293,6 +306,7 @@ CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::topic_spec>))
 CAF_ADD_TYPE_ID(laneq, (laneq::topic_prepared))
 CAF_ADD_TYPE_ID(laneq, (laneq::topic_enqueued))
 CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::topic_enqueued>))
+CAF_ADD_TYPE_ID(laneq, (laneq::checkpoint_info))
 CAF_ADD_ATOM(laneq, laneq, enqueue_atom, "enqueue")
 CAF_ADD_ATOM(laneq, laneq, receive_atom, "receive")
 CAF_ADD_ATOM(laneq, laneq, ack_atom, "ack")
@@ -325,6 +339,7 @@ CAF_ADD_ATOM(laneq, laneq, topic_atom, "topic")
 CAF_ADD_ATOM(laneq, laneq, publish_atom, "publish")
 CAF_ADD_ATOM(laneq, laneq, prepare_atom, "prepare")
 CAF_ADD_ATOM(laneq, laneq, settle_atom, "settle")
+CAF_ADD_ATOM(laneq, laneq, checkpoint_atom, "checkpoint")
 CAF_END_TYPE_ID_BLOCK(laneq)
 
 namespace laneq {
@@ -339,11 +354,14 @@ namespace laneq {
 ///          (when only the sync failed, its record may be back after a restart): callers
 ///          treat it as "may have happened", never as done.
 ///   scan:  up to `max` entries with from <= key < to, in key order.
+///   checkpoint: commits the open batch, then writes a consistent copy of the store into a new
+///          directory (absolute path, must not exist); a store without a data directory refuses.
 using store_actor =
     caf::typed_actor<caf::replies_to<write_atom, store_write>::with<caf::ok_atom>,
                      caf::replies_to<scan_atom, std::string, std::string,
                                      std::uint32_t>::with<std::vector<store_entry>>,
                      caf::replies_to<stats_atom>::with<store_stats>,
+                     caf::replies_to<checkpoint_atom, std::string>::with<checkpoint_info>,
                      caf::reacts_to<commit_atom, std::uint64_t>,  // closes the batch of that
                                                                   // generation
                      caf::reacts_to<reopen_atom>>;                // retries opening a failed store
@@ -421,6 +439,8 @@ using admin_actor = caf::typed_actor<
     caf::replies_to<topic_atom, drop_atom, std::string>::with<caf::ok_atom>,
     // one message per batch entry into every queue of the topic, in one store write
     caf::replies_to<publish_atom, std::string,
-                    std::vector<outgoing_message>>::with<std::vector<topic_enqueued>>>;
+                    std::vector<outgoing_message>>::with<std::vector<topic_enqueued>>,
+    // an online backup: the store's checkpoint into a new directory (store_actor above)
+    caf::replies_to<checkpoint_atom, std::string>::with<checkpoint_info>>;
 
 }  // namespace laneq

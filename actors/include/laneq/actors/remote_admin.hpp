@@ -14,12 +14,24 @@ namespace laneq {
 /// What a remote CAF program reaches with `caf::io::remote_actor<remote_admin_actor>`.
 ///   create: (name, spec JSON) -> (queue, newly created); invalid_spec names every broken rule
 ///   lookup, list, describe, drop: as the in-process admin actor
+///   topics (docs/design/lanes.md L9-L11):
+///     (topic, create, name, spec JSON `{"queues": [...]}`) -> newly created; invalid_spec names
+///       every broken rule (a missing queue too), spec_conflict other queues under the name
+///     (topic, list) -> every topic; (topic, describe, name) -> the topic (queue_not_found)
+///     (topic, drop, name) -> ok; the queues and their messages stay
+///     (publish, topic name, batch) -> per queue the ids, in one store write (all or nothing)
 using remote_admin_actor =
     caf::typed_actor<caf::replies_to<create_atom, std::string, std::string>::with<queue_api, bool>,
                      caf::replies_to<lookup_atom, std::string>::with<queue_api>,
                      caf::replies_to<list_atom>::with<std::vector<std::string>>,
                      caf::replies_to<describe_atom, std::string>::with<queue_description>,
-                     caf::replies_to<drop_atom, std::string>::with<caf::ok_atom>>;
+                     caf::replies_to<drop_atom, std::string>::with<caf::ok_atom>,
+                     caf::replies_to<topic_atom, create_atom, std::string, std::string>::with<bool>,
+                     caf::replies_to<topic_atom, list_atom>::with<std::vector<topic_spec>>,
+                     caf::replies_to<topic_atom, describe_atom, std::string>::with<topic_spec>,
+                     caf::replies_to<topic_atom, drop_atom, std::string>::with<caf::ok_atom>,
+                     caf::replies_to<publish_atom, std::string, std::vector<outgoing_message>>::
+                         with<std::vector<topic_enqueued>>>;
 
 /// Spawns a remote admin in front of `admin`; it stops when `admin` does.
 remote_admin_actor spawn_remote_admin(caf::actor_system& sys, admin_actor admin);

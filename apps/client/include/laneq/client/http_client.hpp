@@ -151,6 +151,9 @@ class http_client {
   api_result<boost::json::value> redrive(std::string_view queue,
                                          const std::vector<std::string>& ids);
   api_result<boost::json::value> groups(std::string_view queue, bool blocked_only);
+  /// POST /v1/admin/checkpoint `{"dir"}`: an online backup into `dir` on the laneqd host
+  /// (absolute, must not exist; an admin token); answers `{"dir", "bytes", "files", "ms"}`.
+  api_result<boost::json::value> checkpoint(std::string_view dir);
   /// GET /healthz: the status and body text.
   api_result<http_answer> health();
   /// GET /metrics (Prometheus text).

@@ -24,6 +24,9 @@ std::string base64_encode(std::string_view bytes, bool url = false);
 std::optional<std::string> base64_decode(std::string_view text, bool url = false);
 /// True when `text` is well-formed UTF-8 (no overlongs, surrogates or code points > U+10FFFF).
 bool is_utf8(std::string_view text);
+/// `text` with every byte that is not part of well-formed UTF-8 written as `\xNN` (four
+/// characters), so it can go into a JSON string.
+std::string utf8_or_escaped(std::string_view text);
 
 /// A lease token as an opaque string: base64url of its four fields, big-endian (lossless).
 std::string encode_lease(const lease_token& lease);
@@ -82,6 +85,10 @@ result<std::pair<lease_token, std::int64_t>> extend_from_json(const boost::json:
 result<std::vector<message_id>> redrive_from_json(const boost::json::object& body,
                                                   std::size_t batch_max);
 
+/// `POST /v1/admin/checkpoint`: `{"dir": "/abs/path"}`; a relative path, an empty one, one
+/// with a NUL byte or longer than limits::checkpoint_dir_bytes_max is invalid_argument.
+result<std::string> checkpoint_dir_from_json(const boost::json::object& body);
+
 // -- answers ------------------------------------------------------------------------------------
 
 /// `{"id", "lease", "attempt", "body" | "body_base64", "headers", "fairness_key",
@@ -93,6 +100,8 @@ boost::json::object to_json(const dead_letter& d);
 boost::json::object to_json(const queue_stats& s);
 /// `{"key", "backlog", "state", "since_ms", "until_ms", "head"}`.
 boost::json::object to_json(const group_info& g);
+/// `{"dir", "bytes", "files", "ms"}`.
+boost::json::object to_json(const checkpoint_info& c);
 
 /// The HTTP status of an error (400 bad input, 404 unknown queue or lease, 409 conflict, 413 too
 /// large, 503 storage degraded or unavailable).

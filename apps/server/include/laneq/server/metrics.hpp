@@ -33,6 +33,7 @@ enum class route : std::uint8_t {
   get_topic,
   delete_topic,
   publish,
+  checkpoint,
   metrics,
   healthz,
   unknown,
