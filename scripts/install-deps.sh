@@ -12,5 +12,5 @@ $SUDO apt-get install -y -q --no-install-recommends \
   librocksdb-dev rocksdb-tools \
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
-  libssl-dev \
+  libssl-dev libjemalloc-dev \
   python3 procps curl

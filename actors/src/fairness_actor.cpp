@@ -39,6 +39,7 @@ std::vector<delivery> fairness_actor_impl::take(std::uint32_t max, duration leas
     auto attempt = item.msg.attempts + 1;
     lease_token token{item.group, item.msg.id, attempt, fc_.storage->nonce(item.msg, attempt)};
     item.msg.attempts = token.attempt;
+    if (token.attempt == 1) fc_.metrics->observe_first_delivery(t - item.msg.enqueued_at);
     auto deadline = t + lease;
     std::string label;
     if (item.group) {

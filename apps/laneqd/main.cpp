@@ -3,6 +3,7 @@
 // SIGTERM/SIGINT (docs/operations.md).
 //
 //   laneqd [--config FILE] [--data-dir DIR] [--http-host IP] [--http-port N] [--caf-port N]
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -116,9 +118,12 @@ int main(int argc, char** argv) {
   caf::actor_system_config caf_cfg;
   laneq::add_message_types(caf_cfg);
   if (cfg.caf_port != 0) caf_cfg.load<caf::io::middleman>();
-  if (cfg.actor_threads > 0)
-    caf_cfg.set("scheduler.max-threads",
-                static_cast<caf::config_value::integer>(cfg.actor_threads));
+  // CAF 0.17's own default is max(4, cores): on a 2-core host its four workers spent a fifth of
+  // laneqd's CPU switching between each other (measured, benchmarks/README.md). One per core.
+  auto threads = cfg.actor_threads > 0
+                     ? cfg.actor_threads
+                     : std::max<std::size_t>(1, std::thread::hardware_concurrency());
+  caf_cfg.set("scheduler.max-threads", static_cast<caf::config_value::integer>(threads));
   caf::actor_system sys{caf_cfg};
 
   laneq::broker_options bo;

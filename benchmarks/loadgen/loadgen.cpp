@@ -1,6 +1,8 @@
 // laneq_loadgen: drives a running laneqd over HTTP or over CAF remote actors (issue 4 §6) and
 // prints one JSON document of results on stdout; a live progress line goes to stderr.
-// One producer thread and C consumer threads, each with its own connection. Every message
+// One producer (keeping up to --in-flight enqueue batches in flight, each on its own connection;
+// a group's messages always go through the same connection, so their order is the producer's)
+// and C consumer threads, each with its own connection. Every message
 // carries its number, group and send time in its body, so the consumers measure
 // enqueue-to-delivery and enqueue-to-ack latency on the same clock and check that each message
 // is acked once and that a group's messages are delivered in order. See benchmarks/README.md.
@@ -50,6 +52,7 @@ struct options {
   std::uint64_t groups = 0;  ///< 0: unordered
   std::uint32_t consumers = 4;
   std::uint32_t batch = 100;           ///< messages per enqueue request
+  std::uint32_t in_flight = 1;         ///< enqueue requests the producer keeps in flight
   std::uint32_t receive_max = 100;     ///< max per receive; a receive's messages are acked together
   std::int64_t wait_ms = 100;          ///< long-poll of each receive
   double rate = 0;                     ///< offered msg/s; 0: flat out
@@ -65,6 +68,7 @@ void usage(std::ostream& o) {
   o << "usage: laneq_loadgen [--transport=http|caf] [--url=http://127.0.0.1:7070] [--token=T]\n"
        "         [--caf-host=127.0.0.1] [--caf-port=7071] [--queue=NAME] [--messages=N]\n"
        "         [--size=BYTES] [--groups=K (0: unordered)] [--consumers=C] [--batch=B]\n"
+       "         [--in-flight=P (enqueue batches in flight)]\n"
        "         [--receive-max=M] [--wait-ms=W] [--rate=MSG_PER_S (0: flat out)]\n"
        "         [--max-backlog=N] [--durability=durable|fast] [--server-pid=PID]\n"
        "         [--stall-s=S] [--keep] [--no-progress]\n";
@@ -130,6 +134,8 @@ bool parse_options(int argc, char** argv, options& o, std::string& err) {
       ok = num(o.consumers, 1, 256);
     } else if (name == "batch") {
       ok = num(o.batch, 1, 10'000);
+    } else if (name == "in-flight") {
+      ok = num(o.in_flight, 1, 64);
     } else if (name == "receive-max") {
       ok = num(o.receive_max, 1, 10'000);
     } else if (name == "wait-ms") {
@@ -405,39 +411,49 @@ struct shared_state {
   }
 };
 
-void producer(shared_state& st, transport& t, std::int64_t t0_ns) {
+/// Slot `slot` of the producer's `--in-flight` slots. A slot owns every message whose group
+/// falls to it (unordered: every slot-th batch), sends them in number order and waits for each
+/// batch to be durable, so a group's order is the order its slot sent it in.
+void producer(shared_state& st, transport& t, std::int64_t t0_ns, std::uint32_t slot) {
   const auto& o = st.opt;
-  std::uint64_t n = 0;
-  while (n < o.messages && !st.stop) {
+  const std::uint64_t slots = o.in_flight;
+  auto owns = [&](std::uint64_t k) {
+    return o.groups == 0 ? (k / o.batch) % slots == slot : (k % o.groups) % slots == slot;
+  };
+  std::uint64_t k = 0;  // the next message number this slot considers
+  std::vector<std::string> bodies;
+  std::vector<std::string> groups;
+  while (k < o.messages && !st.stop) {
     if (o.max_backlog > 0) {
-      while (!st.stop && n - st.acked_distinct.load() > o.max_backlog)
+      while (!st.stop && k > st.acked_distinct.load() + o.max_backlog)
         std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     if (o.rate > 0) {
-      auto due = t0_ns + static_cast<std::int64_t>(static_cast<double>(n) / o.rate * 1e9);
+      auto due = t0_ns + static_cast<std::int64_t>(static_cast<double>(k) / o.rate * 1e9);
       auto wait = due - now_ns();
       if (wait > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
     }
-    auto count = std::min<std::uint64_t>(o.batch, o.messages - n);
-    std::vector<std::string> bodies;
-    std::vector<std::string> groups;
-    bodies.reserve(count);
-    groups.reserve(count);
+    bodies.clear();
+    groups.clear();
     auto t_send = now_ns();
-    for (std::uint64_t i = 0; i < count; ++i) {
-      auto k = n + i;
+    for (; k < o.messages && bodies.size() < o.batch; ++k) {
+      if (!owns(k)) continue;
       std::int64_t g = o.groups == 0 ? -1 : static_cast<std::int64_t>(k % o.groups);
       bodies.push_back(make_body(k, g, t_send, o.size));
       groups.push_back(g < 0 ? std::string() : "g" + std::to_string(g));
     }
+    if (bodies.empty()) break;
+    auto count = bodies.size();
     std::string err;
     if (!t.send(std::move(bodies), std::move(groups), err)) {
       st.fail("enqueue failed: " + err);
       return;
     }
-    n += count;
-    st.sent = n;
-    st.last_send_done_ns = now_ns();
+    st.sent += count;
+    auto done = now_ns();
+    auto last = st.last_send_done_ns.load();
+    while (last < done && !st.last_send_done_ns.compare_exchange_weak(last, done)) {
+    }
   }
 }
 
@@ -579,6 +595,7 @@ int main(int argc, char** argv) {
   shared_state st(o);
   auto load_start = loadavg();
   auto srv0 = sample_process(o.server_pid);
+  auto self0 = sample_process(getpid());
   double rss_max = srv0.rss_mb;
   std::vector<std::vector<std::int64_t>> deliver_us(o.consumers), ack_us(o.consumers);
   for (std::uint32_t i = 0; i < o.consumers; ++i) {
@@ -586,12 +603,14 @@ int main(int argc, char** argv) {
     ack_us[i].reserve(o.messages / o.consumers + 1);
   }
   std::vector<std::unique_ptr<transport>> conns;
-  for (std::uint32_t i = 0; i <= o.consumers; ++i) conns.push_back(make());
+  for (std::uint32_t i = 0; i < o.in_flight + o.consumers; ++i) conns.push_back(make());
   auto t0 = now_ns();
   std::vector<std::thread> threads;
-  threads.emplace_back([&] { producer(st, *conns[0], t0); });
+  for (std::uint32_t i = 0; i < o.in_flight; ++i)
+    threads.emplace_back([&, i] { producer(st, *conns[i], t0, i); });
   for (std::uint32_t i = 0; i < o.consumers; ++i)
-    threads.emplace_back([&, i] { consumer(st, *conns[i + 1], deliver_us[i], ack_us[i]); });
+    threads.emplace_back(
+        [&, i] { consumer(st, *conns[o.in_flight + i], deliver_us[i], ack_us[i]); });
 
   // Progress, stall detection and server sampling on this thread.
   std::uint64_t prev_acked = 0;
@@ -631,6 +650,7 @@ int main(int argc, char** argv) {
   for (auto& t : threads) t.join();
   if (o.progress) std::fprintf(stderr, "\n");
   auto srv1 = sample_process(o.server_pid);
+  auto self1 = sample_process(getpid());
   rss_max = std::max(rss_max, srv1.rss_mb);
   auto load_end = loadavg();
   conns.clear();
@@ -664,6 +684,7 @@ int main(int argc, char** argv) {
   out["groups"] = o.groups;
   out["consumers"] = o.consumers;
   out["producer_batch"] = o.batch;
+  out["producer_in_flight"] = o.in_flight;
   out["receive_max"] = o.receive_max;
   out["offered_rate"] = o.rate;
   out["durability"] = o.durability;
@@ -685,6 +706,14 @@ int main(int argc, char** argv) {
     s["rss_mb_max_sampled"] = rss_max;
     s["rss_mb_hwm"] = srv1.hwm_mb;
     out["server"] = std::move(s);
+  }
+  if (self0.ok && self1.ok) {
+    // This process's own share of the machine: on a small host the load generator's JSON work
+    // competes with laneqd for the same cores.
+    json::object s;
+    s["cpu_s"] = self1.cpu_s - self0.cpu_s;
+    s["cpu_cores"] = e2e_s > 0 ? (self1.cpu_s - self0.cpu_s) / e2e_s : 0.0;
+    out["loadgen"] = std::move(s);
   }
   out["loadavg_start"] = load_start;
   out["loadavg_end"] = load_end;

@@ -13,7 +13,7 @@ shift || true
 scenarios=("$@")
 [ "${#scenarios[@]}" -gt 0 ] || scenarios=(http-unordered http-groups caf-unordered caf-groups http-rate caf-rate)
 
-common=(--size=256 --consumers=4 --batch=100 --receive-max=100 --durability=durable)
+common=(--size=256 --consumers=4 --batch=100 --receive-max=100 --in-flight=${LOADGEN_IN_FLIGHT:-1} --durability=${LOADGEN_DURABILITY:-durable})
 for s in "${scenarios[@]}"; do
   case "$s" in
     http-unordered) args=(--transport=http --groups=0 --messages="$messages") ;;

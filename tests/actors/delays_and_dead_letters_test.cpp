@@ -1,6 +1,8 @@
 // Not-before times and dead letters of docs/design/ordering.md on the real actors with simulated
 // time: nack retries and retry_after (O6), dead-lettering (O7), redrive (O9) and enqueue delays
 // (O10).
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "actor_test_helpers.hpp"
@@ -256,6 +258,28 @@ TEST_F(delays_and_dead_letters, an_enqueue_delay_counts_from_enqueued_at_after_a
   EXPECT_EQ(again[0].msg.enqueued_at, at(0s));
   EXPECT_EQ(again[0].msg.delay_until, at(5s));
   EXPECT_EQ(again[0].msg.not_before, at(5s));
+}
+
+// The enqueue-to-first-delivery histogram counts each message's first delivery once, in the
+// bucket of its waiting time (an enqueue delay included); retries are not first deliveries.
+TEST_F(delays_and_dead_letters, the_first_delivery_histogram_counts_waiting_time_once_per_message) {
+  auto q = by_account();
+  put(h, q, in_account("A1", "A"));
+  put(h, q, in_account("B1", "B", 2s));  // waits 2 s: the (1 s, 2.5 s] bucket
+  auto a1 = take_one(h, q);              // waits 0 s: the first bucket
+  ASSERT_TRUE(h.nack(q, a1.lease).ok());
+  ASSERT_EQ(bodies(take(h, q, 10)), (strings{"A1"}));  // a retry: not counted again
+  advance_to(h, 2s);
+  ASSERT_EQ(bodies(take(h, q, 10)), (strings{"B1"}));
+  auto s = stats_of(h, q);
+  ASSERT_EQ(s.first_delivery.size(), latency_bounds_s.size() + 1);
+  std::vector<std::uint64_t> expected(latency_bounds_s.size() + 1, 0);
+  expected[0] = 1;
+  auto b = static_cast<std::size_t>(
+      std::find(latency_bounds_s.begin(), latency_bounds_s.end(), 2.5) - latency_bounds_s.begin());
+  expected[b] = 1;
+  EXPECT_EQ(s.first_delivery, expected);
+  EXPECT_EQ(s.first_delivery_sum_us, 2'000'000u);
 }
 
 // O9: redriving an id that is not a dead letter fails and redrives nothing.

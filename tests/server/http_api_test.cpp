@@ -312,7 +312,7 @@ TEST_F(http_api, metrics_expose_the_named_series) {
         "laneq_store_batch_writes_bucket{le=\"+Inf\"}",
         "laneq_http_request_duration_seconds_bucket{route=\"enqueue\",le=\"0.001\"}",
         "laneq_http_request_duration_seconds_count{route=\"receive\"} 1",
-        "laneq_enqueue_to_delivery_seconds_count 2",
+        "laneq_enqueue_to_delivery_seconds_count{queue=\"q\"} 2",
         "laneq_fairness_key_backlog{queue=\"q\",fairness_key=\"tenant-7\"} 1"})
     EXPECT_NE(m.body.find(series), std::string::npos) << series << "\n" << m.body;
 }

@@ -1,20 +1,47 @@
 // Prometheus metrics (apps/server/include/laneq/server/metrics.hpp).
 #include "laneq/server/metrics.hpp"
 
+#include "laneq/actors/context.hpp"
+
 #include <cstdio>
+#include <span>
 
 namespace laneq::server {
 
 namespace {
 
 std::vector<double> latency_bounds() {
-  return {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+  return {latency_bounds_s.begin(), latency_bounds_s.end()};
 }
 
 std::string num(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
+}
+
+/// Appends `<name>_bucket{<labels>,le=...}` (cumulative), `_sum` and `_count` lines from
+/// per-bucket counts (`counts` has one more entry than `bounds`: the +Inf bucket).
+void render_buckets(std::string& out, std::string_view name, std::string_view labels,
+                    std::span<const double> bounds, std::span<const std::uint64_t> counts,
+                    double sum) {
+  std::uint64_t cumulative = 0;
+  auto sep = labels.empty() ? "" : ",";
+  for (std::size_t i = 0; i <= bounds.size(); ++i) {
+    cumulative += counts[i];
+    out += name;
+    out += "_bucket{";
+    out += labels;
+    out += sep;
+    out += "le=\"";
+    out += i < bounds.size() ? num(bounds[i]) : std::string{"+Inf"};
+    out += "\"} ";
+    out += std::to_string(cumulative);
+    out += '\n';
+  }
+  auto braces = labels.empty() ? std::string{} : "{" + std::string{labels} + "}";
+  out += std::string{name} + "_sum" + braces + " " + num(sum) + "\n";
+  out += std::string{name} + "_count" + braces + " " + std::to_string(cumulative) + "\n";
 }
 
 void header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
@@ -114,30 +141,13 @@ void histogram::observe(double v) {
   while (i < bounds_.size() && v > bounds_[i]) ++i;
   ++counts_[i];
   sum_ += v;
-  ++count_;
 }
 
 void histogram::render(std::string& out, std::string_view name, std::string_view labels) const {
-  std::uint64_t cumulative = 0;
-  auto sep = labels.empty() ? "" : ",";
-  for (std::size_t i = 0; i <= bounds_.size(); ++i) {
-    cumulative += counts_[i];
-    out += name;
-    out += "_bucket{";
-    out += labels;
-    out += sep;
-    out += "le=\"";
-    out += i < bounds_.size() ? num(bounds_[i]) : std::string{"+Inf"};
-    out += "\"} ";
-    out += std::to_string(cumulative);
-    out += '\n';
-  }
-  auto braces = labels.empty() ? std::string{} : "{" + std::string{labels} + "}";
-  out += std::string{name} + "_sum" + braces + " " + num(sum_) + "\n";
-  out += std::string{name} + "_count" + braces + " " + std::to_string(count_) + "\n";
+  render_buckets(out, name, labels, bounds_, counts_, sum_);
 }
 
-server_metrics::server_metrics() : delivery_latency_(latency_bounds()) {
+server_metrics::server_metrics() {
   request_latency_.reserve(route_count);
   for (std::size_t i = 0; i < route_count; ++i) request_latency_.emplace_back(latency_bounds());
 }
@@ -148,11 +158,6 @@ void server_metrics::observe_request(route r, unsigned status, double seconds) {
   request_latency_[i].observe(seconds);
   auto cls = status / 100;
   if (cls < 6) ++responses_[i][cls];
-}
-
-void server_metrics::observe_delivery_latency(double seconds) {
-  std::lock_guard guard{mtx_};
-  delivery_latency_.observe(seconds < 0 ? 0 : seconds);
 }
 
 std::string server_metrics::render(const std::vector<queue_stats>& queues,
@@ -176,6 +181,15 @@ std::string server_metrics::render(const std::vector<queue_stats>& queues,
       out += "laneq_fairness_key_backlog{queue=\"" + escape_label(q.name) + "\",fairness_key=\"" +
              (f.other ? std::string{"(other)"} : escape_label(f.key)) + "\"} " +
              std::to_string(f.backlog) + "\n";
+  header(out, "laneq_enqueue_to_delivery_seconds", "histogram",
+         "Time from enqueue to first delivery (an enqueue delay included), however the message "
+         "was received: HTTP, CAF remote or in process.");
+  for (const auto& q : queues) {
+    if (q.first_delivery.size() != latency_bounds_s.size() + 1) continue;
+    render_buckets(out, "laneq_enqueue_to_delivery_seconds",
+                   "queue=\"" + escape_label(q.name) + "\"", latency_bounds_s, q.first_delivery,
+                   static_cast<double>(q.first_delivery_sum_us) / 1e6);
+  }
   header(out, "laneq_queues", "gauge", "Queues on this broker.");
   out += "laneq_queues " + std::to_string(queues.size()) + "\n";
   if (store != nullptr) {
@@ -215,9 +229,6 @@ std::string server_metrics::render(const std::vector<queue_stats>& queues,
         out += "laneq_http_responses_total{route=\"" +
                std::string{to_string(static_cast<route>(i))} + "\",code=\"" + std::to_string(c) +
                "xx\"} " + std::to_string(responses_[i][c]) + "\n";
-  header(out, "laneq_enqueue_to_delivery_seconds", "histogram",
-         "Time from enqueue to first delivery, for messages received over HTTP.");
-  delivery_latency_.render(out, "laneq_enqueue_to_delivery_seconds", "");
   return out;
 }
 

@@ -313,16 +313,6 @@ json::array ids_to_json(const std::vector<message_id>& ids) {
   return out;
 }
 
-void observe_deliveries(const call_ptr& c, const std::vector<delivery>& ds) {
-  auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count();
-  for (const auto& d : ds)
-    if (d.lease.attempt == 1)
-      c->st->metrics->observe_delivery_latency(
-          static_cast<double>(now_ms - d.msg.enqueued_at.ms()) / 1000.0);
-}
-
 }  // namespace
 
 http_response error_response(const error& e) {
@@ -503,11 +493,8 @@ void router::handle(http_request req, respond_fn done) {
                                             std::to_string(st.limits.batch) + " allowed"});
       return ask_queue_within(
           sys_, c, name, call_timeout() + std::chrono::microseconds{rr.value().wait_us},
-          [c](std::vector<delivery>& ds) {
-            observe_deliveries(c, ds);
-            return array_reply("messages", ds);
-          },
-          receive_atom_v, rr.value());
+          [](std::vector<delivery>& ds) { return array_reply("messages", ds); }, receive_atom_v,
+          rr.value());
     }
     case route::ack: {
       auto ll = leases_from_json(obj, st.limits.batch);

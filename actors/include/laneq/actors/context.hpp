@@ -1,6 +1,7 @@
 // What every actor of a broker shares: the time base, the nonce seed and per-queue metrics.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -39,6 +40,11 @@ context_ptr make_context(caf::actor_system& sys);
 /// Makes a context with a fixed epoch and seed (deterministic tests).
 context_ptr make_context(caf::actor_system& sys, timestamp epoch, std::uint64_t seed);
 
+/// Upper bounds, in seconds, of every latency histogram's buckets (a last bucket takes the
+/// rest): Prometheus' usual ladder, from 0.5 ms to 30 s.
+inline constexpr std::array<double, 15> latency_bounds_s{
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+
 /// Per-queue counters and gauges, updated by the queue's actors (relaxed atomics: they are
 /// observations, never used for decisions).
 struct queue_metrics {
@@ -55,6 +61,18 @@ struct queue_metrics {
   std::atomic<std::uint64_t> recovered{0};  ///< messages found in the store at start
   std::atomic<std::int64_t> in_flight{0};
   std::atomic<std::uint64_t> waiting_receives{0};  ///< long polls waiting (fairness actor)
+  /// From enqueue to first delivery (an enqueue delay included), whoever receives: in process,
+  /// over CAF remote or over HTTP. Counts per bucket of latency_bounds_s, not cumulative.
+  std::array<std::atomic<std::uint64_t>, latency_bounds_s.size() + 1> first_delivery{};
+  std::atomic<std::uint64_t> first_delivery_sum_us{0};
+
+  void observe_first_delivery(duration d) {
+    auto us = d.count() > 0 ? static_cast<std::uint64_t>(d.count()) : 0;
+    std::size_t i = 0;
+    while (i < latency_bounds_s.size() && static_cast<double>(us) > latency_bounds_s[i] * 1e6) ++i;
+    add(first_delivery[i]);
+    add(first_delivery_sum_us, us);
+  }
 
   static void add(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
     c.fetch_add(n, std::memory_order_relaxed);

@@ -136,6 +136,10 @@ struct queue_stats {
   std::uint64_t live_groups = 0;
   std::uint64_t dead_letters = 0;
   std::uint64_t waiting_receives = 0;
+  // Histogram: enqueue to first delivery, counts per bucket of latency_bounds_s (the
+  // last one unbounded), and the sum of the observed times.
+  std::vector<std::uint64_t> first_delivery;
+  std::uint64_t first_delivery_sum_us = 0;
   /// The largest per-fairness-key backlogs, at most limits::fairness_backlog_keys_max of them,
   /// plus one `other` entry summing the rest (bounded metric cardinality).
   std::vector<fairness_backlog> fairness;
@@ -223,7 +227,8 @@ template <class Inspector>
 auto inspect(Inspector& f, queue_stats& x) {
   return f(x.name, x.enqueued, x.delivered, x.acked, x.nacked, x.lease_expired, x.dead_lettered,
            x.redriven, x.key_missing, x.rejected, x.recovered, x.deduplicated, x.backlog,
-           x.in_flight, x.live_groups, x.dead_letters, x.waiting_receives, x.fairness);
+           x.in_flight, x.live_groups, x.dead_letters, x.waiting_receives, x.first_delivery,
+           x.first_delivery_sum_us, x.fairness);
 }
 template <class Inspector>
 auto inspect(Inspector& f, topic_prepared& x) {

@@ -42,7 +42,7 @@ struct server_config {
   duration reclaim_grace = limits::reclaim_grace_default;
   std::size_t group_window = limits::group_window_default;
   std::size_t http_threads = 1;   ///< threads running the HTTP front end
-  std::size_t actor_threads = 0;  ///< CAF scheduler threads; 0: CAF's default
+  std::size_t actor_threads = 0;  ///< CAF scheduler threads; 0: one per core
   http_limits limits;
   std::vector<token_config> tokens;  ///< empty: no authentication
   std::vector<queue_spec> queues;    ///< created (or found identical) at start

@@ -52,7 +52,6 @@ class histogram {
   std::vector<double> bounds_;
   std::vector<std::uint64_t> counts_;  ///< per bucket (not cumulative), +Inf last
   double sum_ = 0;
-  std::uint64_t count_ = 0;
 };
 
 /// What the HTTP front end measures itself. Thread-safe.
@@ -61,8 +60,6 @@ class server_metrics {
   server_metrics();
 
   void observe_request(route r, unsigned status, double seconds);
-  /// Time from a message's enqueue to its first delivery (seconds).
-  void observe_delivery_latency(double seconds);
 
   /// The whole exposition: the queues' counters and gauges, the store's batch histogram and
   /// health, and this front end's histograms.
@@ -72,7 +69,6 @@ class server_metrics {
   mutable std::mutex mtx_;
   std::vector<histogram> request_latency_;                             ///< per route
   std::array<std::array<std::uint64_t, 6>, route_count> responses_{};  ///< per route, status/100
-  histogram delivery_latency_;
 };
 
 /// Escapes a Prometheus label value (backslash, double quote, newline).
