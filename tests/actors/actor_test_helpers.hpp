@@ -89,3 +89,21 @@ inline timestamp at(duration d) {
 }
 
 }  // namespace laneq::test
+
+/// The helpers the actor tests call unqualified: `using namespace test::actor_helpers;` in a test
+/// file's anonymous namespace instead of one using-declaration per helper.
+namespace laneq::test::actor_helpers {
+using test::advance_to;
+using test::at;
+using test::bodies;
+using test::harness;
+using test::hdrs;
+using test::in_account;
+using test::make_queue;
+using test::msg;
+using test::put;
+using test::stats_of;
+using test::strings;
+using test::take;
+using test::take_one;
+}  // namespace laneq::test::actor_helpers

@@ -12,10 +12,7 @@ namespace laneq {
 namespace {
 
 using namespace std::chrono_literals;
-using test::bodies;
-using test::in_account;
-using test::msg;
-using test::strings;
+using namespace test::actor_helpers;
 
 /// Long poll for the first message: answers as soon as one is deliverable.
 constexpr receive_request one_waiting{1, 0, 5'000'000};

@@ -12,17 +12,7 @@ namespace laneq {
 namespace {
 
 using namespace std::chrono_literals;
-using test::advance_to;
-using test::at;
-using test::bodies;
-using test::harness;
-using test::hdrs;
-using test::msg;
-using test::put;
-using test::stats_of;
-using test::strings;
-using test::take;
-using test::take_one;
+using namespace test::actor_helpers;
 
 std::vector<std::string> fairness_keys(const std::vector<delivery>& ds) {
   std::vector<std::string> out;

@@ -9,12 +9,7 @@ namespace laneq {
 namespace {
 
 using namespace std::chrono_literals;
-using test::advance_to;
-using test::at;
-using test::harness;
-using test::in_account;
-using test::take;
-using test::take_one;
+using namespace test::actor_helpers;
 
 std::vector<std::string> keys(const std::vector<group_info>& gs) {
   std::vector<std::string> out;

@@ -15,17 +15,7 @@ namespace laneq {
 namespace {
 
 using namespace std::chrono_literals;
-using test::advance_to;
-using test::bodies;
-using test::harness;
-using test::hdrs;
-using test::make_queue;
-using test::msg;
-using test::put;
-using test::stats_of;
-using test::strings;
-using test::take;
-using test::take_one;
+using namespace test::actor_helpers;
 
 outgoing_message event(std::string body, std::vector<header_field> headers = {}) {
   return msg(std::move(body), std::move(headers));

@@ -9,17 +9,7 @@ namespace laneq {
 namespace {
 
 using namespace std::chrono_literals;
-using test::at;
-using test::bodies;
-using test::harness;
-using test::hdrs;
-using test::in_account;
-using test::msg;
-using test::put;
-using test::stats_of;
-using test::strings;
-using test::take;
-using test::take_one;
+using namespace test::actor_helpers;
 
 class ordering : public ::testing::Test {
  protected:

@@ -1,5 +1,6 @@
-// Test support: runs programs as child processes (the laneq CLI, the CAF examples) and a laneqd
-// daemon on free ports with its own data directory, stopped with SIGTERM.
+// Test support: runs programs as child processes (the laneq CLI, the CAF examples) with their
+// output in files, and a laneqd daemon on free ports with its own data directory, stopped with
+// SIGTERM. The temporary directory and waiting for a child come from tests/support.
 #pragma once
 
 #include <fcntl.h>
@@ -10,13 +11,17 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
+
+#include "subprocess.hpp"
+#include "temp_dir.hpp"
 
 namespace laneq::test {
 
@@ -25,33 +30,6 @@ struct run_result {
   int rc = -1;  ///< exit code; 128 + signal when killed
   std::string out;
   std::string err;
-};
-
-inline std::string slurp(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
-
-/// A fresh temporary directory, removed by the destructor.
-class temp_dir {
- public:
-  temp_dir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "laneq-cli-test-XXXXXX").string();
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    if (mkdtemp(buf.data()) == nullptr) std::abort();
-    path_ = buf.data();
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
 };
 
 /// Starts `argv` with stdout and stderr going to files; returns the pid.
@@ -77,16 +55,6 @@ inline pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::
   return pid;
 }
 
-/// Waits for `pid`; the exit code, or 128 + the signal that ended it.
-inline int wait_for(pid_t pid) {
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
-}
-
 /// Runs `argv` to completion in `dir`'s files.
 inline run_result run(const std::vector<std::string>& argv, const temp_dir& dir,
                       const std::vector<std::pair<std::string, std::string>>& env = {}) {
@@ -95,7 +63,7 @@ inline run_result run(const std::vector<std::string>& argv, const temp_dir& dir,
   auto out = dir.path() / ("run-" + n + ".out");
   auto err = dir.path() / ("run-" + n + ".err");
   run_result r;
-  r.rc = wait_for(spawn(argv, out, err, env));
+  r.rc = wait_exit(spawn(argv, out, err, env));
   r.out = slurp(out);
   r.err = slurp(err);
   return r;
@@ -153,7 +121,7 @@ class daemon {
   int stop() {
     if (pid_ <= 0) return -1;
     kill(pid_, SIGTERM);
-    int rc = wait_for(pid_);
+    int rc = wait_exit(pid_);
     pid_ = -1;
     return rc;
   }

@@ -1,12 +1,11 @@
-// Shared pieces of the crash tests (tests/crash): a temporary directory, an actor system on the
-// normal threaded scheduler, and a blocking client that talks to the persistence actor only
-// through the store protocol.
+// Shared pieces of the crash tests (tests/crash): a temporary directory (tests/support), an actor
+// system on the normal threaded scheduler, and a blocking client that talks to the persistence
+// actor only through the store protocol.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <filesystem>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -17,34 +16,9 @@
 
 #include "laneq/actors/persistence.hpp"
 #include "laneq/actors/protocol.hpp"
+#include "temp_dir.hpp"
 
 namespace laneq::test {
-
-/// A fresh directory under $TMPDIR (or /tmp), removed with everything in it at the end.
-class temp_dir {
- public:
-  temp_dir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string{base && *base ? base : "/tmp"} + "/laneq-crash-XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    if (mkdtemp(buf.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + tmpl);
-    path_ = buf.data();
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-
-  const std::filesystem::path& path() const { return path_; }
-  /// A path inside the directory.
-  std::string sub(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 /// The actor system of a crash test: laneq's message types, the normal threaded scheduler.
 struct crash_config : caf::actor_system_config {

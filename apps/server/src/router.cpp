@@ -1,8 +1,13 @@
 // The HTTP API's routing (apps/server/include/laneq/server/router.hpp).
 #include "laneq/server/router.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <string>
 #include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "laneq/server/json_mapping.hpp"
 #include "laneq/spec_json.hpp"
@@ -169,6 +174,21 @@ result<std::vector<std::pair<std::string, std::string>>> parse_query(
   return out;
 }
 
+/// Whether a route refuses a request body (the listings, reads and deletes).
+bool takes_no_body(route r) {
+  switch (r) {
+    case route::list_queues:
+    case route::get_queue:
+    case route::delete_queue:
+    case route::dead_letters:
+    case route::groups:
+    case route::list_topics:
+    case route::get_topic:
+    case route::delete_topic: return true;
+    default: return false;
+  }
+}
+
 caf::timespan call_timeout() {
   return std::chrono::duration_cast<caf::timespan>(http_bounds::call_timeout);
 }
@@ -180,12 +200,112 @@ json::object topic_to_json(const topic_spec& t) {
   return o;
 }
 
-/// Looks the queue up, then runs `then` with its handle.
-template <class F>
-void with_queue(caf::event_based_actor* self, const call_ptr& c, const std::string& name, F then) {
-  self->request(c->st->admin, call_timeout(), lookup_atom_v, name)
-      .then([then](queue_api& q) mutable { then(std::move(q)); },
-            [c](caf::error& e) { c->fail(e); });
+/// How a reply is made of a CAF answer: `json::object` is 200 with it, `with_status` sets the
+/// status, `result<json::object>` is 200 with the object or the error.
+struct with_status {
+  unsigned status;
+  json::object body;
+};
+void answer(const call_ptr& c, const json::object& body) {
+  c->reply(200, body);
+}
+void answer(const call_ptr& c, const with_status& r) {
+  c->reply(r.status, r.body);
+}
+void answer(const call_ptr& c, const result<json::object>& r) {
+  if (!r) return c->fail(r.err());
+  c->reply(200, r.value());
+}
+
+/// The response handler for `request(...).then`: answers the call with what `convert` makes of
+/// the response. CAF checks a handler's argument types against the response, so they are taken
+/// from `convert`'s (a lambda with concrete parameter types).
+template <class F, class Args = typename caf::detail::get_callable_trait<F>::arg_types>
+struct answer_with;
+template <class F, class... Ts>
+struct answer_with<F, caf::detail::type_list<Ts...>> {
+  call_ptr c;
+  F convert;
+  void operator()(Ts... xs) { answer(c, convert(std::forward<Ts>(xs)...)); }
+};
+
+/// The error handler of a request: fails the call.
+auto fail_call(const call_ptr& c) {
+  return [c](caf::error& e) { c->fail(e); };
+}
+
+/// From `self`, sends the elements of `args` to `dest` and answers the call with what `convert`
+/// makes of the response; a CAF error fails the call.
+template <class Dest, class F, class Tuple>
+void send_and_answer(caf::event_based_actor* self, const Dest& dest, caf::timespan timeout,
+                     const call_ptr& c, F convert, Tuple& args) {
+  std::apply(
+      [&](auto&... xs) {
+        self->request(dest, timeout, std::move(xs)...)
+            .then(answer_with<F>{c, std::move(convert)}, fail_call(c));
+      },
+      args);
+}
+
+/// Sends `args` to `dest` from a fresh bridge actor and answers the call with what `convert`
+/// makes of the response; a CAF error fails the call.
+template <class Dest, class F, class... Args>
+void ask(caf::actor_system& sys, const call_ptr& c, Dest dest, F convert, Args&&... args) {
+  sys.spawn<bridge>(
+      [c, dest = std::move(dest), convert = std::move(convert),
+       args = std::make_tuple(std::forward<Args>(args)...)](caf::event_based_actor* self) mutable {
+        send_and_answer(self, dest, call_timeout(), c, std::move(convert), args);
+      });
+}
+
+/// As `ask`, to the queue `name` (looked up first), waiting at most `timeout` for its answer.
+template <class F, class... Args>
+void ask_queue_within(caf::actor_system& sys, const call_ptr& c, std::string name,
+                      caf::timespan timeout, F convert, Args&&... args) {
+  sys.spawn<bridge>(
+      [c, name = std::move(name), timeout, convert = std::move(convert),
+       args = std::make_tuple(std::forward<Args>(args)...)](caf::event_based_actor* self) mutable {
+        self->request(c->st->admin, call_timeout(), lookup_atom_v, name)
+            .then(
+                [self, c, timeout, convert = std::move(convert),
+                 args = std::move(args)](queue_api& q) mutable {
+                  send_and_answer(self, q, timeout, c, std::move(convert), args);
+                },
+                fail_call(c));
+      });
+}
+
+/// As `ask`, to the queue `name` (looked up first).
+template <class F, class... Args>
+void ask_queue(caf::actor_system& sys, const call_ptr& c, std::string name, F convert,
+               Args&&... args) {
+  ask_queue_within(sys, c, std::move(name), call_timeout(), std::move(convert),
+                   std::forward<Args>(args)...);
+}
+
+/// `{key: v}`.
+template <class V>
+json::object one_field(std::string_view key, V&& v) {
+  json::object o;
+  o[key] = std::forward<V>(v);
+  return o;
+}
+
+/// `{key: [...]}` with `convert` of each element of `xs` that `keep` accepts.
+template <class T, class F, class Keep>
+json::object array_reply(std::string_view key, const std::vector<T>& xs, F convert, Keep keep) {
+  json::array arr;
+  arr.reserve(xs.size());
+  for (const auto& x : xs)
+    if (keep(x)) arr.emplace_back(convert(x));
+  return one_field(key, std::move(arr));
+}
+
+/// `{key: [to_json(x), ...]}` for every element of `xs`.
+template <class T>
+json::object array_reply(std::string_view key, const std::vector<T>& xs) {
+  return array_reply(
+      key, xs, [](const T& x) { return to_json(x); }, [](const T&) { return true; });
 }
 
 json::array ids_to_json(const std::vector<message_id>& ids) {
@@ -249,15 +369,16 @@ void router::handle(http_request req, respond_fn done) {
   auto body = parse_body(req.body);
   if (!body) return c->fail(body.err());
   auto& obj = body.value();
-  auto no_body = [&]() -> status {
-    if (!obj.empty()) return bad("this endpoint takes no body");
-    return ok_t{};
-  };
+  // Only the dead-letter and group listings take query parameters.
+  auto query = m.what == route::dead_letters ? parse_query(m.query, {"max"})
+               : m.what == route::groups     ? parse_query(m.query, {"state"})
+                                             : parse_query(m.query, {});
+  if (!query) return c->fail(query.err());
+  if (takes_no_body(m.what) && !obj.empty()) return c->fail(bad("this endpoint takes no body"));
   auto spawn = [&](bridge::start_fn fn) { sys_.spawn<bridge>(std::move(fn)); };
 
   switch (m.what) {
     case route::healthz: {
-      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
       return spawn([c](caf::event_based_actor* self) {
         self->request(c->st->store, call_timeout(), stats_atom_v)
             .then(
@@ -276,7 +397,6 @@ void router::handle(http_request req, respond_fn done) {
       });
     }
     case route::metrics: {
-      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
       return spawn([c](caf::event_based_actor* self) {
         struct gather {
           std::vector<queue_stats> queues;
@@ -312,188 +432,120 @@ void router::handle(http_request req, respond_fn done) {
                             // A queue deleted meanwhile is left out.
                             [complete](caf::error&) { complete(); });
                 },
-                [c](caf::error& e) { c->fail(e); });
+                fail_call(c));
       });
     }
     case route::list_queues: {
-      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
-      if (auto ok = no_body(); !ok) return c->fail(ok.err());
-      return spawn([c, who](caf::event_based_actor* self) {
-        self->request(c->st->admin, call_timeout(), list_atom_v)
-            .then(
-                [c, who](std::vector<std::string>& names) {
-                  std::sort(names.begin(), names.end());
-                  json::array arr;
-                  for (auto& n : names)
-                    if (authenticator::may_use(who, n)) arr.emplace_back(n);
-                  json::object o;
-                  o["queues"] = std::move(arr);
-                  c->reply(200, o);
-                },
-                [c](caf::error& e) { c->fail(e); });
-      });
+      return ask(
+          sys_, c, st.admin,
+          [who](std::vector<std::string>& names) {
+            std::sort(names.begin(), names.end());
+            return array_reply(
+                "queues", names, [](const std::string& n) { return n; },
+                [&who](const std::string& n) { return authenticator::may_use(who, n); });
+          },
+          list_atom_v);
     }
     case route::put_queue: {
-      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
       auto parsed = queue_spec_from_json(name, json::value(obj));
       if (!parsed.ok()) return c->fail(combine(parsed.errors));
       auto spec_json = queue_spec_to_json(parsed.spec);
-      return spawn([c, name, spec = std::move(parsed.spec),
-                    spec_json = std::move(spec_json)](caf::event_based_actor* self) mutable {
-        self->request(c->st->admin, call_timeout(), create_atom_v, std::move(spec))
-            .then(
-                [c, name, spec_json](queue_api&, bool created) {
-                  json::object o;
-                  o["name"] = name;
-                  o["created"] = created;
-                  o["spec"] = spec_json;
-                  c->reply(created ? 201 : 200, o);
-                },
-                [c](caf::error& e) { c->fail(e); });
-      });
+      return ask(
+          sys_, c, st.admin,
+          [name, spec_json = std::move(spec_json)](queue_api&, bool created) {
+            json::object o;
+            o["name"] = name;
+            o["created"] = created;
+            o["spec"] = spec_json;
+            return with_status{created ? 201u : 200u, std::move(o)};
+          },
+          create_atom_v, std::move(parsed.spec));
     }
     case route::get_queue: {
-      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
-      if (auto ok = no_body(); !ok) return c->fail(ok.err());
-      return spawn([c, name](caf::event_based_actor* self) {
-        self->request(c->st->admin, call_timeout(), describe_atom_v, name)
-            .then(
-                [c, name](queue_description& d) {
-                  json::object o;
-                  o["name"] = name;
-                  o["summary"] = d.summary;
-                  boost::system::error_code ec;
-                  auto spec = json::parse(d.spec_json, ec);
-                  if (!ec) o["spec"] = std::move(spec);
-                  o["stats"] = to_json(d.stats);
-                  c->reply(200, o);
-                },
-                [c](caf::error& e) { c->fail(e); });
-      });
+      return ask(
+          sys_, c, st.admin,
+          [name](queue_description& d) {
+            json::object o;
+            o["name"] = name;
+            o["summary"] = d.summary;
+            boost::system::error_code ec;
+            auto spec = json::parse(d.spec_json, ec);
+            if (!ec) o["spec"] = std::move(spec);
+            o["stats"] = to_json(d.stats);
+            return o;
+          },
+          describe_atom_v, name);
     }
     case route::delete_queue: {
-      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
-      if (auto ok = no_body(); !ok) return c->fail(ok.err());
-      return spawn([c, name](caf::event_based_actor* self) {
-        self->request(c->st->admin, call_timeout(), drop_atom_v, name)
-            .then(
-                [c, name](caf::ok_atom) {
-                  json::object o;
-                  o["deleted"] = name;
-                  c->reply(200, o);
-                },
-                [c](caf::error& e) { c->fail(e); });
-      });
+      return ask(
+          sys_, c, st.admin, [name](caf::ok_atom) { return one_field("deleted", name); },
+          drop_atom_v, name);
     }
     case route::enqueue: {
-      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
       auto msgs = messages_from_json(obj, st.limits.batch);
       if (!msgs) return c->fail(msgs.err());
-      return spawn([c, name, msgs = std::move(msgs.value())](caf::event_based_actor* self) mutable {
-        with_queue(self, c, name, [self, c, msgs = std::move(msgs)](queue_api q) mutable {
-          self->request(q, call_timeout(), enqueue_atom_v, std::move(msgs))
-              .then(
-                  [c](std::vector<message_id>& ids) {
-                    json::object o;
-                    o["ids"] = ids_to_json(ids);
-                    c->reply(200, o);
-                  },
-                  [c](caf::error& e) { c->fail(e); });
-        });
-      });
+      return ask_queue(
+          sys_, c, name,
+          [](std::vector<message_id>& ids) { return one_field("ids", ids_to_json(ids)); },
+          enqueue_atom_v, std::move(msgs.value()));
     }
     case route::receive: {
-      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
       auto rr = receive_from_json(obj);
       if (!rr) return c->fail(rr.err());
       if (rr.value().max > st.limits.batch)
         return c->fail(
             error{errc::limit_exceeded, "max is " + std::to_string(rr.value().max) + ", at most " +
                                             std::to_string(st.limits.batch) + " allowed"});
-      return spawn([c, name, rr = rr.value()](caf::event_based_actor* self) {
-        with_queue(self, c, name, [self, c, rr](queue_api q) {
-          auto timeout = call_timeout() + std::chrono::microseconds{rr.wait_us};
-          self->request(q, timeout, receive_atom_v, rr)
-              .then(
-                  [c](std::vector<delivery>& ds) {
-                    json::array arr;
-                    arr.reserve(ds.size());
-                    for (const auto& d : ds) arr.emplace_back(to_json(d));
-                    json::object o;
-                    o["messages"] = std::move(arr);
-                    c->reply(200, o);
-                  },
-                  [c](caf::error& e) { c->fail(e); });
-        });
-      });
+      return ask_queue_within(
+          sys_, c, name, call_timeout() + std::chrono::microseconds{rr.value().wait_us},
+          [](std::vector<delivery>& ds) { return array_reply("messages", ds); }, receive_atom_v,
+          rr.value());
     }
     case route::ack: {
-      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
       auto ll = leases_from_json(obj, st.limits.batch);
       if (!ll) return c->fail(ll.err());
-      return spawn([c, name, ll = std::move(ll.value())](caf::event_based_actor* self) mutable {
-        with_queue(self, c, name, [self, c, ll = std::move(ll)](queue_api q) mutable {
-          auto total = ll.leases.size();
-          auto single = ll.single;
-          self->request(q, call_timeout(), ack_atom_v, std::move(ll.leases))
-              .then(
-                  [c, total, single](std::vector<lease_outcome>& failed) {
-                    if (single && !failed.empty()) return c->fail(failed.front().err);
-                    json::array arr;
-                    for (const auto& f : failed) {
-                      json::object e;
-                      e["lease"] = encode_lease(f.lease);
-                      e["error"] = json::parse(error_body(f.err)).as_object()["error"];
-                      arr.emplace_back(std::move(e));
-                    }
-                    json::object o;
-                    o["acked"] = total - failed.size();
-                    o["failed"] = std::move(arr);
-                    c->reply(200, o);
-                  },
-                  [c](caf::error& e) { c->fail(e); });
-        });
-      });
+      auto total = ll.value().leases.size();
+      auto single = ll.value().single;
+      return ask_queue(
+          sys_, c, name,
+          [total, single](std::vector<lease_outcome>& failed) -> result<json::object> {
+            if (single && !failed.empty()) return failed.front().err;
+            json::array arr;
+            for (const auto& f : failed) {
+              json::object e;
+              e["lease"] = encode_lease(f.lease);
+              e["error"] = json::parse(error_body(f.err)).as_object()["error"];
+              arr.emplace_back(std::move(e));
+            }
+            json::object o;
+            o["acked"] = total - failed.size();
+            o["failed"] = std::move(arr);
+            return o;
+          },
+          ack_atom_v, std::move(ll.value().leases));
     }
     case route::nack: {
-      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
       auto nr = nack_from_json(obj);
       if (!nr) return c->fail(nr.err());
-      return spawn([c, name, nr = nr.value()](caf::event_based_actor* self) {
-        with_queue(self, c, name, [self, c, nr](queue_api q) {
-          self->request(q, call_timeout(), nack_atom_v, nr.first, nr.second)
-              .then(
-                  [c, dead = nr.second.kind == nack_kind::dead_letter](caf::ok_atom) {
-                    json::object o;
-                    o["nacked"] = true;
-                    o["dead_lettered"] = dead;
-                    c->reply(200, o);
-                  },
-                  [c](caf::error& e) { c->fail(e); });
-        });
-      });
+      return ask_queue(
+          sys_, c, name,
+          [dead = nr.value().second.kind == nack_kind::dead_letter](caf::ok_atom) {
+            json::object o;
+            o["nacked"] = true;
+            o["dead_lettered"] = dead;
+            return o;
+          },
+          nack_atom_v, nr.value().first, nr.value().second);
     }
     case route::extend: {
-      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
       auto er = extend_from_json(obj);
       if (!er) return c->fail(er.err());
-      return spawn([c, name, er = er.value()](caf::event_based_actor* self) {
-        with_queue(self, c, name, [self, c, er](queue_api q) {
-          self->request(q, call_timeout(), extend_atom_v, er.first, er.second)
-              .then(
-                  [c](timestamp deadline) {
-                    json::object o;
-                    o["lease_deadline_ms"] = deadline.ms();
-                    c->reply(200, o);
-                  },
-                  [c](caf::error& e) { c->fail(e); });
-        });
-      });
+      return ask_queue(
+          sys_, c, name,
+          [](timestamp deadline) { return one_field("lease_deadline_ms", deadline.ms()); },
+          extend_atom_v, er.value().first, er.value().second);
     }
     case route::dead_letters: {
-      auto query = parse_query(m.query, {"max"});
-      if (!query) return c->fail(query.err());
-      if (auto ok = no_body(); !ok) return c->fail(ok.err());
       std::uint32_t max = 100;
       for (const auto& [k, v] : query.value()) {
         auto n = decode_id(v);  // a positive decimal
@@ -502,43 +554,19 @@ void router::handle(http_request req, respond_fn done) {
               bad("query parameter max must be 1 to " + std::to_string(limits::redrive_batch_max)));
         max = static_cast<std::uint32_t>(n->value);
       }
-      return spawn([c, name, max](caf::event_based_actor* self) {
-        with_queue(self, c, name, [self, c, max](queue_api q) {
-          self->request(q, call_timeout(), dlq_atom_v, max)
-              .then(
-                  [c](std::vector<dead_letter>& ds) {
-                    json::array arr;
-                    arr.reserve(ds.size());
-                    for (const auto& d : ds) arr.emplace_back(to_json(d));
-                    json::object o;
-                    o["dead_letters"] = std::move(arr);
-                    c->reply(200, o);
-                  },
-                  [c](caf::error& e) { c->fail(e); });
-        });
-      });
+      return ask_queue(
+          sys_, c, name,
+          [](std::vector<dead_letter>& ds) { return array_reply("dead_letters", ds); }, dlq_atom_v,
+          max);
     }
     case route::redrive: {
-      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
       auto ids = redrive_from_json(obj, limits::redrive_batch_max);
       if (!ids) return c->fail(ids.err());
-      return spawn([c, name, ids = std::move(ids.value())](caf::event_based_actor* self) mutable {
-        with_queue(self, c, name, [self, c, ids = std::move(ids)](queue_api q) mutable {
-          self->request(q, call_timeout(), redrive_atom_v, std::move(ids))
-              .then(
-                  [c](std::uint64_t n) {
-                    json::object o;
-                    o["redriven"] = n;
-                    c->reply(200, o);
-                  },
-                  [c](caf::error& e) { c->fail(e); });
-        });
-      });
+      return ask_queue(
+          sys_, c, name, [](std::uint64_t n) { return one_field("redriven", n); }, redrive_atom_v,
+          std::move(ids.value()));
     }
     case route::groups: {
-      auto query = parse_query(m.query, {"state"});
-      if (!query) return c->fail(query.err());
-      if (auto ok = no_body(); !ok) return c->fail(ok.err());
       bool blocked = false;
       for (const auto& [k, v] : query.value()) {
         if (v == "blocked")
@@ -548,41 +576,21 @@ void router::handle(http_request req, respond_fn done) {
         else
           return c->fail(bad("query parameter state must be blocked or all"));
       }
-      return spawn([c, name, blocked](caf::event_based_actor* self) {
-        with_queue(self, c, name, [self, c, blocked](queue_api q) {
-          self->request(q, call_timeout(), groups_atom_v, blocked)
-              .then(
-                  [c](std::vector<group_info>& gs) {
-                    json::array arr;
-                    arr.reserve(gs.size());
-                    for (const auto& g : gs) arr.emplace_back(to_json(g));
-                    json::object o;
-                    o["groups"] = std::move(arr);
-                    c->reply(200, o);
-                  },
-                  [c](caf::error& e) { c->fail(e); });
-        });
-      });
+      return ask_queue(
+          sys_, c, name, [](std::vector<group_info>& gs) { return array_reply("groups", gs); },
+          groups_atom_v, blocked);
     }
     case route::list_topics: {
-      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
-      if (auto ok = no_body(); !ok) return c->fail(ok.err());
-      return spawn([c, who](caf::event_based_actor* self) {
-        self->request(c->st->admin, call_timeout(), topic_atom_v, list_atom_v)
-            .then(
-                [c, who](std::vector<topic_spec>& topics) {
-                  json::array arr;
-                  for (const auto& t : topics)
-                    if (authenticator::may_use(who, t.name())) arr.emplace_back(topic_to_json(t));
-                  json::object o;
-                  o["topics"] = std::move(arr);
-                  c->reply(200, o);
-                },
-                [c](caf::error& e) { c->fail(e); });
-      });
+      return ask(
+          sys_, c, st.admin,
+          [who](std::vector<topic_spec>& topics) {
+            return array_reply("topics", topics, topic_to_json, [&who](const topic_spec& t) {
+              return authenticator::may_use(who, t.name());
+            });
+          },
+          topic_atom_v, list_atom_v);
     }
     case route::put_topic: {
-      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
       // A tenant's token names its queues bare, as in their URLs.
       if (auto* qs = obj.if_contains("queues"); qs != nullptr && qs->is_array())
         for (auto& q : qs->as_array())
@@ -593,56 +601,36 @@ void router::handle(http_request req, respond_fn done) {
           }
       auto parsed = topic_spec_from_json(name, json::value(obj));
       if (!parsed.ok()) return c->fail(combine(parsed.errors));
-      return spawn([c, spec = std::move(parsed.spec)](caf::event_based_actor* self) mutable {
-        auto out = topic_to_json(spec);
-        self->request(c->st->admin, call_timeout(), create_atom_v, std::move(spec))
-            .then(
-                [c, out = std::move(out)](bool created) mutable {
-                  out["created"] = created;
-                  c->reply(created ? 201 : 200, out);
-                },
-                [c](caf::error& e) { c->fail(e); });
-      });
+      auto out = topic_to_json(parsed.spec);
+      return ask(
+          sys_, c, st.admin,
+          [out = std::move(out)](bool created) mutable {
+            out["created"] = created;
+            return with_status{created ? 201u : 200u, std::move(out)};
+          },
+          create_atom_v, std::move(parsed.spec));
     }
     case route::get_topic: {
-      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
-      if (auto ok = no_body(); !ok) return c->fail(ok.err());
-      return spawn([c, name](caf::event_based_actor* self) {
-        self->request(c->st->admin, call_timeout(), topic_atom_v, lookup_atom_v, name)
-            .then([c](topic_spec& t) { c->reply(200, topic_to_json(t)); },
-                  [c](caf::error& e) { c->fail(e); });
-      });
+      return ask(
+          sys_, c, st.admin, [](topic_spec& t) { return topic_to_json(t); }, topic_atom_v,
+          lookup_atom_v, name);
     }
     case route::delete_topic: {
-      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
-      if (auto ok = no_body(); !ok) return c->fail(ok.err());
-      return spawn([c, name](caf::event_based_actor* self) {
-        self->request(c->st->admin, call_timeout(), topic_atom_v, drop_atom_v, name)
-            .then(
-                [c, name](caf::ok_atom) {
-                  json::object o;
-                  o["deleted"] = name;
-                  c->reply(200, o);
-                },
-                [c](caf::error& e) { c->fail(e); });
-      });
+      return ask(
+          sys_, c, st.admin, [name](caf::ok_atom) { return one_field("deleted", name); },
+          topic_atom_v, drop_atom_v, name);
     }
     case route::publish: {
-      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
       auto msgs = messages_from_json(obj, st.limits.batch);
       if (!msgs) return c->fail(msgs.err());
-      return spawn([c, name, msgs = std::move(msgs.value())](caf::event_based_actor* self) mutable {
-        self->request(c->st->admin, call_timeout(), publish_atom_v, name, std::move(msgs))
-            .then(
-                [c](std::vector<topic_enqueued>& per_queue) {
-                  json::object ids;
-                  for (const auto& q : per_queue) ids[q.queue] = ids_to_json(q.ids);
-                  json::object o;
-                  o["ids"] = std::move(ids);
-                  c->reply(200, o);
-                },
-                [c](caf::error& e) { c->fail(e); });
-      });
+      return ask(
+          sys_, c, st.admin,
+          [](std::vector<topic_enqueued>& per_queue) {
+            json::object ids;
+            for (const auto& q : per_queue) ids[q.queue] = ids_to_json(q.ids);
+            return one_field("ids", std::move(ids));
+          },
+          publish_atom_v, name, std::move(msgs.value()));
     }
     case route::checkpoint: {
       if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());

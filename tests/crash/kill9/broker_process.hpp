@@ -2,14 +2,13 @@
 // for its "ready" line, kill it with SIGKILL. Linux/POSIX only (posix_spawn, pipes, poll).
 #pragma once
 
-#include <sys/types.h>
-
 #include <array>
 #include <chrono>
 #include <cstdint>
 #include <string>
 
 #include "kill9_setup.hpp"
+#include "subprocess.hpp"
 
 namespace laneq::kill9 {
 
@@ -17,28 +16,20 @@ namespace laneq::kill9 {
 /// and exits, so no orphan outlives a crashed test run. The destructor kills a running broker.
 class broker_process {
  public:
-  broker_process() = default;
-  ~broker_process();
-  broker_process(const broker_process&) = delete;
-  broker_process& operator=(const broker_process&) = delete;
-
   /// Starts `binary --data data_dir --port 0 --grace-ms grace_ms` and waits up to `timeout`
   /// for its ready line. Returns an empty string on success, else why it failed.
   std::string start(const std::string& binary, const std::string& data_dir, std::int64_t grace_ms,
                     std::chrono::milliseconds timeout);
 
   /// SIGKILL, then reaps the process. No-op when nothing runs.
-  void kill9();
+  void kill9() { proc_.kill9(); }
 
-  bool running() const { return pid_ > 0; }
+  bool running() const { return proc_.running(); }
   /// The queue ports from the ready line (valid after a successful start).
   const std::array<std::uint16_t, queue_count>& ports() const { return ports_; }
 
  private:
-  void close_pipes();
-  pid_t pid_ = -1;
-  int stdin_fd_ = -1;   ///< write end of the broker's stdin
-  int stdout_fd_ = -1;  ///< read end of the broker's stdout
+  test::child_process proc_;  ///< stdin a pipe held here, stdout read, stderr inherited
   std::array<std::uint16_t, queue_count> ports_{};
 };
 
