@@ -633,7 +633,6 @@ void router::handle(http_request req, respond_fn done) {
           publish_atom_v, name, std::move(msgs.value()));
     }
     case route::checkpoint: {
-      if (auto ok = parse_query(m.query, {}); !ok) return c->fail(ok.err());
       auto dir = checkpoint_dir_from_json(obj);
       if (!dir) return c->fail(dir.err());
       return spawn([c, dir = std::move(dir.value())](caf::event_based_actor* self) mutable {
