@@ -19,28 +19,12 @@
 namespace laneq::server::test {
 namespace {
 
-class backup_daemon : public ::testing::Test {
+class backup_daemon : public daemon_test {
  protected:
-  void SetUp() override {
-    dir_ = temp_dir("backup");
-    proc_ = std::make_unique<laneqd_process>();
-    port_ = start_and_read_port(*proc_, dir_);
-    ASSERT_NE(port_, 0) << proc_->output();
-  }
-  void TearDown() override {
-    if (port_ != 0) {
-      EXPECT_EQ(proc_->stop(SIGTERM), 0) << proc_->output(true);
-    }
-    proc_.reset();
-    std::filesystem::remove_all(dir_);
-  }
+  backup_daemon() : daemon_test("backup") {}
   reply checkpoint(const std::string& dir) {
     return post(port_, "/v1/admin/checkpoint", json::serialize(json::object{{"dir", dir}}));
   }
-
-  std::filesystem::path dir_;
-  std::unique_ptr<laneqd_process> proc_;
-  std::uint16_t port_ = 0;
 };
 
 /// Enqueues batches of 10 into `queue` until stopped; remembers which bodies were acknowledged.

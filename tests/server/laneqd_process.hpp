@@ -5,11 +5,14 @@
 
 #include <unistd.h>
 
+#include <csignal>
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -60,5 +63,39 @@ inline std::uint16_t start_and_read_port(laneqd_process& p, const std::filesyste
   if (!err.empty()) return 0;
   return read_port(p);
 }
+
+/// A fixture: a laneqd on a fresh data directory named after `tag`, stopped with SIGTERM (exit 0
+/// checked) at the end of each test; `restart` keeps the data.
+class daemon_test : public ::testing::Test {
+ protected:
+  explicit daemon_test(std::string tag) : tag_(std::move(tag)) {}
+  void SetUp() override {
+    dir_ = temp_dir(tag_);
+    proc_ = std::make_unique<laneqd_process>();
+    port_ = start_and_read_port(*proc_, dir_);
+    ASSERT_NE(port_, 0) << proc_->output();
+  }
+  void TearDown() override {
+    if (port_ != 0) {
+      EXPECT_EQ(proc_->stop(SIGTERM), 0) << proc_->output(true);
+    }
+    proc_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  /// Stops laneqd (exit 0) and starts it again on the same data directory.
+  void restart() {
+    auto code = proc_->stop(SIGTERM);
+    port_ = 0;
+    ASSERT_EQ(code, 0) << proc_->output(true);
+    proc_ = std::make_unique<laneqd_process>();
+    port_ = start_and_read_port(*proc_, dir_);
+    ASSERT_NE(port_, 0) << proc_->output();
+  }
+
+  std::string tag_;
+  std::filesystem::path dir_;
+  std::unique_ptr<laneqd_process> proc_;
+  std::uint16_t port_ = 0;  ///< 0: not running
+};
 
 }  // namespace laneq::server::test

@@ -113,9 +113,7 @@ TEST(laneqd_process, the_remote_admin_actor_is_published_on_the_caf_port) {
     auto admin = sys.middleman().remote_actor<remote_admin_actor>("127.0.0.1", caf_port);
     ASSERT_TRUE(admin) << sys.render(admin.error());
     caf::scoped_actor self{sys};
-    // A queue made over HTTP is listed over CAF. (Handles inside answers, such as create's
-    // queue_api, do not cross the network yet: see the report; the kill9 test publishes
-    // queue handles directly instead.)
+    // A queue made over HTTP is listed over CAF.
     auto http_line = p.output().find("laneqd http_port=");
     ASSERT_NE(http_line, std::string::npos);
     auto http_port = static_cast<std::uint16_t>(

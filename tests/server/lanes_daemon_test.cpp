@@ -16,31 +16,10 @@
 namespace laneq::server::test {
 namespace {
 
-/// A laneqd on a fresh data directory, stopped with SIGTERM (exit 0 checked) at scope end.
-class daemon_fixture : public ::testing::Test {
+/// A laneqd on a fresh data directory, with the calls these tests repeat.
+class daemon_fixture : public daemon_test {
  protected:
-  void SetUp() override {
-    dir_ = temp_dir("lanes");
-    proc_ = std::make_unique<laneqd_process>();
-    port_ = start_and_read_port(*proc_, dir_);
-    ASSERT_NE(port_, 0) << proc_->output();
-  }
-  void TearDown() override {
-    if (port_ != 0) {
-      EXPECT_EQ(proc_->stop(SIGTERM), 0) << proc_->output(true);
-    }
-    proc_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  /// Stops laneqd (exit 0) and starts it again on the same data directory.
-  void restart() {
-    auto code = proc_->stop(SIGTERM);
-    port_ = 0;
-    ASSERT_EQ(code, 0) << proc_->output(true);
-    proc_ = std::make_unique<laneqd_process>();
-    port_ = start_and_read_port(*proc_, dir_);
-    ASSERT_NE(port_, 0) << proc_->output();
-  }
+  daemon_fixture() : daemon_test("lanes") {}
 
   void create(const std::string& name, const std::string& spec) {
     auto r = put(port_, "/v1/queues/" + name, spec);
@@ -86,10 +65,6 @@ class daemon_fixture : public ::testing::Test {
   static std::string body(const json::value& m) {
     return std::string{m.as_object().at("body").as_string()};
   }
-
-  std::filesystem::path dir_;
-  std::unique_ptr<laneqd_process> proc_;
-  std::uint16_t port_ = 0;  ///< 0: not running
 };
 
 TEST_F(daemon_fixture, policy_reject_answers_400_naming_the_component_and_counts_the_miss) {
