@@ -118,8 +118,8 @@ int main(int argc, char** argv) {
   caf::actor_system_config caf_cfg;
   laneq::add_message_types(caf_cfg);
   if (cfg.caf_port != 0) caf_cfg.load<caf::io::middleman>();
-  // CAF 0.17's own default is max(4, cores): on a 2-core host its four workers spent a fifth of
-  // laneqd's CPU switching between each other (measured, benchmarks/README.md). One per core.
+  // CAF 0.17's own default is max(4, cores). With four workers on a 2-core host, a fifth of
+  // laneqd's CPU samples were in task switches (perf, 1,000-group HTTP load). One per core.
   auto threads = cfg.actor_threads > 0
                      ? cfg.actor_threads
                      : std::max<std::size_t>(1, std::thread::hardware_concurrency());
