@@ -17,6 +17,16 @@
 namespace laneq::server::test {
 namespace {
 
+/// A CAF system that speaks laneq's message types over the network, as a remote client would.
+struct caf_client {
+  static caf::actor_system_config& prepare(caf::actor_system_config& c) {
+    add_message_types(c);
+    return c.load<caf::io::middleman>();
+  }
+  caf::actor_system_config cfg;
+  caf::actor_system sys{prepare(cfg)};
+};
+
 TEST(laneqd_process, sigterm_exits_0_and_a_restart_finds_the_enqueued_message) {
   auto dir = temp_dir("restart");
   std::string id;
@@ -105,10 +115,8 @@ TEST(laneqd_process, the_remote_admin_actor_is_published_on_the_caf_port) {
   EXPECT_EQ(*port_line, "laneqd caf_port=" + std::to_string(caf_port));
   ASSERT_TRUE(p.wait_line("laneqd ready", 60s).has_value()) << p.output();
 
-  caf::actor_system_config cfg;
-  add_message_types(cfg);
-  cfg.load<caf::io::middleman>();
-  caf::actor_system sys{cfg};
+  caf_client client;
+  auto& sys = client.sys;
   {
     auto admin = sys.middleman().remote_actor<remote_admin_actor>("127.0.0.1", caf_port);
     ASSERT_TRUE(admin) << sys.render(admin.error());
@@ -140,10 +148,8 @@ TEST(laneqd_process, the_remote_admin_serves_topics_over_caf) {
   auto http_port = read_port(p);
   ASSERT_NE(http_port, 0) << p.output();
 
-  caf::actor_system_config cfg;
-  add_message_types(cfg);
-  cfg.load<caf::io::middleman>();
-  caf::actor_system sys{cfg};
+  caf_client client;
+  auto& sys = client.sys;
   {
     auto admin = sys.middleman().remote_actor<remote_admin_actor>("127.0.0.1", caf_port);
     ASSERT_TRUE(admin) << sys.render(admin.error());
