@@ -1833,7 +1833,7 @@ int main(int argc, char** argv) {
   if (help) print_usage(std::cerr);
   caf::actor_system_config cfg;
   laneq::add_message_types(cfg);
-  cfg.set("scheduler.max-threads", 2);
+  laneq::tune_scheduler(cfg);  // as laneqd runs it; CAF arguments below may override
   if (auto err = cfg.parse(static_cast<int>(caf_args.size()), caf_args.data())) {
     std::cerr << "laneq_engine_bench: " << caf::actor_system_config::render(err) << "\n";
     return 2;

@@ -79,6 +79,7 @@ function(laneq_add_executable name)
   target_link_libraries(${name} PRIVATE ${_links})
   if(LANEQ_JEMALLOC)
     target_link_libraries(${name} PRIVATE ${LANEQ_JEMALLOC_LIBRARY})  # cmake/allocator.cmake
+    target_sources(${name} PRIVATE "${PROJECT_SOURCE_DIR}/cmake/jemalloc_conf.cpp")
   endif()
   target_compile_definitions(${name} PRIVATE ${A_DEFINITIONS})
   laneq_set_warnings(${name})

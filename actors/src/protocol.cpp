@@ -1,9 +1,18 @@
 // The protocol's out-of-line pieces (actors/include/laneq/actors/protocol.hpp): laneq <-> CAF
-// error conversion. Its own target, laneq_protocol, so both laneq_actors and laneq_persistence
-// can link it.
+// error conversion and the scheduler settings. Its own target, laneq_protocol, so both laneq_actors
+// and laneq_persistence can link it.
 #include "laneq/actors/protocol.hpp"
 
+#include <algorithm>
+#include <thread>
+
 namespace laneq {
+
+void tune_scheduler(caf::actor_system_config& cfg, std::size_t threads) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  cfg.set("scheduler.max-threads", static_cast<caf::config_value::integer>(threads));
+  cfg.set("work-stealing.moderate-poll-attempts", caf::config_value::integer{0});
+}
 
 caf::error to_caf(const error& e) {
   return caf::error{static_cast<std::uint8_t>(e.code), caf::atom("laneq"),

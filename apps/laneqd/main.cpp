@@ -118,12 +118,7 @@ int main(int argc, char** argv) {
   caf::actor_system_config caf_cfg;
   laneq::add_message_types(caf_cfg);
   if (cfg.caf_port != 0) caf_cfg.load<caf::io::middleman>();
-  // CAF 0.17's own default is max(4, cores). With four workers on a 2-core host, a fifth of
-  // laneqd's CPU samples were in task switches (perf, 1,000-group HTTP load). One per core.
-  auto threads = cfg.actor_threads > 0
-                     ? cfg.actor_threads
-                     : std::max<std::size_t>(1, std::thread::hardware_concurrency());
-  caf_cfg.set("scheduler.max-threads", static_cast<caf::config_value::integer>(threads));
+  laneq::tune_scheduler(caf_cfg, cfg.actor_threads);
   caf::actor_system sys{caf_cfg};
 
   laneq::broker_options bo;

@@ -554,7 +554,7 @@ int main(int argc, char** argv) {
   cfg.add_message_types<caf::id_block::laneq>();
   cfg.add_message_types<caf::id_block::laneq_remote>();
   cfg.load<caf::io::middleman>();
-  cfg.set("scheduler.max-threads", 2);
+  laneq::tune_scheduler(cfg, 2);
   caf::actor_system sys{cfg};
   laneq::queue_api caf_queue;
   laneq::remote_admin_actor caf_admin;

@@ -49,6 +49,10 @@ class session : public std::enable_shared_from_this<session> {
   session(tcp::socket&& socket, shared_ptr_t sh, std::weak_ptr<asio::io_context> io)
       : stream_(std::move(socket)), sh_(std::move(sh)), io_(std::move(io)) {
     ++sh_->connections;
+    buffer_.reserve(http_bounds::read_buffer_bytes);
+    // Answers are written whole; Nagle's algorithm would only hold back their last segment.
+    beast::error_code ignored;
+    stream_.socket().set_option(tcp::no_delay(true), ignored);
   }
   ~session() { --sh_->connections; }
 

@@ -261,6 +261,15 @@ caf::error to_caf(const error& e);
 /// Converts back; CAF's own errors (timeouts, dead actors) become `unavailable`.
 error from_caf(const caf::error& e);
 
+/// CAF's scheduler as laneq's programs run it (laneqd, the benchmarks, the load generator):
+/// `threads` workers (0: one per core; CAF's own default, max(4, cores), put a fifth of laneqd's
+/// CPU samples in task switches on a 2-core host) and no sleep-polling phase. A worker that runs
+/// dry spins briefly (CAF's aggressive phase), then sleeps on its condition variable, where any
+/// message from outside wakes it; CAF's default first polls 500 times with a 50 us sleep each. On
+/// this 2-core host that polling cost a third of laneqd's CPU at 2,000 msg/s and about 15% of it
+/// under full load, with no gain in latency (benchmarks/README.md, "Scheduler").
+void tune_scheduler(caf::actor_system_config& cfg, std::size_t threads = 0);
+
 }  // namespace laneq
 
 // The queue spec carries the on_enqueue hook (a std::function), so it never crosses a process
