@@ -3,7 +3,6 @@
 // SIGTERM/SIGINT (docs/operations.md).
 //
 //   laneqd [--config FILE] [--data-dir DIR] [--http-host IP] [--http-port N] [--caf-port N]
-#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -12,7 +11,6 @@
 #include <sstream>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>

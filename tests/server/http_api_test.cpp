@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <future>
+#include <set>
 
 #include "laneq/actors/memory_store.hpp"
 #include "laneq/server/json_mapping.hpp"
@@ -252,6 +253,35 @@ TEST_F(http_api, keep_alive_serves_many_requests_on_one_connection) {
     ASSERT_EQ(r.status, 200u) << r.body;
   }
   EXPECT_EQ(stats("q").at("enqueued").to_number<std::int64_t>(), 20);
+}
+
+// Requests and answers several times the connection's read buffer (64 KiB) arrive whole, one
+// after the other on one connection: the parser gets the body across many reads.
+TEST_F(http_api, batches_larger_than_the_read_buffer_round_trip_intact) {
+  create("q");
+  client c{port()};
+  auto body_of = [](int i) {
+    std::string b(3000, static_cast<char>('a' + i % 26));
+    b += std::to_string(i);
+    return b;
+  };
+  for (int batch = 0; batch < 2; ++batch) {
+    json::array msgs;
+    for (int i = 0; i < 50; ++i) msgs.push_back(json::object{{"body", body_of(batch * 50 + i)}});
+    auto text = json::serialize(json::object{{"messages", std::move(msgs)}});
+    ASSERT_GT(text.size(), 2 * http_bounds::read_buffer_bytes);
+    auto r = c.call(http::verb::post, "/v1/queues/q/messages", text);
+    ASSERT_EQ(r.status, 200u) << r.message();
+    ASSERT_EQ(r.obj().at("ids").as_array().size(), 50u);
+  }
+  auto got = c.call(http::verb::post, "/v1/queues/q/receive", R"({"max": 100})");
+  ASSERT_EQ(got.status, 200u) << got.message();
+  ASSERT_GT(got.body.size(), 2 * http_bounds::read_buffer_bytes);
+  const auto& arr = got.obj().at("messages").as_array();
+  ASSERT_EQ(arr.size(), 100u);
+  std::set<std::string> bodies;
+  for (const auto& m : arr) bodies.insert(std::string{m.as_object().at("body").as_string()});
+  for (int i = 0; i < 100; ++i) EXPECT_TRUE(bodies.count(body_of(i))) << "message " << i;
 }
 
 TEST_F(http_api, bad_requests_get_numbered_errors_and_change_nothing) {

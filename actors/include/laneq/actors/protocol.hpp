@@ -266,8 +266,9 @@ error from_caf(const caf::error& e);
 /// CPU samples in task switches on a 2-core host) and no sleep-polling phase. A worker that runs
 /// dry spins briefly (CAF's aggressive phase), then sleeps on its condition variable, where any
 /// message from outside wakes it; CAF's default first polls 500 times with a 50 us sleep each. On
-/// this 2-core host that polling cost a third of laneqd's CPU at 2,000 msg/s and about 15% of it
-/// under full load, with no gain in latency (benchmarks/README.md, "Scheduler").
+/// this 2-core host that polling cost half of laneqd's CPU at 2,000 msg/s and about 15% of it
+/// under full load, with no loss in latency (benchmarks/README.md, "What changed since the last
+/// figures").
 void tune_scheduler(caf::actor_system_config& cfg, std::size_t threads = 0);
 
 }  // namespace laneq
