@@ -116,7 +116,9 @@ has "alice: open account" && has "bob: open account" && has "carol: malformed pa
 echo "one message per account is in flight; the next ones wait behind them"
 
 say "2. retry_after holds alice's group while bob's keeps flowing"
-lq nack "$q" "$(lease_of "alice: open account")" --retry-after-ms 2000
+# 5 s, not less: the check below must run before the retry is due, and it comes three CLI calls
+# later (a sanitizer build on a loaded 2-core machine can take a second or more for each).
+lq nack "$q" "$(lease_of "alice: open account")" --retry-after-ms 5000
 lq ack "$q" "$(lease_of "bob: open account")"
 lq nack "$q" "$(lease_of "carol: malformed payment")" --dead-letter
 receive "$q" --max 10
@@ -128,7 +130,7 @@ lq ack "$q" "${leases[0]}"
 
 say "3. After the pause, alice's messages come in order"
 for expect in "alice: open account" "alice: deposit 100" "alice: withdraw 30"; do
-  receive "$q" --max 10 --wait-ms 5000
+  receive "$q" --max 10 --wait-ms 15000
   [ "${#bodies[@]}" -eq 1 ] && [ "${bodies[0]}" = "$expect" ] ||
     fail "expected \"$expect\", got: ${bodies[*]:-nothing}"
   lq ack "$q" "${leases[0]}"
