@@ -256,8 +256,17 @@ void admin_actor_impl::publish(const topic_spec& topic, std::vector<outgoing_mes
   g->out.resize(handles.size());
   g->remaining = handles.size();
   auto finish = [this, g]() {
-    auto settle = [g](bool ok) {
-      for (auto& h : g->prepared) caf::anon_send(h, settle_atom_v, ok);
+    // Each queue answers its settle once it has routed the messages; the client's answer waits
+    // for all of them, so a receive sent after it finds the messages (docs/api.md, "Receive").
+    auto settle = [this, g](bool ok) {
+      auto unsettled = std::make_shared<std::size_t>(g->prepared.size());
+      auto one_settled = [g, ok, unsettled] {
+        if (--*unsettled == 0 && ok) g->promise.deliver(std::move(g->out));
+      };
+      for (auto& h : g->prepared)
+        request(h, caf::infinite, settle_atom_v, ok)
+            .then([one_settled](caf::ok_atom) { one_settled(); },
+                  [one_settled](caf::error&) { one_settled(); });  // stored all the same
     };
     if (g->failed) {
       settle(false);
@@ -268,9 +277,8 @@ void admin_actor_impl::publish(const topic_spec& topic, std::vector<outgoing_mes
     // Every queue's messages in one write: all of them are committed, or none (lanes.md L10).
     request(ac_.store, caf::infinite, write_atom_v, store_write{std::move(g->ops), g->sync})
         .then(
-            [this, g, settle](caf::ok_atom) {
-              settle(true);
-              g->promise.deliver(std::move(g->out));
+            [this, settle](caf::ok_atom) {
+              settle(true);  // answers the client
               publish_next();
             },
             [this, g, settle](caf::error& e) {

@@ -140,7 +140,8 @@ void group_actor_impl::reclaim(const lease_token& lease, timestamp t) {
 
 group_actor_impl::behavior_type group_actor_impl::make_behavior() {
   return {
-      [this](enqueue_atom, std::vector<message>& msgs) {
+      [this](enqueue_atom, std::vector<message>& msgs, const route_receipt&) {
+        // The receipt goes with this message, after the offer that `apply` sends.
         write(apply(state_.on_enqueue(std::move(msgs), now())));
       },
       [this](recover_atom, group_recovery& gr) {

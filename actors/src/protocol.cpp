@@ -1,6 +1,6 @@
 // The protocol's out-of-line pieces (actors/include/laneq/actors/protocol.hpp): laneq <-> CAF
-// error conversion and the scheduler settings. Its own target, laneq_protocol, so both laneq_actors
-// and laneq_persistence can link it.
+// error conversion, the route receipt and the scheduler settings. Its own target, laneq_protocol,
+// so both laneq_actors and laneq_persistence can link it.
 #include "laneq/actors/protocol.hpp"
 
 #include <algorithm>
@@ -12,6 +12,13 @@ void tune_scheduler(caf::actor_system_config& cfg, std::size_t threads) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   cfg.set("scheduler.max-threads", static_cast<caf::config_value::integer>(threads));
   cfg.set("work-stealing.moderate-poll-attempts", caf::config_value::integer{0});
+}
+
+route_receipt::route_receipt(const caf::strong_actor_ptr& queue, std::uint64_t batch)
+    : notifier_(std::make_shared<notifier>(caf::actor_cast<caf::weak_actor_ptr>(queue), batch)) {}
+
+route_receipt::notifier::~notifier() {
+  if (auto q = queue.lock()) caf::anon_send(caf::actor_cast<queue_actor>(q), routed_atom_v, batch);
 }
 
 caf::error to_caf(const error& e) {

@@ -53,6 +53,9 @@ std::optional<error> check_message(const outgoing_message& m, std::size_t i) {
 
 // Handles to peers are strong references: drop them so no cycle outlives the actor.
 void queue_actor_impl::on_exit() {
+  // Batches still being routed were stored: their answers need not wait for the groups.
+  auto routing = std::move(routing_);
+  for (auto& [batch, routed] : routing) routed();
   fairness_ = nullptr;
   groups_.clear();
   group_by_key_.clear();
@@ -459,8 +462,7 @@ void queue_actor_impl::persist_and_route(std::vector<placed> batch, std::vector<
   request(qc_.store, caf::infinite, write_atom_v, qc_.storage->write(std::move(ops)))
       .then(
           [this, batch = std::move(batch), finish](caf::ok_atom) mutable {
-            route(std::move(batch));
-            finish(std::optional<error>{});
+            route(std::move(batch), [finish]() mutable { finish(std::optional<error>{}); });
           },
           [this, finish](caf::error& e) mutable {
             finish(std::optional<error>{storage_error(qc_.spec.name(), e)});
@@ -511,7 +513,7 @@ queue_actor_impl::group_entry* queue_actor_impl::find_group(group_id id) {
   return it == groups_.end() ? nullptr : &it->second;
 }
 
-void queue_actor_impl::route(std::vector<placed> batch) {
+void queue_actor_impl::route(std::vector<placed> batch, std::function<void()> routed) {
   std::vector<message> unordered;
   // Consecutive messages of one group travel together; arrival order within a group is kept.
   std::unordered_map<group_id, std::vector<message>> by_group;
@@ -527,8 +529,18 @@ void queue_actor_impl::route(std::vector<placed> batch) {
     if (slot.empty()) order.push_back(g.id);
     slot.push_back(std::move(p.msg));
   }
-  for (auto id : order) send(groups_.at(id).handle, enqueue_atom_v, std::move(by_group[id]));
+  // Unordered messages reach the fairness actor before any receive this queue actor forwards
+  // later; a group's head gets there by a second hop, so the answer waits for the receipts.
   if (!unordered.empty()) send(fairness_, enqueue_atom_v, std::move(unordered));
+  if (order.empty()) {
+    routed();
+    return;
+  }
+  auto number = next_routing_++;
+  routing_.emplace(number, std::move(routed));
+  route_receipt receipt{caf::actor_cast<caf::strong_actor_ptr>(this), number};
+  for (auto id : order)
+    send(groups_.at(id).handle, enqueue_atom_v, std::move(by_group[id]), receipt);
 }
 
 queue_stats queue_actor_impl::stats() const {
@@ -914,17 +926,28 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
         topic_batch_ = std::move(adm).value();
         return out;
       },
-      [this](settle_atom, bool committed) {
-        if (!topic_batch_) return;
+      [this](settle_atom, bool committed) -> caf::result<caf::ok_atom> {
+        if (!topic_batch_) return caf::ok_atom_v;
         auto a = std::move(*topic_batch_);
         topic_batch_.reset();
         settle_dedupe(a, committed);
+        auto promise = make_response_promise<caf::ok_atom>();
         if (committed) {
           queue_metrics::add(qc_.metrics->enqueued, a.batch.size());
           queue_metrics::add(qc_.metrics->deduplicated, a.duplicates);
-          route(std::move(a.batch));
+          route(std::move(a.batch), [promise]() mutable { promise.deliver(caf::ok_atom_v); });
+        } else {
+          promise.deliver(caf::ok_atom_v);
         }
         release_held();
+        return promise;
+      },
+      [this](routed_atom, std::uint64_t batch) {
+        auto it = routing_.find(batch);
+        if (it == routing_.end()) return;
+        auto routed = std::move(it->second);
+        routing_.erase(it);
+        routed();
       },
 
   };

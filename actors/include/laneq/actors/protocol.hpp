@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -256,6 +257,30 @@ auto inspect(Inspector& f, checkpoint_info& x) {
   return f(x.dir, x.files, x.bytes, x.elapsed_us);
 }
 
+/// The queue actor's proof that its group actors have taken the messages it routed to them
+/// (actors/src/queue_actor.cpp, `route`). Every group of a routed batch gets a copy with its
+/// messages; the copy goes when the group's handler is done with them, that is after the group
+/// has offered its new head to the fairness actor. When the last copy goes, the queue actor hears
+/// `routed_atom` with the batch's number and only then answers the client. So a receive sent after
+/// an enqueue's answer finds an ordered message already offered (docs/api.md, "Receive"), and a
+/// group whose message was dropped (a stopped actor) still releases its batch.
+class route_receipt {
+ public:
+  route_receipt() = default;
+  route_receipt(const caf::strong_actor_ptr& queue, std::uint64_t batch);
+
+ private:
+  struct notifier {
+    caf::weak_actor_ptr queue;
+    std::uint64_t batch = 0;
+    notifier(caf::weak_actor_ptr q, std::uint64_t b) : queue(std::move(q)), batch(b) {}
+    notifier(const notifier&) = delete;
+    notifier& operator=(const notifier&) = delete;
+    ~notifier();
+  };
+  std::shared_ptr<notifier> notifier_;
+};
+
 /// Converts a laneq error to a CAF error (category atom "laneq", the message as context).
 caf::error to_caf(const error& e);
 /// Converts back; CAF's own errors (timeouts, dead actors) become `unavailable`.
@@ -278,6 +303,8 @@ void tune_scheduler(caf::actor_system_config& cfg, std::size_t threads = 0);
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(laneq::queue_spec)
 // Bodies parsed once per topic enqueue, shared read-only by the topic's queues (in process only).
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<laneq::shared_json>)
+// A receipt notifies its queue actor in process; it never crosses a process boundary.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(laneq::route_receipt)
 
 CAF_BEGIN_TYPE_ID_BLOCK(laneq, caf::first_custom_type_id)
 CAF_ADD_TYPE_ID(laneq, (laneq::message))
@@ -350,6 +377,7 @@ CAF_ADD_ATOM(laneq, laneq, publish_atom, "publish")
 CAF_ADD_ATOM(laneq, laneq, prepare_atom, "prepare")
 CAF_ADD_ATOM(laneq, laneq, settle_atom, "settle")
 CAF_ADD_ATOM(laneq, laneq, checkpoint_atom, "checkpoint")
+CAF_ADD_ATOM(laneq, laneq, routed_atom, "routed")
 CAF_END_TYPE_ID_BLOCK(laneq)
 
 namespace laneq {
@@ -378,7 +406,7 @@ using store_actor =
 
 /// One ordering group (one per non-empty group).
 using group_actor =
-    caf::typed_actor<caf::reacts_to<enqueue_atom, std::vector<message>>,
+    caf::typed_actor<caf::reacts_to<enqueue_atom, std::vector<message>, route_receipt>,
                      caf::reacts_to<delivered_atom, lease_token, timestamp>,
                      // answers the store operations the ack needs (the queue actor writes them)
                      caf::replies_to<ack_atom, lease_token>::with<std::vector<store_op>>,
@@ -431,8 +459,11 @@ using queue_actor =
                       // a topic enqueue: place, answer the ops, hold writes
                       caf::replies_to<prepare_atom, std::vector<outgoing_message>,
                                       std::vector<shared_json>>::with<topic_prepared>,
-                      // the topic's write committed (true) or failed (false)
-                      caf::reacts_to<settle_atom, bool>>;
+                      // the topic's write committed (true) or failed (false); answered once
+                      // the committed messages are routed (`route_receipt`)
+                      caf::replies_to<settle_atom, bool>::with<caf::ok_atom>,
+                      // every group has taken the routed batch of that number
+                      caf::reacts_to<routed_atom, std::uint64_t>>;
 
 /// The admin actor: creates, finds, lists and deletes queues.
 using admin_actor = caf::typed_actor<

@@ -90,11 +90,14 @@ class queue_actor_impl : public queue_actor::base {
   /// Runs `f` now, or after the pending topic write or the deferred recovery (FIFO).
   void run_or_hold(std::function<void()> f);
   void release_held();
-  /// Makes `batch` durable together with `ops`, then routes it; `finish` runs after routing (or
-  /// with the error).
+  /// Makes `batch` durable together with `ops`, then routes it; `finish` runs once the batch is
+  /// routed (or with the error).
   template <class Done>
   void persist_and_route(std::vector<placed> batch, std::vector<store_op> ops, Done finish);
-  void route(std::vector<placed> batch);
+  /// Hands `batch` to its group actors and the fairness actor; `routed` runs once every group
+  /// has taken its messages (`route_receipt`), so an answer given then is seen by any later
+  /// receive.
+  void route(std::vector<placed> batch, std::function<void()> routed);
   group_entry& group_for(const std::string& key, const std::string& label,
                          group_id id = group_id{});
   codec::lane_id lane_of(const placement& where) const;
@@ -137,6 +140,10 @@ class queue_actor_impl : public queue_actor::base {
   bool recovery_deferred_ = false;
   bool recovering_ = false;
   std::deque<std::function<void()>> held_;
+  /// Routed batches whose groups have not all taken their messages yet, by batch number: what
+  /// runs when they have.
+  std::unordered_map<std::uint64_t, std::function<void()>> routing_;
+  std::uint64_t next_routing_ = 1;
 };
 
 }  // namespace laneq
