@@ -175,18 +175,21 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
         state_.on_delivered(lease, deadline, t);  // the fairness actor watches the deadline
         check();
       },
-      [this](ack_atom, const lease_token& lease) -> caf::result<std::vector<store_op>> {
+      [this](ack_atom, const lease_token& lease, const ack_receipt& receipt, std::uint32_t index) {
         auto t = now();
         reclaim(lease, t);
         expire_if_due(t);
         auto fx = state_.on_ack(lease, t);
-        if (!fx) return to_caf(fx.err());
-        // The group moves on at once. The queue actor writes the erase together with the rest
-        // of the ack batch and confirms the ack once it is durable, so a confirmed ack is never
-        // followed by a redelivery after a crash.
-        auto ops = end_attempt(lease, apply(std::move(fx).value()));
+        if (!fx) {
+          receipt.failed(index, fx.err());
+          return;
+        }
+        // The group moves on at once (its next head is offered before the receipt goes). The
+        // queue actor writes the erase together with the rest of the ack batch and confirms the
+        // ack once it is durable, so a confirmed ack is never followed by a redelivery after a
+        // crash.
+        receipt.acked(index, end_attempt(lease, apply(std::move(fx).value())));
         report_idle();
-        return ops;
       },
       [this](nack_atom, const lease_token& lease,
              const nack_request& req) -> caf::result<caf::ok_atom> {

@@ -1,9 +1,11 @@
 // The protocol's out-of-line pieces (actors/include/laneq/actors/protocol.hpp): laneq <-> CAF
-// error conversion, the route receipt and the scheduler settings. Its own target, laneq_protocol,
-// so both laneq_actors and laneq_persistence can link it.
+// error conversion, the route and ack receipts and the scheduler settings. Its own target,
+// laneq_protocol, so both laneq_actors and laneq_persistence can link it.
 #include "laneq/actors/protocol.hpp"
 
 #include <algorithm>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 namespace laneq {
@@ -19,6 +21,52 @@ route_receipt::route_receipt(const caf::strong_actor_ptr& queue, std::uint64_t b
 
 route_receipt::notifier::~notifier() {
   if (auto q = queue.lock()) caf::anon_send(caf::actor_cast<queue_actor>(q), routed_atom_v, batch);
+}
+
+struct ack_receipt::gather {
+  caf::weak_actor_ptr queue;
+  std::uint64_t batch = 0;
+  std::mutex mutex;  // the groups of one batch run on any worker
+  std::vector<lease_token> leases;
+  std::vector<bool> recorded;
+  std::vector<store_op> ops;
+  std::vector<lease_outcome> failed;
+
+  void record(std::size_t index, std::vector<store_op> more, std::optional<error> why) {
+    std::lock_guard<std::mutex> guard{mutex};
+    if (index >= leases.size() || recorded[index]) return;
+    recorded[index] = true;
+    if (why) failed.push_back(lease_outcome{leases[index], std::move(*why)});
+    for (auto& op : more) ops.push_back(std::move(op));
+  }
+
+  ~gather() {
+    for (std::size_t i = 0; i < leases.size(); ++i)
+      if (!recorded[i])
+        failed.push_back(lease_outcome{
+            leases[i], error{errc::lease_not_found, "no lease " + to_string(leases[i]) +
+                                                        " is in flight (its group has stopped)"}});
+    if (auto q = queue.lock())
+      caf::anon_send(caf::actor_cast<queue_actor>(q), acked_atom_v, batch, std::move(ops),
+                     std::move(failed));
+  }
+};
+
+ack_receipt::ack_receipt(const caf::strong_actor_ptr& queue, std::uint64_t batch,
+                         std::vector<lease_token> leases)
+    : gather_(std::make_shared<gather>()) {
+  gather_->queue = caf::actor_cast<caf::weak_actor_ptr>(queue);
+  gather_->batch = batch;
+  gather_->recorded.assign(leases.size(), false);
+  gather_->leases = std::move(leases);
+}
+
+void ack_receipt::acked(std::size_t index, std::vector<store_op> ops) const {
+  gather_->record(index, std::move(ops), std::nullopt);
+}
+
+void ack_receipt::failed(std::size_t index, error why) const {
+  gather_->record(index, {}, std::move(why));
 }
 
 caf::error to_caf(const error& e) {

@@ -56,6 +56,10 @@ void queue_actor_impl::on_exit() {
   // Batches still being routed were stored: their answers need not wait for the groups.
   auto routing = std::move(routing_);
   for (auto& [batch, routed] : routing) routed();
+  for (auto& [batch, g] : acking_)
+    g->promise.deliver(
+        to_caf(error{errc::queue_deleted, "queue '" + qc_.spec.name() + "' was deleted"}));
+  acking_.clear();
   fairness_ = nullptr;
   groups_.clear();
   group_by_key_.clear();
@@ -431,6 +435,22 @@ void queue_actor_impl::enqueue_batch(std::vector<outgoing_message> batch, ids_pr
                     });
 }
 
+void queue_actor_impl::ack_gather::add(std::vector<store_op>& more,
+                                       std::vector<lease_outcome>& more_failed) {
+  for (auto& op : more) ops.push_back(std::move(op));
+  for (auto& f : more_failed) failed.push_back(std::move(f));
+}
+
+void queue_actor_impl::ack_done(ack_gather& g) {
+  if (--g.remaining > 0) return;
+  if (g.ops.empty()) {
+    g.promise.deliver(std::move(g.failed));
+    return;
+  }
+  answer_when_durable(this, qc_.store, *qc_.storage, std::move(g.ops), g.promise,
+                      std::move(g.failed), [] {});
+}
+
 codec::lane_id queue_actor_impl::lane_of(const placement& where) const {
   if (!where.ordered) return codec::lane_id{};
   if (auto it = group_by_key_.find(where.group_key); it != group_by_key_.end()) {
@@ -659,31 +679,11 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
           return to_caf(error{errc::invalid_argument,
                               "ack: a batch holds 1 to " + std::to_string(limits::ack_batch_max) +
                                   " leases, got " + std::to_string(leases.size())});
-        // Every group and the fairness actor answer with the store operations of their acks;
-        // they are written as one write, and the acks are confirmed once it is durable.
-        struct gather {
-          caf::typed_response_promise<std::vector<lease_outcome>> promise;
-          std::vector<lease_outcome> failed;
-          std::vector<store_op> ops;
-          std::size_t remaining = 0;
-          std::function<void(gather&)> finish;
-          void done() {
-            if (--remaining == 0) finish(*this);
-          }
-          void add(std::vector<store_op>& more) {
-            for (auto& op : more) ops.push_back(std::move(op));
-          }
-        };
-        auto g = std::make_shared<gather>();
+        // The groups (through an ack_receipt) and the fairness actor report the store
+        // operations of their acks; they are written as one write, and the acks are confirmed
+        // once it is durable.
+        auto g = std::make_shared<ack_gather>();
         g->promise = make_response_promise<std::vector<lease_outcome>>();
-        g->finish = [this](gather& all) {
-          if (all.ops.empty()) {
-            all.promise.deliver(std::move(all.failed));
-            return;
-          }
-          answer_when_durable(this, qc_.store, *qc_.storage, std::move(all.ops), all.promise,
-                              std::move(all.failed), [] {});
-        };
         std::vector<lease_token> unordered;
         std::vector<std::pair<group_actor, lease_token>> grouped;
         for (const auto& l : leases) {
@@ -696,34 +696,41 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
                 l, error{errc::lease_not_found, "no lease " + to_string(l) + " is in flight"}});
           }
         }
-        g->remaining = grouped.size() + (unordered.empty() ? 0 : 1) + 1;
-        for (auto& [handle, l] : grouped) {
-          request(handle, caf::infinite, ack_atom_v, l)
-              .then(
-                  [g](std::vector<store_op>& ops) {
-                    g->add(ops);
-                    g->done();
-                  },
-                  [g, l = l](caf::error& e) {
-                    g->failed.push_back(lease_outcome{l, from_caf(e)});
-                    g->done();
-                  });
+        g->remaining = std::size_t{1} + (grouped.empty() ? 0u : 1u) + (unordered.empty() ? 0u : 1u);
+        if (!grouped.empty()) {
+          auto number = next_ack_++;
+          acking_.emplace(number, g);
+          std::vector<lease_token> tokens;
+          tokens.reserve(grouped.size());
+          for (const auto& each : grouped) tokens.push_back(each.second);
+          ack_receipt receipt{caf::actor_cast<caf::strong_actor_ptr>(this), number,
+                              std::move(tokens)};
+          for (std::uint32_t i = 0; i < grouped.size(); ++i)
+            send(grouped[i].first, ack_atom_v, grouped[i].second, receipt, i);
         }
         if (!unordered.empty()) {
           request(fairness_, caf::infinite, ack_atom_v, std::move(unordered))
               .then(
-                  [g](std::vector<lease_outcome>& failed, std::vector<store_op>& ops) {
-                    for (auto& f : failed) g->failed.push_back(std::move(f));
-                    g->add(ops);
-                    g->done();
+                  [this, g](std::vector<lease_outcome>& failed, std::vector<store_op>& ops) {
+                    g->add(ops, failed);
+                    ack_done(*g);
                   },
-                  [g](caf::error& e) {
+                  [this, g](caf::error& e) {
                     g->failed.push_back(lease_outcome{lease_token{}, from_caf(e)});
-                    g->done();
+                    ack_done(*g);
                   });
         }
-        g->done();  // the reference held by this handler
+        ack_done(*g);  // the reference held by this handler
         return g->promise;
+      },
+      [this](acked_atom, std::uint64_t batch, std::vector<store_op>& ops,
+             std::vector<lease_outcome>& failed) {
+        auto it = acking_.find(batch);
+        if (it == acking_.end()) return;
+        auto g = std::move(it->second);
+        acking_.erase(it);
+        g->add(ops, failed);
+        ack_done(*g);
       },
       [this](nack_atom, const lease_token& l,
              const nack_request& req) -> caf::result<caf::ok_atom> {

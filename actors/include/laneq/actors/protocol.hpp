@@ -281,6 +281,27 @@ class route_receipt {
   std::shared_ptr<notifier> notifier_;
 };
 
+/// One ack batch's outcomes, filled in by the group actors whose leases it holds
+/// (actors/src/queue_actor.cpp, the ack handler). Each group records the store operations of its
+/// ack, or why it failed; when the last copy goes, the queue actor hears `acked_atom` with all of
+/// them, writes the operations as one batch and confirms the acks once it is durable. So a group
+/// gets one message per ack and sends none back. A lease whose group never recorded an outcome
+/// (its message was dropped because the group had stopped) is reported as not found.
+class ack_receipt {
+ public:
+  ack_receipt() = default;
+  ack_receipt(const caf::strong_actor_ptr& queue, std::uint64_t batch,
+              std::vector<lease_token> leases);
+  /// The lease at `index` is acked once `ops` are durable.
+  void acked(std::size_t index, std::vector<store_op> ops) const;
+  /// The lease at `index` was not acked.
+  void failed(std::size_t index, error why) const;
+
+ private:
+  struct gather;
+  std::shared_ptr<gather> gather_;
+};
+
 /// Converts a laneq error to a CAF error (category atom "laneq", the message as context).
 caf::error to_caf(const error& e);
 /// Converts back; CAF's own errors (timeouts, dead actors) become `unavailable`.
@@ -305,6 +326,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(laneq::queue_spec)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<laneq::shared_json>)
 // A receipt notifies its queue actor in process; it never crosses a process boundary.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(laneq::route_receipt)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(laneq::ack_receipt)
 
 CAF_BEGIN_TYPE_ID_BLOCK(laneq, caf::first_custom_type_id)
 CAF_ADD_TYPE_ID(laneq, (laneq::message))
@@ -378,6 +400,7 @@ CAF_ADD_ATOM(laneq, laneq, prepare_atom, "prepare")
 CAF_ADD_ATOM(laneq, laneq, settle_atom, "settle")
 CAF_ADD_ATOM(laneq, laneq, checkpoint_atom, "checkpoint")
 CAF_ADD_ATOM(laneq, laneq, routed_atom, "routed")
+CAF_ADD_ATOM(laneq, laneq, acked_atom, "acked")
 CAF_END_TYPE_ID_BLOCK(laneq)
 
 namespace laneq {
@@ -408,8 +431,9 @@ using store_actor =
 using group_actor =
     caf::typed_actor<caf::reacts_to<enqueue_atom, std::vector<message>, route_receipt>,
                      caf::reacts_to<delivered_atom, lease_token, timestamp>,
-                     // answers the store operations the ack needs (the queue actor writes them)
-                     caf::replies_to<ack_atom, lease_token>::with<std::vector<store_op>>,
+                     // records the ack's store operations in the receipt at that index (the
+                     // queue actor writes them)
+                     caf::reacts_to<ack_atom, lease_token, ack_receipt, std::uint32_t>,
                      caf::replies_to<nack_atom, lease_token, nack_request>::with<caf::ok_atom>,
                      caf::replies_to<extend_atom, lease_token, std::int64_t>::with<timestamp>,
                      caf::replies_to<describe_atom>::with<group_info>,
@@ -449,21 +473,23 @@ using queue_api = caf::typed_actor<
     caf::replies_to<groups_atom, bool>::with<std::vector<group_info>>>;
 
 /// The queue actor: the client API plus what its group and fairness actors report.
-using queue_actor =
-    queue_api::extend<caf::reacts_to<dead_atom, std::vector<dead_letter>>,
-                      caf::reacts_to<idle_atom, group_id, std::uint64_t>,
-                      // load the queue from the store
-                      caf::replies_to<recover_atom>::with<caf::ok_atom>,
-                      // adopt a spec (its hook)
-                      caf::reacts_to<create_atom, queue_spec>,
-                      // a topic enqueue: place, answer the ops, hold writes
-                      caf::replies_to<prepare_atom, std::vector<outgoing_message>,
-                                      std::vector<shared_json>>::with<topic_prepared>,
-                      // the topic's write committed (true) or failed (false); answered once
-                      // the committed messages are routed (`route_receipt`)
-                      caf::replies_to<settle_atom, bool>::with<caf::ok_atom>,
-                      // every group has taken the routed batch of that number
-                      caf::reacts_to<routed_atom, std::uint64_t>>;
+using queue_actor = queue_api::extend<
+    caf::reacts_to<dead_atom, std::vector<dead_letter>>,
+    caf::reacts_to<idle_atom, group_id, std::uint64_t>,
+    // load the queue from the store
+    caf::replies_to<recover_atom>::with<caf::ok_atom>,
+    // adopt a spec (its hook)
+    caf::reacts_to<create_atom, queue_spec>,
+    // a topic enqueue: place, answer the ops, hold writes
+    caf::replies_to<prepare_atom, std::vector<outgoing_message>,
+                    std::vector<shared_json>>::with<topic_prepared>,
+    // the topic's write committed (true) or failed (false); answered once
+    // the committed messages are routed (`route_receipt`)
+    caf::replies_to<settle_atom, bool>::with<caf::ok_atom>,
+    // every group has taken the routed batch of that number
+    caf::reacts_to<routed_atom, std::uint64_t>,
+    // the groups' outcomes of the ack batch of that number (`ack_receipt`)
+    caf::reacts_to<acked_atom, std::uint64_t, std::vector<store_op>, std::vector<lease_outcome>>>;
 
 /// The admin actor: creates, finds, lists and deletes queues.
 using admin_actor = caf::typed_actor<

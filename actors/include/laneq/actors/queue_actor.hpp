@@ -12,6 +12,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -140,6 +141,19 @@ class queue_actor_impl : public queue_actor::base {
   bool recovery_deferred_ = false;
   bool recovering_ = false;
   std::deque<std::function<void()>> held_;
+  /// An ack batch being gathered: the outcomes of its groups (one `acked_atom`), of the fairness
+  /// actor, and of the handler itself; `remaining` counts who has yet to report.
+  struct ack_gather {
+    caf::typed_response_promise<std::vector<lease_outcome>> promise;
+    std::vector<lease_outcome> failed;
+    std::vector<store_op> ops;
+    std::size_t remaining = 0;
+    void add(std::vector<store_op>& more, std::vector<lease_outcome>& more_failed);
+  };
+  /// One report is in; after the last, writes the batch's operations and answers.
+  void ack_done(ack_gather& g);
+  std::unordered_map<std::uint64_t, std::shared_ptr<ack_gather>> acking_;
+  std::uint64_t next_ack_ = 1;
   /// Routed batches whose groups have not all taken their messages yet, by batch number: what
   /// runs when they have.
   std::unordered_map<std::uint64_t, std::function<void()>> routing_;
