@@ -217,13 +217,27 @@ void answer(const call_ptr& c, const result<json::object>& r) {
   c->reply(200, r.value());
 }
 
+/// The parameter types of a call operator, as `params<Ts...>`.
+template <class... Ts>
+struct params {};
+template <class Op>
+struct params_of;
+template <class C, class R, class... Ts>
+struct params_of<R (C::*)(Ts...) const> {
+  using type = params<Ts...>;
+};
+template <class C, class R, class... Ts>
+struct params_of<R (C::*)(Ts...)> {
+  using type = params<Ts...>;
+};
+
 /// The response handler for `request(...).then`: answers the call with what `convert` makes of
 /// the response. CAF checks a handler's argument types against the response, so they are taken
 /// from `convert`'s (a lambda with concrete parameter types).
-template <class F, class Args = typename caf::detail::get_callable_trait<F>::arg_types>
+template <class F, class Args = typename params_of<decltype(&F::operator())>::type>
 struct answer_with;
 template <class F, class... Ts>
-struct answer_with<F, caf::detail::type_list<Ts...>> {
+struct answer_with<F, params<Ts...>> {
   call_ptr c;
   F convert;
   void operator()(Ts... xs) { answer(c, convert(std::forward<Ts>(xs)...)); }
