@@ -59,6 +59,7 @@ struct options {
   std::string data_dir;
   bool sync = true;
   bool durable_delivery = false;
+  std::size_t group_window = laneq::limits::group_window_default;
   std::uint64_t restart_messages = 1'000'000;
   std::uint32_t restart_producers = 8;
   std::uint64_t restart_sample = 10'000;
@@ -100,6 +101,9 @@ void print_usage(std::ostream& out) {
          "                          removed afterwards (default: in-memory brokers)\n"
          "  --sync=true|false       broker_options::sync (default true; with --data-dir)\n"
          "  --delivery=fast|durable delivery durability of the queues (default fast)\n"
+         "  --group-window=N        messages a group holds in memory "
+         "(broker_options::group_window,\n"
+         "                          default 64; with --data-dir)\n"
          "  --restart-messages=N    messages stored before the restart scenario (default "
          "1000000)\n"
          "  --restart-producers=N   producer threads filling the restart store (default 8)\n"
@@ -153,7 +157,7 @@ bool parse_options(int argc, char** argv, options& opt, std::vector<char*>& rest
         "consumers",         "batch",          "receive-max",      "wait-us",
         "max-backlog",       "stall-s",        "teardown-limit-s", "producers",
         "data-dir",          "sync",           "delivery",         "restart-messages",
-        "restart-producers", "restart-sample", "keep-data"};
+        "restart-producers", "restart-sample", "keep-data",        "group-window"};
     if (std::find(ours.begin(), ours.end(), name) == ours.end()) {
       rest.push_back(argv[i]);
       continue;
@@ -209,6 +213,9 @@ bool parse_options(int argc, char** argv, options& opt, std::vector<char*>& rest
       auto& flag = name == "sync" ? opt.sync : opt.keep_data;
       ok = value == "true" || value == "false";
       flag = value == "true";
+    } else if (name == "group-window") {
+      ok = parse_number(value, opt.group_window) && opt.group_window >= 2 &&
+           opt.group_window <= 1'000'000;
     } else if (name == "delivery") {
       ok = value == "fast" || value == "durable";
       opt.durable_delivery = value == "durable";
@@ -553,6 +560,7 @@ laneq::result<std::unique_ptr<laneq::broker>> open_broker(
   bo.data_dir = dir.string();
   bo.sync = opt.sync;
   bo.reclaim_grace = reclaim_grace;
+  bo.group_window = opt.group_window;
   return laneq::broker::open(sys, std::move(bo));
 }
 
@@ -1764,6 +1772,7 @@ bool write_report(std::ostream& out, const options& opt, std::size_t workers,
   if (!opt.data_dir.empty()) {
     w.field("data_dir", opt.data_dir);
     w.field("sync", opt.sync);
+    w.field("group_window", opt.group_window);
     w.field("bodies", "random (incompressible)");
   }
   w.field("delivery", opt.durable_delivery ? "durable" : "fast");
