@@ -41,10 +41,7 @@ class http_api : public ::testing::Test {
     EXPECT_EQ(r.status, 200u) << r.body;
     return r.status == 200 ? r.obj().at("messages").as_array() : json::array{};
   }
-  /// Receives until `n` messages came (long polls of up to 1 s, at most 10 of them). An ordered
-  /// message becomes deliverable when its group actor offers it, which happens just after the
-  /// enqueue is answered, not before (docs/api.md, receive): a test that expects a count right
-  /// after an enqueue waits for it.
+  /// Receives until `n` messages came (long polls of up to 1 s, at most 10 of them).
   json::array receive_n(const std::string& name, std::size_t n, int* calls = nullptr) {
     json::array got;
     for (int i = 0; i < 10 && got.size() < n; ++i) {
