@@ -1,0 +1,212 @@
+// laneq_memtable_bench: RocksDB's memtable insert cost under the store's key pattern, without the
+// broker. Messages are put at the end of their lane (`M uid lane seq`, codec::message_key) in
+// batches of enqueues, and each lane's head is removed in batches of acks, over many interleaved
+// lanes with a steady backlog. It reports the key comparisons and the time per put and per
+// removal for a choice of memtable insert hints (make_db_options in actors/src/persistence.cpp)
+// and of removal records. No sync, no reads: only the write path that the store thread repeats
+// for every message. Results are JSON on stdout (benchmarks/README.md).
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+#include <rocksdb/perf_context.h>
+#include <rocksdb/slice_transform.h>
+#include <rocksdb/write_batch.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "laneq/codec.hpp"
+
+namespace {
+
+struct config {
+  std::string dir;
+  std::string hint = "lane-seq";  // none | lane | lane-seq
+  std::string removal = "erase";  // erase | floor
+  std::size_t lanes = 1000;
+  std::size_t backlog = 100;  // messages waiting per lane in the steady state
+  std::size_t messages = 1000000;
+  std::size_t enqueue_batch = 1000;
+  std::size_t ack_batch = 300;
+  std::size_t body_bytes = 400;  // about a 256-byte body with its headers, encoded
+  std::uint64_t seed = 1;
+};
+
+void usage() {
+  std::cerr
+      << "usage: laneq_memtable_bench --dir=PATH [--hint=none|lane|lane-seq] "
+         "[--removal=erase|floor]\n"
+         "         [--lanes=N] [--backlog=N] [--messages=N] [--enqueue-batch=N] "
+         "[--ack-batch=N]\n"
+         "         [--body-bytes=N] [--seed=N]\n"
+         "  hint:    memtable_insert_with_hint_prefix_extractor: none; the 25-byte lane prefix; "
+         "or\n"
+         "           the lane prefix and the seq's top 6 bytes (the store's choice)\n"
+         "  removal: erase: a tombstone per removed message (the store's layout); floor: one\n"
+         "           overwritten per-lane record instead (a design not built, for comparison)\n";
+}
+
+bool parse(int argc, char** argv, config& c) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg{argv[i]};
+    auto eq = arg.find('=');
+    if (!arg.starts_with("--") || eq == std::string_view::npos) return false;
+    auto name = arg.substr(2, eq - 2);
+    std::string value{arg.substr(eq + 1)};
+    auto number = [&value] { return static_cast<std::size_t>(std::stoull(value)); };
+    if (name == "dir")
+      c.dir = value;
+    else if (name == "hint")
+      c.hint = value;
+    else if (name == "removal")
+      c.removal = value;
+    else if (name == "lanes")
+      c.lanes = number();
+    else if (name == "backlog")
+      c.backlog = number();
+    else if (name == "messages")
+      c.messages = number();
+    else if (name == "enqueue-batch")
+      c.enqueue_batch = number();
+    else if (name == "ack-batch")
+      c.ack_batch = number();
+    else if (name == "body-bytes")
+      c.body_bytes = number();
+    else if (name == "seed")
+      c.seed = number();
+    else
+      return false;
+  }
+  if (c.dir.empty() || c.lanes == 0 || c.enqueue_batch == 0 || c.ack_batch == 0) return false;
+  if (c.hint != "none" && c.hint != "lane" && c.hint != "lane-seq") return false;
+  return c.removal == "erase" || c.removal == "floor";
+}
+
+laneq::codec::lane_id lane_of(std::size_t i) {
+  return laneq::codec::make_lane_id("bench", "group-" + std::to_string(i));
+}
+
+struct tally {
+  std::uint64_t ops = 0;
+  std::uint64_t comparisons = 0;
+  std::chrono::nanoseconds time{0};
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  config c;
+  try {
+    if (!parse(argc, argv, c)) {
+      usage();
+      return 2;
+    }
+  } catch (const std::exception&) {
+    usage();
+    return 2;
+  }
+  std::filesystem::remove_all(c.dir);
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.write_buffer_size = 64u << 20;  // the store's
+  o.compression = rocksdb::kLZ4Compression;
+  o.allow_concurrent_memtable_write = false;
+  constexpr std::size_t lane_prefix = laneq::codec::message_key_lane_prefix_bytes;
+  if (c.hint == "lane")
+    o.memtable_insert_with_hint_prefix_extractor.reset(
+        rocksdb::NewFixedPrefixTransform(lane_prefix));
+  else if (c.hint == "lane-seq")
+    o.memtable_insert_with_hint_prefix_extractor.reset(
+        rocksdb::NewFixedPrefixTransform(lane_prefix + 6));
+  rocksdb::DB* raw = nullptr;
+  if (auto s = rocksdb::DB::Open(o, c.dir, &raw); !s.ok()) {
+    std::cerr << "laneq_memtable_bench: cannot open " << c.dir << ": " << s.ToString() << "\n";
+    return 1;
+  }
+  std::unique_ptr<rocksdb::DB> db{raw};
+  rocksdb::SetPerfLevel(rocksdb::PerfLevel::kEnableCount);
+
+  std::vector<laneq::codec::lane_id> lanes;
+  for (std::size_t i = 0; i < c.lanes; ++i) lanes.push_back(lane_of(i));
+  std::vector<std::deque<std::uint64_t>> waiting(c.lanes);
+  std::mt19937_64 rng{c.seed};
+  std::string body(c.body_bytes, '\0');
+  for (auto& ch : body) ch = static_cast<char>(rng());
+  const std::string floor_value(16, 'f');  // a seq and a checksum
+
+  auto write = [&db](rocksdb::WriteBatch& b, tally& t) {
+    if (b.Count() == 0) return true;
+    auto before = rocksdb::get_perf_context()->user_key_comparison_count;
+    auto start = std::chrono::steady_clock::now();
+    auto s = db->Write(rocksdb::WriteOptions{}, &b);
+    t.time += std::chrono::steady_clock::now() - start;
+    t.comparisons += rocksdb::get_perf_context()->user_key_comparison_count - before;
+    t.ops += b.Count();
+    if (!s.ok()) std::cerr << "laneq_memtable_bench: write failed: " << s.ToString() << "\n";
+    return s.ok();
+  };
+
+  tally puts;
+  tally removals;
+  std::uint64_t seq = 0;
+  std::size_t live = 0;
+  std::size_t removed = 0;
+  while (removed < c.messages) {
+    rocksdb::WriteBatch enqueue;
+    if (live < c.lanes * c.backlog && seq < c.messages) {
+      for (std::size_t i = 0; i < c.enqueue_batch && seq < c.messages; ++i) {
+        auto lane = static_cast<std::size_t>(rng() % c.lanes);
+        waiting[lane].push_back(++seq);
+        enqueue.Put(laneq::codec::message_key(0, lanes[lane], laneq::message_seq{seq}), body);
+        ++live;
+      }
+    }
+    // One ack per lane at most (one message in flight per group), starting at a random lane.
+    rocksdb::WriteBatch ack;
+    auto first = static_cast<std::size_t>(rng() % c.lanes);
+    for (std::size_t i = 0, n = 0; i < c.lanes && n < c.ack_batch; ++i) {
+      auto lane = (first + i) % c.lanes;
+      if (waiting[lane].empty()) continue;
+      auto head = waiting[lane].front();
+      waiting[lane].pop_front();
+      auto key = laneq::codec::message_key(0, lanes[lane], laneq::message_seq{head});
+      if (c.removal == "erase") {
+        ack.Delete(key);
+      } else {
+        key[0] = 'W';  // a per-lane record of its own: tag, uid, lane
+        key.resize(lane_prefix);
+        ack.Put(key, floor_value);
+      }
+      ++n;
+      --live;
+      ++removed;
+    }
+    if (!write(enqueue, puts) || !write(ack, removals)) return 1;
+  }
+  auto per = [](const tally& t, auto x) {
+    return t.ops == 0 ? 0.0 : static_cast<double>(x) / static_cast<double>(t.ops);
+  };
+  std::printf(
+      "{\n  \"benchmark\": \"laneq_memtable_bench\",\n  \"config\": {\"hint\": \"%s\", "
+      "\"removal\": \"%s\", \"lanes\": %zu, \"backlog\": %zu, \"messages\": %zu, "
+      "\"enqueue_batch\": %zu, \"ack_batch\": %zu, \"body_bytes\": %zu, \"seed\": %llu},\n"
+      "  \"puts\": {\"ops\": %llu, \"comparisons_per_op\": %.1f, \"us_per_op\": %.3f},\n"
+      "  \"removals\": {\"ops\": %llu, \"comparisons_per_op\": %.1f, \"us_per_op\": %.3f}\n}\n",
+      c.hint.c_str(), c.removal.c_str(), c.lanes, c.backlog, c.messages, c.enqueue_batch,
+      c.ack_batch, c.body_bytes, static_cast<unsigned long long>(c.seed),
+      static_cast<unsigned long long>(puts.ops), per(puts, puts.comparisons),
+      per(puts, puts.time.count()) / 1000.0, static_cast<unsigned long long>(removals.ops),
+      per(removals, removals.comparisons), per(removals, removals.time.count()) / 1000.0);
+  db.reset();
+  std::filesystem::remove_all(c.dir);
+  return 0;
+}
