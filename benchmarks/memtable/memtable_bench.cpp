@@ -30,7 +30,7 @@ namespace {
 
 struct config {
   std::string dir;
-  std::string hint = "lane-seq";  // none | lane | lane-seq
+  std::string hint = "lane";      // none | lane (the store's) | lane-seq
   std::string removal = "erase";  // erase | floor
   std::size_t lanes = 1000;
   std::size_t backlog = 100;  // messages waiting per lane in the steady state
@@ -86,7 +86,8 @@ bool parse(int argc, char** argv, config& c) {
     else
       return false;
   }
-  if (c.dir.empty() || c.lanes == 0 || c.enqueue_batch == 0 || c.ack_batch == 0) return false;
+  if (c.dir.empty() || c.lanes == 0 || c.backlog == 0 || c.enqueue_batch == 0 || c.ack_batch == 0)
+    return false;
   if (c.hint != "none" && c.hint != "lane" && c.hint != "lane-seq") return false;
   return c.removal == "erase" || c.removal == "floor";
 }
