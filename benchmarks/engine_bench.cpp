@@ -1174,6 +1174,8 @@ void write_stats(json_writer& w, const laneq::queue_stats& s,
   w.field("in_flight", s.in_flight);
   w.field("live_groups", s.live_groups);
   if (s.recovered > 0) w.field("recovered", s.recovered);
+  w.field("window_reads", s.window_reads);
+  w.field("window_read_messages", s.window_read_messages);
   w.end_object();
 }
 

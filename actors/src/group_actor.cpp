@@ -85,6 +85,8 @@ void group_actor_impl::fetch(const fetch_request& req) {
   request(gc_.store, caf::infinite, scan_atom_v, std::move(from), std::move(to), max)
       .then(
           [this](std::vector<store_entry>& page) {
+            queue_metrics::add(gc_.metrics->window_reads);
+            queue_metrics::add(gc_.metrics->window_read_messages, page.size());
             std::vector<message> msgs;
             msgs.reserve(page.size());
             for (auto& e : page) {

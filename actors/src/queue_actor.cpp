@@ -578,6 +578,8 @@ queue_stats queue_actor_impl::stats() const {
   s.rejected = queue_metrics::get(m.rejected);
   s.recovered = queue_metrics::get(m.recovered);
   s.deduplicated = queue_metrics::get(m.deduplicated);
+  s.window_reads = queue_metrics::get(m.window_reads);
+  s.window_read_messages = queue_metrics::get(m.window_read_messages);
   s.first_delivery.reserve(m.first_delivery.size());
   for (const auto& b : m.first_delivery) s.first_delivery.push_back(queue_metrics::get(b));
   s.first_delivery_sum_us = queue_metrics::get(m.first_delivery_sum_us);

@@ -386,6 +386,7 @@ std::map<std::string, strings> fill_windowed(harness& h, const queue_api& q) {
 
 // R5: a group keeps only its window in memory, and reads the rest back from the store in order:
 // every message is delivered once, in arrival order per key; groups() reports the full backlog.
+// The queue counts the reads: A's 96 messages beyond its window, in reads of at most a window.
 TEST_F(recovery, a_group_larger_than_its_window_is_delivered_in_order_and_reports_its_backlog) {
   auto& h = boot(windowed(4));
   auto q = make(by_account());
@@ -393,10 +394,15 @@ TEST_F(recovery, a_group_larger_than_its_window_is_delivered_in_order_and_report
   auto sizes = backlogs(q);
   EXPECT_EQ(sizes["A"], 100u) << "the full backlog, not the window of 4";
   EXPECT_EQ(sizes["B"], 4u);
+  EXPECT_EQ(stats_of(h, q).window_reads, 0u) << "nothing is read back before a window drains";
   auto got = drain(q);
   for (const auto& [key, order] : expected) EXPECT_EQ(bodies_in(got, key), order) << key;
   EXPECT_EQ(got.size(), 112u);
-  EXPECT_EQ(stats_of(h, q).backlog, 0u);
+  auto s = stats_of(h, q);
+  EXPECT_EQ(s.backlog, 0u);
+  EXPECT_EQ(s.window_read_messages, 96u) << "A's messages beyond its window, each read once";
+  EXPECT_GE(s.window_reads, 24u) << "a read returns at most the window (4)";
+  EXPECT_LE(s.window_reads, 96u);
 }
 
 // R5: the same across a restart in the middle: the recovered group reads its window from the

@@ -538,6 +538,8 @@ json::object to_json(const queue_stats& s) {
   o["rejected"] = s.rejected;
   o["recovered"] = s.recovered;
   o["deduplicated"] = s.deduplicated;
+  o["window_reads"] = s.window_reads;
+  o["window_read_messages"] = s.window_read_messages;
   o["backlog"] = s.backlog;
   o["in_flight"] = s.in_flight;
   o["live_groups"] = s.live_groups;

@@ -59,6 +59,10 @@ struct queue_metrics {
   std::atomic<std::uint64_t> deduplicated{0};  ///< enqueues answered with an earlier id
   std::atomic<std::uint64_t> rejected{0};
   std::atomic<std::uint64_t> recovered{0};  ///< messages found in the store at start
+  /// Group windows read back from the store (group_state: a group keeps at most its window
+  /// in memory) and the messages those reads returned.
+  std::atomic<std::uint64_t> window_reads{0};
+  std::atomic<std::uint64_t> window_read_messages{0};
   std::atomic<std::int64_t> in_flight{0};
   std::atomic<std::uint64_t> waiting_receives{0};  ///< long polls waiting (fairness actor)
   /// From enqueue to first delivery (an enqueue delay included), whoever receives: in process,

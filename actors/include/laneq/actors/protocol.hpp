@@ -131,6 +131,10 @@ struct queue_stats {
   std::uint64_t rejected = 0;      ///< enqueues refused (missing key, hook, limits)
   std::uint64_t recovered = 0;     ///< messages found in the store at start
   std::uint64_t deduplicated = 0;  ///< enqueues answered with an earlier message's id (dedupe)
+  /// Store reads of group windows (a group holds at most `group_window` messages in memory and
+  /// reads the rest back in order as its window drains), and the messages they returned.
+  std::uint64_t window_reads = 0;
+  std::uint64_t window_read_messages = 0;
   // Gauges.
   std::uint64_t backlog = 0;  ///< messages in the queue, in flight included
   std::uint64_t in_flight = 0;
@@ -236,9 +240,9 @@ auto inspect(Inspector& f, fairness_backlog& x) {
 template <class Inspector>
 auto inspect(Inspector& f, queue_stats& x) {
   return f(x.name, x.enqueued, x.delivered, x.acked, x.nacked, x.lease_expired, x.dead_lettered,
-           x.redriven, x.key_missing, x.rejected, x.recovered, x.deduplicated, x.backlog,
-           x.in_flight, x.live_groups, x.dead_letters, x.waiting_receives, x.first_delivery,
-           x.first_delivery_sum_us, x.fairness);
+           x.redriven, x.key_missing, x.rejected, x.recovered, x.deduplicated, x.window_reads,
+           x.window_read_messages, x.backlog, x.in_flight, x.live_groups, x.dead_letters,
+           x.waiting_receives, x.first_delivery, x.first_delivery_sum_us, x.fairness);
 }
 template <class Inspector>
 auto inspect(Inspector& f, topic_prepared& x) {
