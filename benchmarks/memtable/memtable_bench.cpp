@@ -22,7 +22,10 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
+
+#include <unistd.h>
 
 #include "laneq/codec.hpp"
 
@@ -43,11 +46,12 @@ struct config {
 
 void usage() {
   std::cerr
-      << "usage: laneq_memtable_bench --dir=PATH [--hint=none|lane|lane-seq] "
+      << "usage: laneq_memtable_bench --dir=DIR [--hint=none|lane|lane-seq] "
          "[--removal=erase|floor]\n"
          "         [--lanes=N] [--backlog=N] [--messages=N] [--enqueue-batch=N] "
          "[--ack-batch=N]\n"
          "         [--body-bytes=N] [--seed=N]\n"
+         "  dir:     the database goes into DIR/laneq-memtable-bench-<pid>, removed at the end\n"
          "  hint:    memtable_insert_with_hint_prefix_extractor: none; the 25-byte lane prefix; "
          "or\n"
          "           the lane prefix and the seq's top 6 bytes (the store's choice)\n"
@@ -115,7 +119,11 @@ int main(int argc, char** argv) {
     usage();
     return 2;
   }
-  std::filesystem::remove_all(c.dir);
+  // A directory of its own under --dir, removed afterwards; --dir itself is never touched.
+  const auto db_dir =
+      (std::filesystem::path{c.dir} / ("laneq-memtable-bench-" + std::to_string(::getpid())))
+          .string();
+  std::filesystem::remove_all(db_dir);
   rocksdb::Options o;
   o.create_if_missing = true;
   o.write_buffer_size = 64u << 20;  // the store's
@@ -129,8 +137,10 @@ int main(int argc, char** argv) {
     o.memtable_insert_with_hint_prefix_extractor.reset(
         rocksdb::NewFixedPrefixTransform(lane_prefix + 6));
   rocksdb::DB* raw = nullptr;
-  if (auto s = rocksdb::DB::Open(o, c.dir, &raw); !s.ok()) {
-    std::cerr << "laneq_memtable_bench: cannot open " << c.dir << ": " << s.ToString() << "\n";
+  std::error_code ec;
+  std::filesystem::create_directories(c.dir, ec);
+  if (auto s = rocksdb::DB::Open(o, db_dir, &raw); !s.ok()) {
+    std::cerr << "laneq_memtable_bench: cannot open " << db_dir << ": " << s.ToString() << "\n";
     return 1;
   }
   std::unique_ptr<rocksdb::DB> db{raw};
@@ -208,6 +218,6 @@ int main(int argc, char** argv) {
       per(puts, puts.time.count()) / 1000.0, static_cast<unsigned long long>(removals.ops),
       per(removals, removals.comparisons), per(removals, removals.time.count()) / 1000.0);
   db.reset();
-  std::filesystem::remove_all(c.dir);
+  std::filesystem::remove_all(db_dir);
   return 0;
 }
