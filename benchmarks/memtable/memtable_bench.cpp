@@ -23,6 +23,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -60,35 +61,34 @@ void usage() {
 }
 
 bool parse(int argc, char** argv, config& c) {
+  static const std::pair<std::string_view, std::string config::*> texts[] = {
+      {"dir", &config::dir}, {"hint", &config::hint}, {"removal", &config::removal}};
+  static const std::pair<std::string_view, std::size_t config::*> numbers[] = {
+      {"lanes", &config::lanes},         {"backlog", &config::backlog},
+      {"messages", &config::messages},   {"enqueue-batch", &config::enqueue_batch},
+      {"ack-batch", &config::ack_batch}, {"body-bytes", &config::body_bytes}};
   for (int i = 1; i < argc; ++i) {
     std::string_view arg{argv[i]};
     auto eq = arg.find('=');
     if (!arg.starts_with("--") || eq == std::string_view::npos) return false;
     auto name = arg.substr(2, eq - 2);
     std::string value{arg.substr(eq + 1)};
-    auto number = [&value] { return static_cast<std::size_t>(std::stoull(value)); };
-    if (name == "dir")
-      c.dir = value;
-    else if (name == "hint")
-      c.hint = value;
-    else if (name == "removal")
-      c.removal = value;
-    else if (name == "lanes")
-      c.lanes = number();
-    else if (name == "backlog")
-      c.backlog = number();
-    else if (name == "messages")
-      c.messages = number();
-    else if (name == "enqueue-batch")
-      c.enqueue_batch = number();
-    else if (name == "ack-batch")
-      c.ack_batch = number();
-    else if (name == "body-bytes")
-      c.body_bytes = number();
-    else if (name == "seed")
-      c.seed = number();
-    else
-      return false;
+    auto known = false;
+    for (const auto& [flag, field] : texts) {
+      if (name != flag) continue;
+      c.*field = value;
+      known = true;
+    }
+    for (const auto& [flag, field] : numbers) {
+      if (name != flag) continue;
+      c.*field = static_cast<std::size_t>(std::stoull(value));
+      known = true;
+    }
+    if (name == "seed") {
+      c.seed = std::stoull(value);
+      known = true;
+    }
+    if (!known) return false;
   }
   if (c.dir.empty() || c.lanes == 0 || c.backlog == 0 || c.enqueue_batch == 0 || c.ack_batch == 0)
     return false;

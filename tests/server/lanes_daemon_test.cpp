@@ -28,8 +28,8 @@ class daemon_fixture : public daemon_test {
   reply send(const std::string& name, const std::string& body) {
     return post(port_, "/v1/queues/" + name + "/messages", body);
   }
-  /// Receives until `expect` messages arrived (long polls),
-  /// then once more without waiting, so a message that should be held back shows up if it is not.
+  /// Receives until `expect` messages arrived (long polls), then once more without waiting, so a
+  /// message that should be held back shows up if it is not.
   json::array receive(const std::string& name, std::size_t expect) {
     json::array out;
     auto once = [&](int wait_ms) {
