@@ -60,6 +60,8 @@ struct options {
   bool sync = true;
   bool durable_delivery = false;
   std::size_t group_window = laneq::limits::group_window_default;
+  std::size_t group_window_max = laneq::limits::group_window_max_default;
+  std::size_t window_budget_mb = laneq::limits::window_budget_bytes_default >> 20;
   std::uint64_t restart_messages = 1'000'000;
   std::uint32_t restart_producers = 8;
   std::uint64_t restart_sample = 10'000;
@@ -104,6 +106,12 @@ void print_usage(std::ostream& out) {
          "  --group-window=N        messages a group holds in memory "
          "(broker_options::group_window,\n"
          "                          default 64; with --data-dir)\n"
+         "  --group-window-max=N    messages a group may hold while the window budget has "
+         "room\n"
+         "                          (broker_options::group_window_max, default 1024)\n"
+         "  --window-budget-mb=N    MiB all group windows may hold before groups stop growing\n"
+         "                          (broker_options::window_budget_bytes, default 256; 0: "
+         "never)\n"
          "  --restart-messages=N    messages stored before the restart scenario (default "
          "1000000)\n"
          "  --restart-producers=N   producer threads filling the restart store (default 8)\n"
@@ -152,12 +160,17 @@ bool parse_options(int argc, char** argv, options& opt, std::vector<char*>& rest
     }
     auto eq = arg.find('=');
     auto name = arg.substr(2, eq == std::string_view::npos ? std::string_view::npos : eq - 2);
-    static const std::vector<std::string_view> ours{
-        "scenarios",         "messages",       "ordered-messages", "groups",
-        "consumers",         "batch",          "receive-max",      "wait-us",
-        "max-backlog",       "stall-s",        "teardown-limit-s", "producers",
-        "data-dir",          "sync",           "delivery",         "restart-messages",
-        "restart-producers", "restart-sample", "keep-data",        "group-window"};
+    static const std::vector<std::string_view> ours{"scenarios",         "messages",
+                                                    "ordered-messages",  "groups",
+                                                    "consumers",         "batch",
+                                                    "receive-max",       "wait-us",
+                                                    "max-backlog",       "stall-s",
+                                                    "teardown-limit-s",  "producers",
+                                                    "data-dir",          "sync",
+                                                    "delivery",          "restart-messages",
+                                                    "restart-producers", "restart-sample",
+                                                    "keep-data",         "group-window",
+                                                    "group-window-max",  "window-budget-mb"};
     if (std::find(ours.begin(), ours.end(), name) == ours.end()) {
       rest.push_back(argv[i]);
       continue;
@@ -213,9 +226,11 @@ bool parse_options(int argc, char** argv, options& opt, std::vector<char*>& rest
       auto& flag = name == "sync" ? opt.sync : opt.keep_data;
       ok = value == "true" || value == "false";
       flag = value == "true";
-    } else if (name == "group-window") {
-      ok = parse_number(value, opt.group_window) && opt.group_window >= 2 &&
-           opt.group_window <= 1'000'000;
+    } else if (name == "group-window" || name == "group-window-max") {
+      auto& n = name == "group-window" ? opt.group_window : opt.group_window_max;
+      ok = parse_number(value, n) && n >= 2 && n <= 1'000'000;
+    } else if (name == "window-budget-mb") {
+      ok = parse_number(value, opt.window_budget_mb) && opt.window_budget_mb <= (1u << 20);
     } else if (name == "delivery") {
       ok = value == "fast" || value == "durable";
       opt.durable_delivery = value == "durable";
@@ -561,6 +576,8 @@ laneq::result<std::unique_ptr<laneq::broker>> open_broker(
   bo.sync = opt.sync;
   bo.reclaim_grace = reclaim_grace;
   bo.group_window = opt.group_window;
+  bo.group_window_max = opt.group_window_max;
+  bo.window_budget_bytes = opt.window_budget_mb << 20;
   return laneq::broker::open(sys, std::move(bo));
 }
 
@@ -1176,6 +1193,7 @@ void write_stats(json_writer& w, const laneq::queue_stats& s,
   if (s.recovered > 0) w.field("recovered", s.recovered);
   w.field("window_reads", s.window_reads);
   w.field("window_read_messages", s.window_read_messages);
+  w.field("window_bytes", s.window_bytes);
   w.end_object();
 }
 
@@ -1775,6 +1793,8 @@ bool write_report(std::ostream& out, const options& opt, std::size_t workers,
     w.field("data_dir", opt.data_dir);
     w.field("sync", opt.sync);
     w.field("group_window", opt.group_window);
+    w.field("group_window_max", opt.group_window_max);
+    w.field("window_budget_mb", opt.window_budget_mb);
     w.field("bodies", "random (incompressible)");
   }
   w.field("delivery", opt.durable_delivery ? "durable" : "fast");

@@ -47,6 +47,8 @@ queue_actor admin_actor_impl::spawn_queue(const queue_spec& spec, std::uint64_t 
   st->sync = ac_.sync && spec.syncs_writes();
   st->durable = spec.delivery_mode() == delivery_durability::durable;
   st->window = ac_.group_window;
+  st->window_max = ac_.group_window_max;
+  st->budget = ac_.window_budget;
   st->epoch = epoch_;
   st->nonces = nonces_;
   st->reclaim_grace = ac_.reclaim_grace;

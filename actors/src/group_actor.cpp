@@ -8,10 +8,12 @@ using namespace std::chrono_literals;
 group_actor_impl::group_actor_impl(caf::actor_config& cfg, group_actor_config gc)
     : group_actor::base(cfg),
       gc_(std::move(gc)),
-      state_(gc_.id, gc_.max_attempts, gc_.storage->window) {}
+      state_(gc_.id, gc_.max_attempts, gc_.storage->window, gc_.storage->window_max) {}
 
 // Handles to peers are strong references: drop them so no cycle outlives the actor.
 void group_actor_impl::on_exit() {
+  charge(-static_cast<std::int64_t>(charged_));
+  charged_ = 0;
   gc_.fairness = nullptr;
   gc_.queue = nullptr;
   gc_.store = nullptr;
@@ -44,8 +46,21 @@ std::vector<store_op> group_actor_impl::apply(group_effects fx) {
   }
   if (fx.fetch) fetch(*fx.fetch);
   if (fx.idle) idle_due_ = true;
+  auto held = state_.memory_bytes();
+  charge(static_cast<std::int64_t>(held) - static_cast<std::int64_t>(charged_));
+  charged_ = held;
   check();
   return ops;
+}
+
+void group_actor_impl::charge(std::int64_t delta) {
+  if (delta == 0) return;
+  gc_.metrics->window_bytes.fetch_add(delta, std::memory_order_relaxed);
+  if (gc_.storage->budget) gc_.storage->budget->charge(delta);
+}
+
+bool group_actor_impl::may_grow() const {
+  return gc_.storage->budget && gc_.storage->budget->has_room();
 }
 
 void group_actor_impl::report_idle() {
@@ -144,7 +159,7 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
   return {
       [this](enqueue_atom, std::vector<message>& msgs, const route_receipt&) {
         // The receipt goes with this message, after the offer that `apply` sends.
-        write(apply(state_.on_enqueue(std::move(msgs), now())));
+        write(apply(state_.on_enqueue(std::move(msgs), now(), may_grow())));
       },
       [this](recover_atom, group_recovery& gr) {
         auto t = now();

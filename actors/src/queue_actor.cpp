@@ -588,6 +588,8 @@ queue_stats queue_actor_impl::stats() const {
   s.backlog = in > out ? in - out : 0;
   auto inflight = m.in_flight.load(std::memory_order_relaxed);
   s.in_flight = inflight > 0 ? static_cast<std::uint64_t>(inflight) : 0;
+  auto window_bytes = m.window_bytes.load(std::memory_order_relaxed);
+  s.window_bytes = window_bytes > 0 ? static_cast<std::uint64_t>(window_bytes) : 0;
   s.live_groups = groups_.size();
   s.dead_letters = dead_letters_.size();
   s.waiting_receives = queue_metrics::get(m.waiting_receives);

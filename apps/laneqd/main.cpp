@@ -124,6 +124,8 @@ int main(int argc, char** argv) {
   bo.sync = cfg.sync;
   bo.reclaim_grace = cfg.reclaim_grace;
   bo.group_window = cfg.group_window;
+  bo.group_window_max = cfg.group_window_max;
+  bo.window_budget_bytes = cfg.window_budget_bytes;
   auto opened = laneq::broker::open(sys, bo);
   if (!opened) {
     std::cerr << "laneqd: cannot open the broker on " << cfg.data_dir << ": "

@@ -23,18 +23,18 @@ std::string_view to_string(group_status x) {
   return "?";
 }
 
-group_effects group_state::on_enqueue(std::vector<message> msgs, timestamp now) {
+group_effects group_state::on_enqueue(std::vector<message> msgs, timestamp now, bool grow) {
   group_effects fx;
+  const auto room = grow ? window_max_ : window_;
   for (auto& m : msgs) {
     LANEQ_ASSERT(loaded_ < m.seq, "messages enter a group in arrival order");
     ++received_;
-    if (stored_only_ > 0 || messages_.size() >= window_) {
+    if (stored_only_ > 0 || messages_.size() >= room) {
       ++stored_only_;  // the store has it; it is read back in order when the window drains
       told_ = m.seq;
       continue;
     }
-    loaded_ = m.seq;
-    messages_.push_back(std::move(m));
+    push(std::move(m));
   }
   if (phase_ == phase::empty && !messages_.empty()) {
     since_ = now;
@@ -62,9 +62,8 @@ group_effects group_state::on_fetched(std::vector<message> msgs, timestamp now) 
     // Later arrivals the group has not been told about yet come with their own enqueue.
     if (stored_only_ == 0 || m.seq > told_) break;
     if (m.seq <= loaded_) continue;
-    loaded_ = m.seq;
     --stored_only_;
-    messages_.push_back(std::move(m));
+    push(std::move(m));
   }
   if (stored_only_ > 0 && (short_answer || ran_past)) {
     // The store holds fewer messages than the group counted: they were deleted under it (the
@@ -94,6 +93,17 @@ void group_state::maybe_fetch(group_effects& fx) {
   fetching_ = true;
   fetch_max_ = std::min(stored_only_, window_ - messages_.size());
   fx.fetch = fetch_request{loaded_, fetch_max_};
+}
+
+void group_state::push(message m) {
+  loaded_ = m.seq;
+  memory_bytes_ += memory_footprint(m);
+  messages_.push_back(std::move(m));
+}
+
+void group_state::pop_head() {
+  memory_bytes_ -= memory_footprint(messages_.front());
+  messages_.pop_front();
 }
 
 void group_state::on_restored_lease(const lease_token& lease, timestamp deadline, timestamp now) {
@@ -191,7 +201,7 @@ group_effects group_state::fail_head(timestamp now, duration retry_after, dead_l
 
 group_effects group_state::advance(group_effects fx, timestamp now) {
   LANEQ_ASSERT(phase_ == phase::in_flight, "the head leaves only after it was delivered");
-  messages_.pop_front();
+  pop_head();
   lease_.reset();
   last_lease_.reset();
   since_ = now;
@@ -236,13 +246,17 @@ void group_state::check_invariants() const {
     LANEQ_ASSERT(lease_->msg == messages_.front().id, "the lease is on the head");
     LANEQ_ASSERT(lease_->attempt == messages_.front().attempts, "the lease is the head's attempt");
   }
-  LANEQ_ASSERT(messages_.size() <= window_, "a group keeps at most its window in memory");
+  LANEQ_ASSERT(messages_.size() <= window_max_, "a group keeps at most window_max in memory");
   if (!messages_.empty())
     LANEQ_ASSERT(messages_.back().seq == loaded_, "the last loaded message is the window's last");
-  for (std::size_t i = 1; i < messages_.size(); ++i) {
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < messages_.size(); ++i) {
+    bytes += memory_footprint(messages_[i]);
+    if (i == 0) continue;
     LANEQ_ASSERT(messages_[i - 1].seq < messages_[i].seq, "a group is in arrival order");
     LANEQ_ASSERT(messages_[i].attempts == 0, "only the head has been delivered");
   }
+  LANEQ_ASSERT(bytes == memory_bytes_, "memory_bytes is the footprint of the messages held");
 }
 
 }  // namespace laneq

@@ -1,4 +1,5 @@
-// Header and attribute lookup (libqueue/include/laneq/message.hpp).
+// Header and attribute lookup and a message's memory footprint
+// (libqueue/include/laneq/message.hpp).
 #include "laneq/message.hpp"
 
 namespace laneq {
@@ -14,6 +15,13 @@ bool iequals(std::string_view a, std::string_view b) {
   for (std::size_t i = 0; i < a.size(); ++i)
     if (lower(a[i]) != lower(b[i])) return false;
   return true;
+}
+
+std::size_t memory_footprint(const message& m) {
+  auto n = sizeof(message) + m.body.size() + m.fairness_key.size();
+  for (const auto& h : m.headers) n += sizeof(h) + h.name.size() + h.value.size();
+  for (const auto& a : m.attributes) n += sizeof(a) + a.name.size() + a.value.size();
+  return n;
 }
 
 const std::string* header_value(const std::vector<header_field>& headers, std::string_view name) {

@@ -21,10 +21,12 @@ using namespace std::chrono_literals;
 using namespace test::actor_helpers;
 using test::with_grace;
 
-/// Broker options whose groups keep `window` messages in memory (reclaim grace 0).
+/// Broker options whose groups keep `window` messages in memory and never grow past it (no
+/// window budget; reclaim grace 0).
 broker_options windowed(std::size_t window) {
   auto o = with_grace(0s);
   o.group_window = window;
+  o.window_budget_bytes = 0;
   return o;
 }
 
@@ -432,6 +434,50 @@ TEST_F(recovery, a_group_larger_than_its_window_carries_on_in_order_after_a_rest
   for (const auto& [key, order] : expected) EXPECT_EQ(bodies_in(got, key), order) << key;
   EXPECT_EQ(got.size(), 112u);
   EXPECT_EQ(stats_of(h, q).backlog, 0u);
+}
+
+// R5 with the window budget: while all windows together hold less than the budget, a group takes
+// its arrivals in up to group_window_max and reads nothing back; what groups hold is charged to
+// the budget and given back as they drain.
+TEST_F(recovery, a_group_grows_past_its_window_while_the_budget_has_room) {
+  auto o = windowed(4);
+  o.group_window_max = 200;
+  o.window_budget_bytes = 1 << 20;
+  auto& h = boot(o);
+  auto q = make(by_account());
+  auto expected = fill_windowed(h, q);
+  EXPECT_GE(stats_of(h, q).window_bytes, 112 * sizeof(message)) << "all 112 messages are held";
+  auto got = drain(q);
+  for (const auto& [key, order] : expected) EXPECT_EQ(bodies_in(got, key), order) << key;
+  EXPECT_EQ(got.size(), 112u);
+  auto s = stats_of(h, q);
+  EXPECT_EQ(s.window_read_messages, 0u) << "A's 100 messages fit its grown window";
+  EXPECT_EQ(s.window_bytes, 0u) << "every group gave its memory back";
+}
+
+// R5: the budget is the broker's, shared by every queue: while another queue's group holds it,
+// a deep group keeps to group_window and reads the rest back; once that memory is given back,
+// groups grow again.
+TEST_F(recovery, a_group_keeps_to_its_window_while_other_queues_hold_the_budget) {
+  auto o = windowed(4);
+  o.group_window_max = 200;
+  o.window_budget_bytes = 32 << 10;  // more than B, C and D hold, less than A's 100 messages
+  auto& h = boot(o);
+  auto first = make(queue_spec("first").ordered());
+  ASSERT_TRUE(h.enqueue(first, {msg(std::string(64 << 10, 'x'))}).ok());
+  EXPECT_GT(stats_of(h, first).window_bytes, o.window_budget_bytes) << "it holds the budget";
+  auto q = make(by_account());
+  auto expected = fill_windowed(h, q);
+  auto got = drain(q);
+  for (const auto& [key, order] : expected) EXPECT_EQ(bodies_in(got, key), order) << key;
+  EXPECT_EQ(stats_of(h, q).window_read_messages, 96u) << "A grew no further than its window";
+
+  ASSERT_TRUE(h.ack(first, take_one(h, first).lease).ok());
+  EXPECT_EQ(stats_of(h, first).window_bytes, 0u);
+  expected = fill_windowed(h, q);
+  got = drain(q);
+  for (const auto& [key, order] : expected) EXPECT_EQ(bodies_in(got, key), order) << key;
+  EXPECT_EQ(stats_of(h, q).window_read_messages, 96u) << "the budget was free: nothing more read";
 }
 
 // -- R6: fast delivery and the reclaim grace --------------------------------------------------

@@ -28,6 +28,9 @@ TEST(config, an_empty_config_gives_the_documented_defaults) {
   EXPECT_EQ(p.config.caf_host, "127.0.0.1");
   EXPECT_EQ(p.config.caf_port, 7071);
   EXPECT_TRUE(p.config.sync);
+  EXPECT_EQ(p.config.group_window, 64u);
+  EXPECT_EQ(p.config.group_window_max, 1024u);
+  EXPECT_EQ(p.config.window_budget_bytes, std::size_t{256} << 20);
   EXPECT_TRUE(p.config.tokens.empty());
   EXPECT_TRUE(p.config.queues.empty());
   server_config defaults;
@@ -42,6 +45,8 @@ TEST(config, every_field_is_read) {
     "sync": false,
     "reclaim_grace_ms": 2500,
     "group_window": 128,
+    "group_window_max": 4096,
+    "window_budget_mb": 512,
     "limits": {"target_bytes": 1024, "header_count": 32, "header_bytes": 8192,
                "body_bytes": 65536, "batch": 100},
     "tokens": [{"token": "acme-secret-token-1", "tenant": "acme"},
@@ -61,6 +66,8 @@ TEST(config, every_field_is_read) {
   EXPECT_FALSE(c.sync);
   EXPECT_EQ(c.reclaim_grace, std::chrono::milliseconds{2500});
   EXPECT_EQ(c.group_window, 128u);
+  EXPECT_EQ(c.group_window_max, 4096u);
+  EXPECT_EQ(c.window_budget_bytes, std::size_t{512} << 20);
   EXPECT_EQ(c.limits.target_bytes, 1024u);
   EXPECT_EQ(c.limits.header_count, 32u);
   EXPECT_EQ(c.limits.header_bytes, 8192u);
@@ -96,6 +103,23 @@ TEST(config, every_error_is_reported_at_once_each_naming_its_field) {
     EXPECT_TRUE(names(p, field)) << field << " not named in:\n" << all(p);
   for (const auto& e : p.errors)
     EXPECT_TRUE(e.code == errc::invalid_argument || e.code == errc::invalid_spec) << to_string(e);
+}
+
+TEST(config, group_windows_are_bounded_and_the_maximum_is_not_below_the_window) {
+  auto p = parse_config(R"({"group_window": 128, "group_window_max": 100})");
+  ASSERT_EQ(p.errors.size(), 1u) << all(p);
+  EXPECT_NE(p.errors[0].message.find("group_window_max: must be at least group_window (128)"),
+            std::string::npos)
+      << all(p);
+  auto range = parse_config(
+      R"({"group_window": 1, "group_window_max": 2000000, "window_budget_mb": 2000000})");
+  EXPECT_EQ(range.errors.size(), 3u) << all(range);
+  for (auto field : {"group_window:", "group_window_max:", "window_budget_mb:"})
+    EXPECT_TRUE(names(range, field)) << field << " not named in:\n" << all(range);
+  auto off = parse_config(R"({"group_window": 2000, "window_budget_mb": 0})");
+  ASSERT_TRUE(off.errors.empty()) << all(off);
+  EXPECT_EQ(off.config.window_budget_bytes, 0u) << "0 turns growing off";
+  EXPECT_EQ(off.config.group_window_max, 1024u) << "below the window, the broker uses the window";
 }
 
 TEST(config, malformed_json_and_non_objects_are_errors) {

@@ -210,7 +210,8 @@ class simulation {
        << ", step " << step_ << ", run " << run_ << ", t=" << h_.elapsed().count() << "us, queue "
        << ep_.spec.describe() << (durable() ? ", durable" : ", fast") << ", reclaim_grace "
        << opts_.reclaim_grace.count() << "us, group_window " << opts_.group_window
-       << "\n  rerun: LANEQ_SIM_SEED=" << seed_
+       << ", group_window_max " << opts_.group_window_max << ", window_budget_bytes "
+       << opts_.window_budget_bytes << "\n  rerun: LANEQ_SIM_SEED=" << seed_
        << " LANEQ_SIM_STEPS=" << env_u64("LANEQ_SIM_STEPS", default_steps)
        << " build/dev/bin/laneq_sim_tests --gtest_filter='Sim.*'";
     throw checker_failure(os.str());
@@ -230,7 +231,8 @@ class simulation {
   }
 
   /// Broker options drawn from the seed: the reclaim grace (0 in a quarter of the episodes,
-  /// sometimes shorter than a lease, sometimes longer) and a small group window.
+  /// sometimes shorter than a lease, sometimes longer), a small group window and a window budget
+  /// that is off, a few messages' worth (groups grow and stop growing as it fills) or ample.
   broker_options draw_options() {
     broker_options o;
     auto g = pick(4);
@@ -238,6 +240,11 @@ class simulation {
                       : g == 1 ? duration{std::int64_t(1 + pick(50'000))}
                                : duration{std::int64_t(1 + pick(4'000'000))};
     o.group_window = static_cast<std::size_t>(2 + pick(7));
+    o.group_window_max = o.group_window + static_cast<std::size_t>(pick(9));
+    auto b = pick(3);
+    o.window_budget_bytes = b == 0   ? 0
+                            : b == 1 ? static_cast<std::size_t>(1 + pick(8'000))
+                                     : std::size_t{1} << 30;
     return o;
   }
 

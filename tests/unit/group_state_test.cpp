@@ -581,6 +581,72 @@ TEST(group_state, window_below_two_is_two_and_the_default_is_the_limit) {
   EXPECT_EQ(dflt.backlog(), limits::group_window_default + 3);
 }
 
+// The broker's window budget: an enqueue that may grow fills up to window_max; one that may not
+// fills only up to the window; once a message is left in the store, later arrivals stay there
+// too, and reads back refill only the window.
+TEST(group_state, grows_to_window_max_only_when_allowed_and_nothing_overtakes_a_stored_message) {
+  group_state g{gid, 5, 3, 6};
+  (void)g.on_enqueue(range_of(1, 2), t0, true);
+  (void)g.on_enqueue(range_of(3, 5), t0, true);
+  g.check_invariants();
+  EXPECT_EQ(g.in_memory(), 5u) << "past the window of 3 while growing is allowed";
+  (void)g.on_enqueue(range_of(6, 6), t0);
+  EXPECT_EQ(g.in_memory(), 5u) << "not allowed: 6 stays in the store";
+  (void)g.on_enqueue(range_of(7, 7), t0, true);
+  g.check_invariants();
+  EXPECT_EQ(g.in_memory(), 5u) << "7 must not overtake 6, which is still in the store";
+  EXPECT_EQ(g.backlog(), 7u);
+  group_effects fx;
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_FALSE(fx.fetch.has_value()) << "no read while more than half the window is held";
+    fx = ack_head(g, t0 + 1s);
+  }
+  ASSERT_TRUE(fx.fetch.has_value()) << "one held: half of the window of 3";
+  EXPECT_EQ(fx.fetch->after, message_seq{5});
+  EXPECT_EQ(fx.fetch->max, 2u) << "a read refills the window, not window_max";
+}
+
+TEST(group_state, growing_stops_at_window_max_and_window_max_below_the_window_is_the_window) {
+  group_state g{gid, 5, 3, 6};
+  (void)g.on_enqueue(range_of(1, 10), t0, true);
+  EXPECT_EQ(g.in_memory(), 6u);
+  EXPECT_EQ(g.backlog(), 10u);
+  group_state low{gid, 5, 4, 2};
+  (void)low.on_enqueue(range_of(1, 10), t0, true);
+  EXPECT_EQ(low.in_memory(), 4u);
+  group_state plain{gid, 5, 4};
+  (void)plain.on_enqueue(range_of(1, 10), t0, true);
+  EXPECT_EQ(plain.in_memory(), 4u) << "without a window_max, growing is moot";
+}
+
+TEST(group_state, memory_bytes_is_the_footprint_of_the_messages_held) {
+  EXPECT_EQ(memory_footprint(message{}), sizeof(message));
+  group_state g{gid, 5, 3};
+  auto msgs = range_of(1, 5);
+  msgs[0].body = std::string(1000, 'x');
+  msgs[1].headers.push_back({"account", "A"});
+  msgs[2].fairness_key = "tenant-1";
+  EXPECT_EQ(memory_footprint(msgs[0]), memory_footprint(msgs[3]) + 1000 - msgs[3].body.size());
+  EXPECT_EQ(memory_footprint(msgs[1]),
+            memory_footprint(msgs[3]) + sizeof(header_field) + std::string_view{"accountA"}.size());
+  const auto first = memory_footprint(msgs[0]);
+  const auto held = first + memory_footprint(msgs[1]) + memory_footprint(msgs[2]);
+  const auto later = std::vector<message>{msgs[3], msgs[4]};
+  (void)g.on_enqueue(msgs, t0);
+  EXPECT_EQ(g.memory_bytes(), held) << "the three in the window, not the two in the store";
+  (void)ack_head(g, t0 + 1s);
+  EXPECT_EQ(g.memory_bytes(), held - first);
+  auto fx = ack_head(g, t0 + 2s);
+  ASSERT_TRUE(fx.fetch.has_value());
+  (void)g.on_fetched(later, t0 + 3s);
+  g.check_invariants();
+  EXPECT_EQ(g.memory_bytes(),
+            memory_footprint(msgs[2]) + memory_footprint(msgs[3]) + memory_footprint(msgs[4]));
+  for (int i = 0; i < 3; ++i) (void)ack_head(g, t0 + 4s);
+  EXPECT_EQ(g.in_memory(), 0u);
+  EXPECT_EQ(g.memory_bytes(), 0u);
+}
+
 TEST(group_state, arrivals_behind_counted_messages_are_counted_even_when_there_is_room) {
   group_state g{gid, 5, 3};
   auto fx = g.on_enqueue(range_of(1, 4), t0);  // 1-3 in memory, 4 counted
@@ -916,13 +982,14 @@ class window_driver {
  public:
   struct options {
     std::size_t window = 2;
-    std::uint64_t total = 100;  ///< messages to enqueue
-    bool failures = false;      ///< also nack (retry, dead letter) and let leases expire
-    bool canary = false;        ///< a broken store that loses one message from a fetch answer
+    std::size_t window_max = 0;  ///< above `window`: every other enqueue may grow up to it
+    std::uint64_t total = 100;   ///< messages to enqueue
+    bool failures = false;       ///< also nack (retry, dead letter) and let leases expire
+    bool canary = false;         ///< a broken store that loses one message from a fetch answer
   };
 
   window_driver(std::uint64_t seed, options o)
-      : rng_(seed), o_(o), g_(gid, o.failures ? 3 : 1000, o.window) {}
+      : rng_(seed), o_(o), g_(gid, o.failures ? 3 : 1000, o.window, o.window_max) {}
 
   std::string run() {
     for (int step = 0; step < 20'000 && failure_.empty(); ++step) {
@@ -948,8 +1015,8 @@ class window_driver {
 
   void fail(const std::string& what) {
     if (failure_.empty())
-      failure_ = what + " (window " + std::to_string(o_.window) + ", at " +
-                 std::to_string(now_.us) + "us)";
+      failure_ = what + " (window " + std::to_string(o_.window) + ", window_max " +
+                 std::to_string(o_.window_max) + ", at " + std::to_string(now_.us) + "us)";
   }
 
   void random_step() {
@@ -1003,7 +1070,17 @@ class window_driver {
     untold_.erase(untold_.begin(), untold_.begin() + static_cast<std::ptrdiff_t>(n));
     for (const auto& m : batch) live_.push_back(m.seq.value);
     told_ = live_.back();
-    apply(g_.on_enqueue(std::move(batch), now_));
+    const bool grow = o_.window_max > o_.window && rng_() % 2 == 0;
+    const auto room = grow ? o_.window_max : o_.window;
+    const auto held = g_.in_memory();
+    const bool all_held = g_.backlog() == held;  // none of the group's messages is stored only
+    apply(g_.on_enqueue(std::move(batch), now_, grow));
+    // Arrivals fill the room in memory unless an earlier message is stored only.
+    const auto expected = all_held ? std::max(held, std::min(held + n, room)) : held;
+    if (g_.in_memory() != expected)
+      fail(std::to_string(g_.in_memory()) + " in memory after an enqueue of " + std::to_string(n) +
+           " with " + std::to_string(held) + " held (grow " + (grow ? "on" : "off") +
+           "), expected " + std::to_string(expected));
   }
 
   void answer_fetch() {
@@ -1119,7 +1196,8 @@ class window_driver {
     if (g_.backlog() != live_.size())
       return fail("backlog " + std::to_string(g_.backlog()) + ", expected " +
                   std::to_string(live_.size()));
-    if (g_.in_memory() > o_.window) return fail("more than the window in memory");
+    if (g_.in_memory() > std::max(o_.window, o_.window_max))
+      return fail("more than window_max in memory");
     if (g_.received_total() != left_.size() + live_.size())
       return fail("received_total " + std::to_string(g_.received_total()));
     auto stored = g_.backlog() - g_.in_memory();
@@ -1188,6 +1266,21 @@ TEST(group_state, small_window_keeps_arrival_order_through_retries_expiries_and_
     o.window = 2 + rng() % 4;
     o.total = 20 + rng() % 200;
     o.failures = true;
+    auto failure = window_driver(rng(), o).run();
+    ASSERT_EQ(failure, "") << "round " << round;
+  }
+}
+
+TEST(group_state, a_window_that_grows_at_random_keeps_arrival_order_and_exactly_once) {
+  auto seed = test::seed_from_env(20261201);
+  SCOPED_TRACE(test::rerun_hint(seed));
+  std::mt19937_64 rng{seed};
+  for (int round = 0; round < 60; ++round) {
+    window_driver::options o;
+    o.window = 2 + rng() % 4;
+    o.window_max = o.window + rng() % 8;
+    o.total = 20 + rng() % 200;
+    o.failures = round % 2 == 1;
     auto failure = window_driver(rng(), o).run();
     ASSERT_EQ(failure, "") << "round " << round;
   }

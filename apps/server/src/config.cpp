@@ -180,8 +180,8 @@ parsed_config config_from_json(const json::value& v) {
   }
   auto& c = out.config;
   r.known(*root,
-          {"data_dir", "http", "caf", "sync", "reclaim_grace_ms", "group_window", "limits",
-           "tokens", "queues", "topics"},
+          {"data_dir", "http", "caf", "sync", "reclaim_grace_ms", "group_window",
+           "group_window_max", "window_budget_mb", "limits", "tokens", "queues", "topics"},
           "");
   r.string(*root, "data_dir", "", c.data_dir);
   if (const auto* h = root->if_contains("http")) {
@@ -209,6 +209,13 @@ parsed_config config_from_json(const json::value& v) {
       grace_ms);
   c.reclaim_grace = std::chrono::milliseconds{grace_ms};
   r.integer(*root, "group_window", "", 2, 1'000'000, c.group_window);
+  r.integer(*root, "group_window_max", "", 2, 1'000'000, c.group_window_max);
+  if (root->contains("group_window_max") && c.group_window_max < c.group_window)
+    r.fail("group_window_max",
+           "must be at least group_window (" + std::to_string(c.group_window) + ")");
+  std::size_t budget_mb = c.window_budget_bytes >> 20;
+  r.integer(*root, "window_budget_mb", "", 0, window_budget_mb_max, budget_mb);
+  c.window_budget_bytes = budget_mb << 20;
   if (const auto* l = root->if_contains("limits"))
     if (const auto* o = r.object(*l, "limits")) read_limits(r, *o, c.limits);
   if (const auto* t = root->if_contains("tokens")) read_tokens(r, *t, c.tokens);

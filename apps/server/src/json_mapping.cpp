@@ -545,6 +545,7 @@ json::object to_json(const queue_stats& s) {
   o["live_groups"] = s.live_groups;
   o["dead_letters"] = s.dead_letters;
   o["waiting_receives"] = s.waiting_receives;
+  o["window_bytes"] = s.window_bytes;
   json::array fairness;
   for (const auto& f : s.fairness) {
     json::object e;

@@ -92,6 +92,9 @@ constexpr queue_series per_queue[] = {
      &queue_stats::dead_letters},
     {"laneq_waiting_receives", "gauge", "Long-poll receives waiting.",
      &queue_stats::waiting_receives},
+    {"laneq_window_bytes", "gauge",
+     "Memory of the messages the queue's groups hold (counted against window_budget_mb).",
+     &queue_stats::window_bytes},
 };
 
 }  // namespace

@@ -92,19 +92,25 @@ struct group_effects {
 /// and only one at a time (invariants O3, O4).
 ///
 /// Memory follows live groups, not backlog (docs/design/persistence.md): the group keeps at
-/// most `window` messages in memory, its head first; later arrivals are counted but their
-/// payloads stay in the store, and the group reads them back in arrival order (`fetch`) when
-/// its window runs half empty.
+/// most `window` messages in memory, its head first, or up to `window_max` while the caller
+/// says the broker has memory to spare (`grow`); later arrivals are counted but their payloads
+/// stay in the store, and the group reads them back in arrival order (`fetch`, up to `window`)
+/// when its window runs half empty. Once a message is left in the store, every later one is
+/// too until the reads catch up: nothing overtakes a stored message.
 class group_state {
  public:
   enum class phase : std::uint8_t { empty, offered, in_flight };
 
   group_state(group_id id, std::uint32_t max_attempts,
-              std::size_t window = limits::group_window_default)
-      : id_(id), max_attempts_(max_attempts), window_(window < 2 ? 2 : window) {}
+              std::size_t window = limits::group_window_default, std::size_t window_max = 0)
+      : id_(id),
+        max_attempts_(max_attempts),
+        window_(window < 2 ? 2 : window),
+        window_max_(window_max < window_ ? window_ : window_max) {}
 
-  /// Appends messages in arrival (seq) order. Offers the head if the group was empty.
-  group_effects on_enqueue(std::vector<message> msgs, timestamp now);
+  /// Appends messages in arrival (seq) order. Offers the head if the group was empty. `grow`:
+  /// the group may hold up to `window_max` messages in memory instead of `window`.
+  group_effects on_enqueue(std::vector<message> msgs, timestamp now, bool grow = false);
 
   /// A recovered group: `count` more of its messages are in the store, after every message
   /// given so far (in arrival order). Returns the fetch that reads them back.
@@ -146,8 +152,10 @@ class group_state {
   group_id id() const { return id_; }
   phase current_phase() const { return phase_; }
   std::size_t backlog() const { return messages_.size() + stored_only_; }
-  /// Messages whose payload is in memory (at most the window).
+  /// Messages whose payload is in memory (at most `window_max`).
   std::size_t in_memory() const { return messages_.size(); }
+  /// Their memory_footprint, summed.
+  std::size_t memory_bytes() const { return memory_bytes_; }
   const message* head() const { return messages_.empty() ? nullptr : &messages_.front(); }
   std::optional<lease_token> lease() const { return lease_; }
   timestamp lease_deadline() const { return deadline_; }
@@ -165,6 +173,8 @@ class group_state {
   group_effects advance(group_effects fx, timestamp now);
   void offer_head(group_effects& fx);
   void maybe_fetch(group_effects& fx);
+  void push(message m);
+  void pop_head();
 
   group_id id_;
   std::uint32_t max_attempts_;
@@ -176,9 +186,11 @@ class group_state {
   std::optional<lease_token> last_lease_;  // the previous lease of the head, for lease_expired
   std::uint64_t received_ = 0;
   std::size_t window_;
-  std::size_t stored_only_ = 0;  // messages beyond the window: counted, payload in the store
-  message_seq loaded_;           // seq of the last message whose payload was in memory
-  message_seq told_;             // seq of the last message counted as stored only
+  std::size_t window_max_;
+  std::size_t memory_bytes_ = 0;  // memory_footprint of the messages in memory
+  std::size_t stored_only_ = 0;   // messages beyond the window: counted, payload in the store
+  message_seq loaded_;            // seq of the last message whose payload was in memory
+  message_seq told_;              // seq of the last message counted as stored only
   bool fetching_ = false;
   std::size_t fetch_max_ = 0;  // what the outstanding fetch asked for
 };

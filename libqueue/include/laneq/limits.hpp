@@ -59,6 +59,12 @@ inline constexpr duration store_reopen_interval = 1s;        ///< retry after a 
 inline constexpr std::size_t checkpoint_dir_bytes_max = 4000;
 /// Messages a group holds in memory (its head and a prefetch); the rest stay in the store.
 inline constexpr std::size_t group_window_default = 64;
+/// A group may hold up to this many while the broker's window budget has room (a deep group then
+/// reads nothing back).
+inline constexpr std::size_t group_window_max_default = 1024;
+/// Bytes of messages all group windows together may hold before groups stop growing past
+/// `group_window` (docs/operations.md, "Group windows").
+inline constexpr std::size_t window_budget_bytes_default = std::size_t{256} << 20;
 /// After a restart in fast delivery mode: how long heads wait for their old lease holders.
 inline constexpr duration reclaim_grace_default = 10s;
 inline constexpr duration reclaim_grace_max = std::chrono::hours{1};

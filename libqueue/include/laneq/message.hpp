@@ -49,6 +49,10 @@ struct message {
   friend bool operator==(const message&, const message&) = default;
 };
 
+/// The memory a message holds: its struct and the bytes of its strings (the window budget's unit;
+/// an estimate, which does not count allocator rounding).
+std::size_t memory_footprint(const message& m);
+
 /// The first header named `name` (ASCII case-insensitive), or nullptr.
 const std::string* header_value(const std::vector<header_field>& headers, std::string_view name);
 

@@ -23,6 +23,8 @@ struct admin_actor_config {
   bool sync = true;  ///< false: no queue syncs its writes (survives a process crash only)
   duration reclaim_grace = limits::reclaim_grace_default;
   std::size_t group_window = limits::group_window_default;
+  std::size_t group_window_max = limits::group_window_max_default;
+  window_budget_ptr window_budget;  ///< shared by every queue's groups
 };
 
 class admin_actor_impl : public admin_actor::base {

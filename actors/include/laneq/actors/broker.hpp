@@ -35,6 +35,10 @@ struct broker_options {
   duration reclaim_grace = limits::reclaim_grace_default;
   /// Messages a group keeps in memory; the rest of its backlog stays in the store.
   std::size_t group_window = limits::group_window_default;
+  /// Messages a group may keep in memory while all groups together hold less than
+  /// `window_budget_bytes` (docs/operations.md, "Group windows").
+  std::size_t group_window_max = limits::group_window_max_default;
+  std::size_t window_budget_bytes = limits::window_budget_bytes_default;
   /// Group-commit bounds and the RocksDB environment; `dir` is taken from `data_dir`.
   persistence_options persistence;
 };

@@ -40,6 +40,28 @@ context_ptr make_context(caf::actor_system& sys);
 /// Makes a context with a fixed epoch and seed (deterministic tests).
 context_ptr make_context(caf::actor_system& sys, timestamp epoch, std::uint64_t seed);
 
+/// The memory all group windows of a broker share (docs/operations.md, "Group windows"). Every
+/// group actor charges the bytes of the messages it holds in memory; while the total is under
+/// the budget, groups may hold up to `group_window_max` messages instead of `group_window`, so a
+/// deep group reads nothing back from the store. The total can pass the budget by what the groups
+/// that saw room take in at once: at most `group_window_max` messages each.
+class window_budget {
+ public:
+  explicit window_budget(std::size_t limit_bytes)
+      : limit_(static_cast<std::int64_t>(limit_bytes)) {}
+
+  bool has_room() const { return used_.load(std::memory_order_relaxed) < limit_; }
+  void charge(std::int64_t delta_bytes) { used_.fetch_add(delta_bytes, std::memory_order_relaxed); }
+  std::int64_t used_bytes() const { return used_.load(std::memory_order_relaxed); }
+  std::int64_t limit_bytes() const { return limit_; }
+
+ private:
+  std::atomic<std::int64_t> used_{0};
+  std::int64_t limit_;
+};
+
+using window_budget_ptr = std::shared_ptr<window_budget>;
+
 /// Upper bounds, in seconds, of every latency histogram's buckets (a last bucket takes the
 /// rest): Prometheus' usual ladder, from 0.5 ms to 30 s.
 inline constexpr std::array<double, 15> latency_bounds_s{
@@ -63,6 +85,7 @@ struct queue_metrics {
   /// in memory) and the messages those reads returned.
   std::atomic<std::uint64_t> window_reads{0};
   std::atomic<std::uint64_t> window_read_messages{0};
+  std::atomic<std::int64_t> window_bytes{0};  ///< memory_footprint of the messages groups hold
   std::atomic<std::int64_t> in_flight{0};
   std::atomic<std::uint64_t> waiting_receives{0};  ///< long polls waiting (fairness actor)
   /// From enqueue to first delivery (an enqueue delay included), whoever receives: in process,

@@ -1,7 +1,8 @@
 // The group actor: one per non-empty ordering group, a thin adapter over `group_state`
 // (docs/design/ordering.md O3-O7). It holds the group's head and a bounded window of the next
-// messages (the rest stay in the store and are read back in order), offers its head to the
-// fairness actor, writes what its state machine decides to the store, and tells the queue actor
+// messages (the rest stay in the store and are read back in order; the window grows while the
+// broker's window budget has room, and the actor charges what it holds to it), offers its head to
+// the fairness actor, writes what its state machine decides to the store, and tells the queue actor
 // when it has gone idle. Its lease deadline is watched by the fairness actor (one timer per
 // queue, weak references), so a stopped group is freed at once instead of living on inside a
 // pending CAF timer until its lease would have ended.
@@ -61,6 +62,10 @@ class group_actor_impl : public group_actor::base {
   /// held head, if this broker issued it (fast delivery, ARCHITECTURE.md §4).
   void reclaim(const lease_token& lease, timestamp t);
   void restore_lease(const lease_token& lease, timestamp deadline, timestamp t);
+  /// Adds `delta` bytes to the queue's window_bytes gauge and the broker's window budget.
+  void charge(std::int64_t delta);
+  /// True while the broker's window budget lets groups hold more than `group_window`.
+  bool may_grow() const;
   void check();
 
   group_actor_config gc_;
@@ -70,6 +75,7 @@ class group_actor_impl : public group_actor::base {
   bool idle_due_ = false;
   bool fetch_broken_ = false;  ///< a stored record failed its checksum: the group stops reading
   std::size_t writes_pending_ = 0;  ///< writes a client waits for
+  std::size_t charged_ = 0;         ///< the state's memory_bytes as charged to the budget
 };
 
 }  // namespace laneq

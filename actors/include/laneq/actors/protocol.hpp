@@ -141,6 +141,7 @@ struct queue_stats {
   std::uint64_t live_groups = 0;
   std::uint64_t dead_letters = 0;
   std::uint64_t waiting_receives = 0;
+  std::uint64_t window_bytes = 0;  ///< memory of the messages its groups hold (window budget)
   // Histogram: enqueue to first delivery, counts per bucket of latency_bounds_s (the
   // last one unbounded), and the sum of the observed times.
   std::vector<std::uint64_t> first_delivery;
@@ -242,7 +243,8 @@ auto inspect(Inspector& f, queue_stats& x) {
   return f(x.name, x.enqueued, x.delivered, x.acked, x.nacked, x.lease_expired, x.dead_lettered,
            x.redriven, x.key_missing, x.rejected, x.recovered, x.deduplicated, x.window_reads,
            x.window_read_messages, x.backlog, x.in_flight, x.live_groups, x.dead_letters,
-           x.waiting_receives, x.first_delivery, x.first_delivery_sum_us, x.fairness);
+           x.waiting_receives, x.window_bytes, x.first_delivery, x.first_delivery_sum_us,
+           x.fairness);
 }
 template <class Inspector>
 auto inspect(Inspector& f, topic_prepared& x) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "laneq/actors/context.hpp"
 #include "laneq/actors/protocol.hpp"
 #include "laneq/codec.hpp"
 #include "laneq/lease.hpp"
@@ -27,7 +28,9 @@ struct queue_storage {
   bool sync = true;       ///< writes synced before they are answered
   bool durable = false;   ///< delivery durability `durable`: leases are committed
   std::size_t window = limits::group_window_default;
-  std::uint64_t epoch = 0;  ///< this broker run (lease nonces, reclaim)
+  std::size_t window_max = limits::group_window_max_default;
+  window_budget_ptr budget;  ///< the broker's (null: groups never grow past `window`)
+  std::uint64_t epoch = 0;   ///< this broker run (lease nonces, reclaim)
   nonce_source nonces{0, 0};
   duration reclaim_grace = limits::reclaim_grace_default;
   duration lease_default = limits::lease_default;  ///< the queue's (a reclaimed lease runs on)

@@ -28,6 +28,8 @@ inline constexpr std::size_t token_bytes_min = 16;
 inline constexpr std::size_t token_bytes_max = 512;
 inline constexpr std::size_t tokens_max = 1000;
 inline constexpr std::size_t http_threads_max = 64;
+/// The largest window budget the config accepts (1 TiB).
+inline constexpr std::size_t window_budget_mb_max = std::size_t{1} << 20;
 
 /// Everything laneqd needs to start. The defaults serve: a data directory `./laneq-data`,
 /// HTTP on 127.0.0.1:7070, CAF remote actors on 127.0.0.1:7071.
@@ -41,6 +43,9 @@ struct server_config {
   bool sync = true;
   duration reclaim_grace = limits::reclaim_grace_default;
   std::size_t group_window = limits::group_window_default;
+  /// A group may hold this many while all windows together hold less than the budget.
+  std::size_t group_window_max = limits::group_window_max_default;
+  std::size_t window_budget_bytes = limits::window_budget_bytes_default;
   std::size_t http_threads = 1;   ///< threads running the HTTP front end
   std::size_t actor_threads = 0;  ///< CAF scheduler threads; 0: one per core
   http_limits limits;
