@@ -10,6 +10,7 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -938,8 +939,7 @@ class throughput_run {
     const bool random_bodies = !opt_.data_dir.empty();
     while (!failure_.failed()) {
       if (opt_.max_backlog > 0) {
-        while (!failure_.failed() && enqueued_.load() - acked_.load() >= opt_.max_backlog)
-          std::this_thread::sleep_for(50us);
+        wait_for_room();
         if (failure_.failed()) return;
       }
       auto i = next_index_.fetch_add(opt_.batch);
@@ -972,6 +972,26 @@ class throughput_run {
         }
       enqueued_.fetch_add(n);
     }
+  }
+
+  bool backlog_full() const { return enqueued_.load() - acked_.load() >= opt_.max_backlog; }
+
+  /// Blocks while the backlog is at --max-backlog. Producers sleep on a condition variable that
+  /// acks signal: polling with short sleeps cost the 2-core machine tens of thousands of wake-ups
+  /// a second, CPU the broker under test then lacked. The timeout only bounds a failed run.
+  void wait_for_room() {
+    if (!backlog_full()) return;
+    std::unique_lock<std::mutex> lock{room_mutex_};
+    ++producers_waiting_;
+    while (!failure_.failed() && backlog_full()) room_cv_.wait_for(lock, 10ms);
+    --producers_waiting_;
+  }
+
+  /// Wakes waiting producers after an ack (the lock orders this with their check of the backlog).
+  void signal_room() {
+    if (producers_waiting_.load() == 0) return;
+    std::lock_guard<std::mutex> lock{room_mutex_};
+    room_cv_.notify_all();
   }
 
   void consume(std::vector<std::int64_t>& lat, std::vector<std::int64_t>& lat_big,
@@ -1043,6 +1063,7 @@ class throughput_run {
       }
       auto n = static_cast<std::uint64_t>(ds.size());
       auto total = acked_.fetch_add(n) + n;
+      signal_room();
       last_progress_us_.store(elapsed_us());
       if (total == sc_.messages) end_us_.store(elapsed_us());
     }
@@ -1096,6 +1117,9 @@ class throughput_run {
   std::atomic<std::uint64_t> next_index_{0};  // next message index a producer takes
   std::atomic<std::uint64_t> enqueued_{0};
   std::atomic<std::uint64_t> acked_{0};
+  std::mutex room_mutex_;
+  std::condition_variable room_cv_;
+  std::atomic<int> producers_waiting_{0};
   std::atomic<std::int64_t> last_progress_us_{0};
   std::atomic<std::int64_t> end_us_{0};
   std::atomic<std::uint64_t> enqueue_calls_{0};
