@@ -53,9 +53,8 @@ void usage() {
          "[--ack-batch=N]\n"
          "         [--body-bytes=N] [--seed=N]\n"
          "  dir:     the database goes into DIR/laneq-memtable-bench-<pid>, removed at the end\n"
-         "  hint:    memtable_insert_with_hint_prefix_extractor: none; the 25-byte lane prefix; "
-         "or\n"
-         "           the lane prefix and the seq's top 6 bytes (the store's choice)\n"
+         "  hint:    memtable_insert_with_hint_prefix_extractor: none; the 25-byte lane prefix\n"
+         "           (the store's); or the lane prefix and the seq's top 6 bytes (not kept)\n"
          "  removal: erase: a tombstone per removed message (the store's layout); floor: one\n"
          "           overwritten per-lane record instead (a design not built, for comparison)\n";
 }
