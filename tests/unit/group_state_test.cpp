@@ -1244,46 +1244,37 @@ class window_driver {
   std::string failure_;
 };
 
-TEST(group_state, small_window_delivers_every_message_once_in_arrival_order) {
-  auto seed = test::seed_from_env(20261130);
+/// Runs 60 window drivers with small random windows and totals (`shape` adjusts each round's
+/// options) and fails on the first broken property, naming the round.
+template <class Shape>
+void run_window_rounds(std::uint64_t default_seed, Shape shape) {
+  auto seed = test::seed_from_env(default_seed);
   SCOPED_TRACE(test::rerun_hint(seed));
   std::mt19937_64 rng{seed};
   for (int round = 0; round < 60; ++round) {
     window_driver::options o;
     o.window = 2 + rng() % 4;
     o.total = 20 + rng() % 200;
+    shape(o, rng, round);
     auto failure = window_driver(rng(), o).run();
     ASSERT_EQ(failure, "") << "round " << round;
   }
+}
+
+TEST(group_state, small_window_delivers_every_message_once_in_arrival_order) {
+  run_window_rounds(20261130, [](window_driver::options&, std::mt19937_64&, int) {});
 }
 
 TEST(group_state, small_window_keeps_arrival_order_through_retries_expiries_and_dead_letters) {
-  auto seed = test::seed_from_env(20261130);
-  SCOPED_TRACE(test::rerun_hint(seed));
-  std::mt19937_64 rng{seed};
-  for (int round = 0; round < 60; ++round) {
-    window_driver::options o;
-    o.window = 2 + rng() % 4;
-    o.total = 20 + rng() % 200;
-    o.failures = true;
-    auto failure = window_driver(rng(), o).run();
-    ASSERT_EQ(failure, "") << "round " << round;
-  }
+  run_window_rounds(20261130,
+                    [](window_driver::options& o, std::mt19937_64&, int) { o.failures = true; });
 }
 
 TEST(group_state, a_window_that_grows_at_random_keeps_arrival_order_and_exactly_once) {
-  auto seed = test::seed_from_env(20261201);
-  SCOPED_TRACE(test::rerun_hint(seed));
-  std::mt19937_64 rng{seed};
-  for (int round = 0; round < 60; ++round) {
-    window_driver::options o;
-    o.window = 2 + rng() % 4;
+  run_window_rounds(20261201, [](window_driver::options& o, std::mt19937_64& rng, int round) {
     o.window_max = o.window + rng() % 8;
-    o.total = 20 + rng() % 200;
     o.failures = round % 2 == 1;
-    auto failure = window_driver(rng(), o).run();
-    ASSERT_EQ(failure, "") << "round " << round;
-  }
+  });
 }
 
 TEST(group_state, small_window_checker_catches_a_store_that_loses_a_message) {
