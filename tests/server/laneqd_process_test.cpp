@@ -11,6 +11,7 @@
 #include "caf/io/all.hpp"
 
 #include "laneq/actors/remote_admin.hpp"
+#include "laneq/message.hpp"
 #include "laneqd_process.hpp"
 #include "server_test_support.hpp"
 
@@ -94,6 +95,43 @@ TEST(laneqd_process, configured_queues_exist_at_start) {
   EXPECT_EQ(l.obj().at("queues").as_array()[0].as_string(), "audit");
   EXPECT_EQ(p.stop(SIGTERM), 0) << p.output(true);
   std::filesystem::remove_all(dir);
+}
+
+/// Starts laneqd with `windows` (config fields) and an ordered queue, enqueues 10 messages of
+/// 1,000 bytes in one batch and returns the queue's window_bytes: what its one group holds.
+std::uint64_t window_bytes_after_ten(const std::string& windows) {
+  auto dir = temp_dir("windows");
+  auto cfg = dir / "laneqd.json";
+  std::ofstream{cfg} << R"({"data_dir": ")" << (dir / "db").string()
+                     << R"(", "http": {"port": 0}, "caf": {"port": 0}, )" << windows
+                     << R"(, "queues": {"q": {"ordering": {"mode": "queue"}}}})";
+  laneqd_process p;
+  EXPECT_EQ(p.start({"--config", cfg.string()}), "");
+  auto port_line = p.wait_line("laneqd http_port=", 60s);
+  EXPECT_TRUE(port_line.has_value() && p.wait_line("laneqd ready", 60s).has_value()) << p.output();
+  std::uint64_t held = 0;
+  if (port_line) {
+    auto port = static_cast<std::uint16_t>(std::stoi(port_line->substr(port_line->find('=') + 1)));
+    std::string batch = R"({"messages": [)";
+    for (int i = 0; i < 10; ++i)
+      batch += (i ? "," : "") + std::string{R"({"body": ")"} + std::string(1000, 'x') + "\"}";
+    EXPECT_EQ(post(port, "/v1/queues/q/messages", batch + "]}").status, 200u);
+    auto q = get(port, "/v1/queues/q");
+    held = q.obj().at("stats").as_object().at("window_bytes").to_number<std::uint64_t>();
+  }
+  EXPECT_EQ(p.stop(SIGTERM), 0) << p.output(true);
+  std::filesystem::remove_all(dir);
+  return held;
+}
+
+// The window settings reach the broker: with room in the budget the group holds up to
+// group_window_max; with a budget of 0, only group_window.
+TEST(laneqd_process, group_window_settings_reach_the_broker) {
+  const auto each = sizeof(laneq::message) + 1000;  // memory_footprint of a 1,000-byte body
+  EXPECT_EQ(window_bytes_after_ten(R"("group_window": 2, "group_window_max": 5)"), 5 * each);
+  EXPECT_EQ(
+      window_bytes_after_ten(R"("group_window": 2, "group_window_max": 5, "window_budget_mb": 0)"),
+      2 * each);
 }
 
 /// A TCP port that was free a moment ago (the CAF port flag has no "any port" value: 0 disables).
