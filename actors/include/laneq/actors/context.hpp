@@ -52,8 +52,6 @@ class window_budget {
 
   bool has_room() const { return used_.load(std::memory_order_relaxed) < limit_; }
   void charge(std::int64_t delta_bytes) { used_.fetch_add(delta_bytes, std::memory_order_relaxed); }
-  std::int64_t used_bytes() const { return used_.load(std::memory_order_relaxed); }
-  std::int64_t limit_bytes() const { return limit_; }
 
  private:
   std::atomic<std::int64_t> used_{0};
