@@ -1,6 +1,8 @@
 // The ordering group state machine (libqueue/include/laneq/group_state.hpp).
 #include "laneq/group_state.hpp"
 
+#include <algorithm>
+
 namespace laneq {
 
 std::string_view to_string(dead_letter_reason x) {
@@ -91,7 +93,10 @@ group_effects group_state::retry_fetch() {
 void group_state::maybe_fetch(group_effects& fx) {
   if (fetching_ || stored_only_ == 0 || messages_.size() > window_ / 2) return;
   fetching_ = true;
-  fetch_max_ = std::min(stored_only_, window_ - messages_.size());
+  // No more than one store scan returns: a scan capped below the ask would look like a short
+  // answer, and the group would take the rest of its stored messages for deleted.
+  fetch_max_ = std::min(
+      {stored_only_, window_ - messages_.size(), static_cast<std::size_t>(limits::store_scan_max)});
   fx.fetch = fetch_request{loaded_, fetch_max_};
 }
 

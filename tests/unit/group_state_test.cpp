@@ -673,6 +673,24 @@ TEST(group_state, fetches_when_the_window_runs_half_empty) {
   EXPECT_EQ(g.backlog(), 8u);
 }
 
+// With a window above twice limits::store_scan_max, a read asked for more than one scan returns;
+// the full (capped) answer then looked short, and the group forgot the rest of its stored
+// messages.
+TEST(group_state, a_read_back_asks_for_no_more_than_one_store_scan_returns) {
+  constexpr std::size_t scan = limits::store_scan_max;
+  group_state g{gid, 5, 3 * scan};
+  auto fx = g.on_stored_beyond(2 * scan + 500, t0);
+  ASSERT_TRUE(fx.fetch.has_value());
+  EXPECT_EQ(fx.fetch->max, scan);
+  fx = g.on_fetched(range_of(1, scan), t0);
+  g.check_invariants();
+  EXPECT_EQ(g.backlog(), 2 * scan + 500) << "a full scan is not a short answer";
+  EXPECT_EQ(g.in_memory(), scan);
+  ASSERT_TRUE(fx.fetch.has_value()) << "the window is still less than half full";
+  EXPECT_EQ(fx.fetch->after, message_seq{scan});
+  EXPECT_EQ(fx.fetch->max, scan);
+}
+
 TEST(group_state, fetch_asks_for_no_more_than_is_stored) {
   group_state g{gid, 5, 4};
   auto fx = g.on_enqueue(range_of(1, 5), t0);  // one stored
