@@ -115,7 +115,7 @@ void group_actor_impl::fetch(const fetch_request& req) {
               }
               msgs.push_back(std::move(m).value());
             }
-            write(apply(state_.on_fetched(std::move(msgs), now())));
+            write(apply(state_.on_fetched(std::move(msgs), now(), may_grow())));
           },
           [this](caf::error&) {
             // The store is degraded: try again shortly (it reopens itself).
@@ -137,7 +137,7 @@ void group_actor_impl::expire_if_due(timestamp t) {
     return;
   queue_metrics::add(gc_.metrics->lease_expired);
   auto lease = *state_.lease();
-  write(end_attempt(lease, apply(state_.on_lease_timer(t))));
+  write(end_attempt(lease, apply(state_.on_lease_timer(t, nullptr, may_grow()))));
 }
 
 void group_actor_impl::restore_lease(const lease_token& lease, timestamp deadline, timestamp t) {
@@ -164,7 +164,7 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
       [this](recover_atom, group_recovery& gr) {
         auto t = now();
         auto fx = state_.on_enqueue(std::move(gr.window), t);
-        auto more = state_.on_stored_beyond(gr.beyond, t);
+        auto more = state_.on_stored_beyond(gr.beyond, t, may_grow());
         fx.fetch = std::move(more.fetch);
         if (!gr.lease.empty() && fx.offer) {
           // Durable delivery: the lease committed before the restart is honoured until its
@@ -186,7 +186,7 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
         send(gc_.fairness, offer_atom_v, gc_.id, caf::actor_cast<group_actor>(this), gc_.label,
              std::move(head));
       },
-      [this](fetch_atom) { write(apply(state_.retry_fetch())); },
+      [this](fetch_atom) { write(apply(state_.retry_fetch(may_grow()))); },
       [this](delivered_atom, const lease_token& lease, timestamp deadline) {
         auto t = now();
         state_.on_delivered(lease, deadline, t);  // the fairness actor watches the deadline
@@ -196,7 +196,7 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
         auto t = now();
         reclaim(lease, t);
         expire_if_due(t);
-        auto fx = state_.on_ack(lease, t);
+        auto fx = state_.on_ack(lease, t, may_grow());
         if (!fx) {
           receipt.failed(index, fx.err());
           return;
@@ -213,7 +213,7 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
         auto t = now();
         reclaim(lease, t);
         expire_if_due(t);
-        auto fx = state_.on_nack(lease, req.kind, duration{req.retry_after_us}, t);
+        auto fx = state_.on_nack(lease, req.kind, duration{req.retry_after_us}, t, may_grow());
         if (!fx) return to_caf(fx.err());
         queue_metrics::add(gc_.metrics->nacked);
         return write_then(end_attempt(lease, apply(std::move(fx).value())), caf::ok_atom_v);

@@ -45,17 +45,17 @@ group_effects group_state::on_enqueue(std::vector<message> msgs, timestamp now, 
   return fx;
 }
 
-group_effects group_state::on_stored_beyond(std::size_t count, timestamp now) {
+group_effects group_state::on_stored_beyond(std::size_t count, timestamp now, bool grow) {
   stored_only_ += count;
   received_ += count;
   told_ = message_seq{~std::uint64_t{0}};  // a recovered lane: the count bounds the fetch
   group_effects fx;
   if (phase_ == phase::empty) since_ = now;
-  maybe_fetch(fx);
+  maybe_fetch(fx, grow);
   return fx;
 }
 
-group_effects group_state::on_fetched(std::vector<message> msgs, timestamp now) {
+group_effects group_state::on_fetched(std::vector<message> msgs, timestamp now, bool grow) {
   fetching_ = false;
   group_effects fx;
   const bool short_answer = msgs.size() < fetch_max_;
@@ -80,23 +80,24 @@ group_effects group_state::on_fetched(std::vector<message> msgs, timestamp now) 
       offer_head(fx);
     }
   }
-  maybe_fetch(fx);
+  maybe_fetch(fx, grow);
   return fx;
 }
 
-group_effects group_state::retry_fetch() {
+group_effects group_state::retry_fetch(bool grow) {
   group_effects fx;
-  maybe_fetch(fx);
+  maybe_fetch(fx, grow);
   return fx;
 }
 
-void group_state::maybe_fetch(group_effects& fx) {
+void group_state::maybe_fetch(group_effects& fx, bool grow) {
   if (fetching_ || stored_only_ == 0 || messages_.size() > window_ / 2) return;
   fetching_ = true;
   // No more than one store scan returns: a scan capped below the ask would look like a short
   // answer, and the group would take the rest of its stored messages for deleted.
+  const auto room = grow ? window_max_ : window_;
   fetch_max_ = std::min(
-      {stored_only_, window_ - messages_.size(), static_cast<std::size_t>(limits::store_scan_max)});
+      {stored_only_, room - messages_.size(), static_cast<std::size_t>(limits::store_scan_max)});
   fx.fetch = fetch_request{loaded_, fetch_max_};
 }
 
@@ -150,19 +151,19 @@ result<ok_t> group_state::check_lease(const lease_token& lease) const {
   return error{errc::lease_not_found, "no lease " + to_string(lease) + " is in flight"};
 }
 
-result<group_effects> group_state::on_ack(const lease_token& lease, timestamp now) {
+result<group_effects> group_state::on_ack(const lease_token& lease, timestamp now, bool grow) {
   if (auto ok = check_lease(lease); !ok) return ok.err();
   group_effects fx;
   fx.removed.push_back(messages_.front().seq);
-  return advance(std::move(fx), now);
+  return advance(std::move(fx), now, grow);
 }
 
 result<group_effects> group_state::on_nack(const lease_token& lease, nack_kind kind,
-                                           duration retry_after, timestamp now) {
+                                           duration retry_after, timestamp now, bool grow) {
   if (auto ok = check_lease(lease); !ok) return ok.err();
   if (kind == nack_kind::dead_letter)
-    return fail_head(now, duration{0}, dead_letter_reason::requested, true);
-  return fail_head(now, retry_after, dead_letter_reason::max_attempts, false);
+    return fail_head(now, duration{0}, dead_letter_reason::requested, true, grow);
+  return fail_head(now, retry_after, dead_letter_reason::max_attempts, false, grow);
 }
 
 result<timestamp> group_state::on_extend(const lease_token& lease, duration by, timestamp now) {
@@ -171,23 +172,24 @@ result<timestamp> group_state::on_extend(const lease_token& lease, duration by, 
   return deadline_;
 }
 
-group_effects group_state::on_lease_timer(timestamp now, std::optional<timestamp>* rearm) {
+group_effects group_state::on_lease_timer(timestamp now, std::optional<timestamp>* rearm,
+                                          bool grow) {
   if (phase_ != phase::in_flight) return {};
   if (deadline_ > now) {
     if (rearm) *rearm = deadline_;
     return {};
   }
-  return fail_head(now, duration{0}, dead_letter_reason::max_attempts, false);
+  return fail_head(now, duration{0}, dead_letter_reason::max_attempts, false, grow);
 }
 
 group_effects group_state::fail_head(timestamp now, duration retry_after, dead_letter_reason reason,
-                                     bool force_dead_letter) {
+                                     bool force_dead_letter, bool grow) {
   LANEQ_ASSERT(phase_ == phase::in_flight && lease_, "only an in-flight head can fail");
   auto& head = messages_.front();
   if (force_dead_letter || head.attempts >= max_attempts_) {
     group_effects fx;
     fx.dead_letters.push_back(dead_letter{head, reason, now});
-    return advance(std::move(fx), now);
+    return advance(std::move(fx), now, grow);
   }
   last_lease_ = lease_;
   lease_.reset();
@@ -204,7 +206,7 @@ group_effects group_state::fail_head(timestamp now, duration retry_after, dead_l
   return fx;
 }
 
-group_effects group_state::advance(group_effects fx, timestamp now) {
+group_effects group_state::advance(group_effects fx, timestamp now, bool grow) {
   LANEQ_ASSERT(phase_ == phase::in_flight, "the head leaves only after it was delivered");
   pop_head();
   lease_.reset();
@@ -216,7 +218,7 @@ group_effects group_state::advance(group_effects fx, timestamp now) {
   } else {
     offer_head(fx);
   }
-  maybe_fetch(fx);
+  maybe_fetch(fx, grow);
   return fx;
 }
 

@@ -455,6 +455,27 @@ TEST_F(recovery, a_group_grows_past_its_window_while_the_budget_has_room) {
   EXPECT_EQ(s.window_bytes, 0u) << "every group gave its memory back";
 }
 
+// R5 with the window budget after a restart: the recovered deep group holds the first
+// group_window messages and reads the rest back up to group_window_max at a time while the budget
+// has room: one or two reads, not one per half window.
+TEST_F(recovery, a_recovered_deep_group_reads_back_in_few_reads_while_the_budget_has_room) {
+  auto o = windowed(4);
+  o.group_window_max = 200;
+  o.window_budget_bytes = 1 << 20;
+  auto& h = boot(o);
+  auto q = make(by_account());
+  auto expected = fill_windowed(h, q);
+  EXPECT_EQ(restart(), 1u);
+  q = lookup("accounts");
+  auto got = drain(q);
+  for (const auto& [key, order] : expected) EXPECT_EQ(bodies_in(got, key), order) << key;
+  EXPECT_EQ(got.size(), 112u);
+  auto s = stats_of(h, q);
+  EXPECT_EQ(s.window_read_messages, 96u) << "A's messages beyond its recovered window of 4";
+  EXPECT_GE(s.window_reads, 1u);
+  EXPECT_LE(s.window_reads, 2u) << "read back up to 200 at a time, not 4";
+}
+
 // R5: the budget is the broker's, shared by every queue: while another queue's group holds it,
 // a deep group keeps to group_window and reads the rest back; once that memory is given back,
 // groups grow again.

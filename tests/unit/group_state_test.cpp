@@ -603,7 +603,26 @@ TEST(group_state, grows_to_window_max_only_when_allowed_and_nothing_overtakes_a_
   }
   ASSERT_TRUE(fx.fetch.has_value()) << "one held: half of the window of 3";
   EXPECT_EQ(fx.fetch->after, message_seq{5});
-  EXPECT_EQ(fx.fetch->max, 2u) << "a read refills the window, not window_max";
+  EXPECT_EQ(fx.fetch->max, 2u) << "not allowed to grow: a read refills the window";
+}
+
+TEST(group_state, a_read_back_fills_up_to_window_max_while_growing_is_allowed) {
+  group_state g{gid, 5, 4, 10};
+  auto fx = g.on_stored_beyond(25, t0, true);
+  ASSERT_TRUE(fx.fetch.has_value());
+  EXPECT_EQ(fx.fetch->max, 10u) << "window_max, not the window of 4";
+  fx = g.on_fetched(range_of(1, 10), t0, true);
+  g.check_invariants();
+  EXPECT_EQ(g.in_memory(), 10u);
+  EXPECT_EQ(g.backlog(), 25u);
+  EXPECT_FALSE(fx.fetch.has_value());
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_FALSE(fx.fetch.has_value()) << "no read while more than half the window is held";
+    fx = ack_head(g, t0 + 1s);
+  }
+  ASSERT_TRUE(fx.fetch.has_value()) << "two held: half of the window of 4";
+  EXPECT_EQ(fx.fetch->after, message_seq{10});
+  EXPECT_EQ(fx.fetch->max, 2u) << "not allowed to grow: the read refills only the window";
 }
 
 TEST(group_state, growing_stops_at_window_max_and_window_max_below_the_window_is_the_window) {
@@ -1050,7 +1069,7 @@ class window_driver {
           retry_armed_ = true;
         } else if (retry_armed_) {
           retry_armed_ = false;
-          apply(g_.retry_fetch());
+          apply(g_.retry_fetch(draw_grow()));
         }
         break;
       case 5: deliver_offered(); break;
@@ -1064,12 +1083,19 @@ class window_driver {
     if (fetch_) return answer_fetch();
     if (retry_armed_) {
       retry_armed_ = false;
-      return apply(g_.retry_fetch());
+      return apply(g_.retry_fetch(draw_grow()));
     }
     if (offered_) return deliver_offered();
     if (g_.lease()) return finish_in_flight();
     fail("the group is stuck: backlog " + std::to_string(g_.backlog()) + ", " +
          std::to_string(g_.in_memory()) + " in memory, no fetch outstanding, nothing offered");
+  }
+
+  /// Whether the next input lets the group grow past its window (at random, when it has a
+  /// larger window_max); `apply` checks the reads that input asks for against it.
+  bool draw_grow() {
+    grow_ = o_.window_max > o_.window && rng_() % 2 == 0;
+    return grow_;
   }
 
   /// New messages reach the store; the group hears of them later (`tell`).
@@ -1088,7 +1114,7 @@ class window_driver {
     untold_.erase(untold_.begin(), untold_.begin() + static_cast<std::ptrdiff_t>(n));
     for (const auto& m : batch) live_.push_back(m.seq.value);
     told_ = live_.back();
-    const bool grow = o_.window_max > o_.window && rng_() % 2 == 0;
+    const bool grow = draw_grow();
     const auto room = grow ? o_.window_max : o_.window;
     const auto held = g_.in_memory();
     const bool all_held = g_.backlog() == held;  // none of the group's messages is stored only
@@ -1120,7 +1146,7 @@ class window_driver {
       }
       answer.push_back(it->second);
     }
-    apply(g_.on_fetched(std::move(answer), now_));
+    apply(g_.on_fetched(std::move(answer), now_, draw_grow()));
   }
 
   void deliver_offered() {
@@ -1140,21 +1166,21 @@ class window_driver {
     if (!lease) return;
     auto pick = o_.failures ? rng_() % 6 : 0;
     if (pick <= 2) {
-      auto fx = g_.on_ack(*lease, now_);
+      auto fx = g_.on_ack(*lease, now_, draw_grow());
       if (!fx.ok()) return fail("ack refused: " + to_string(fx.err()));
       apply(std::move(fx).value());
     } else if (pick == 3) {
       auto fx = g_.on_nack(*lease, nack_kind::retry,
-                           duration{static_cast<std::int64_t>(rng_() % 3000)}, now_);
+                           duration{static_cast<std::int64_t>(rng_() % 3000)}, now_, draw_grow());
       if (!fx.ok()) return fail("nack refused: " + to_string(fx.err()));
       apply(std::move(fx).value());
     } else if (pick == 4) {
-      auto fx = g_.on_nack(*lease, nack_kind::dead_letter, duration{0}, now_);
+      auto fx = g_.on_nack(*lease, nack_kind::dead_letter, duration{0}, now_, draw_grow());
       if (!fx.ok()) return fail("nack refused: " + to_string(fx.err()));
       apply(std::move(fx).value());
     } else {
       now_ = g_.lease_deadline();
-      apply(g_.on_lease_timer(now_));
+      apply(g_.on_lease_timer(now_, nullptr, draw_grow()));
     }
   }
 
@@ -1197,7 +1223,8 @@ class window_driver {
       if (fx.fetch->after.value != loaded)
         return fail("fetch after " + std::to_string(fx.fetch->after.value) + ", expected after " +
                     std::to_string(loaded));
-      if (fx.fetch->max != std::min(stored, o_.window - in_memory))
+      const auto room = grow_ ? std::max(o_.window, o_.window_max) : o_.window;
+      if (fx.fetch->max != std::min(stored, room - in_memory))
         return fail("fetch max " + std::to_string(fx.fetch->max) + " with " +
                     std::to_string(in_memory) + " in memory and " + std::to_string(stored) +
                     " stored");
@@ -1258,6 +1285,7 @@ class window_driver {
   std::uint64_t in_flight_seq_ = 0;
   std::optional<fetch_request> fetch_;
   bool retry_armed_ = false;  // a fetch failed; the actor calls retry_fetch on a timer
+  bool grow_ = false;         // what the last input was told (draw_grow)
   bool canary_fired_ = false;
   std::string failure_;
 };

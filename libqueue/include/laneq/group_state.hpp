@@ -93,10 +93,11 @@ struct group_effects {
 ///
 /// Memory follows live groups, not backlog (docs/design/persistence.md): the group keeps at
 /// most `window` messages in memory, its head first, or up to `window_max` while the caller
-/// says the broker has memory to spare (`grow`); later arrivals are counted but their payloads
-/// stay in the store, and the group reads them back in arrival order (`fetch`, up to `window`)
-/// when its window runs half empty. Once a message is left in the store, every later one is
-/// too until the reads catch up: nothing overtakes a stored message.
+/// says the broker has memory to spare (`grow`, on every input that can add messages); later
+/// arrivals are counted but their payloads stay in the store, and the group reads them back in
+/// arrival order (`fetch`, refilling the window or, with `grow`, up to `window_max`) when its
+/// window runs half empty. Once a message is left in the store, every later one is too until
+/// the reads catch up: nothing overtakes a stored message.
 class group_state {
  public:
   enum class phase : std::uint8_t { empty, offered, in_flight };
@@ -114,14 +115,14 @@ class group_state {
 
   /// A recovered group: `count` more of its messages are in the store, after every message
   /// given so far (in arrival order). Returns the fetch that reads them back.
-  group_effects on_stored_beyond(std::size_t count, timestamp now);
+  group_effects on_stored_beyond(std::size_t count, timestamp now, bool grow = false);
 
   /// A fetch came back: the stored messages after the requested seq, in arrival order.
-  group_effects on_fetched(std::vector<message> msgs, timestamp now);
+  group_effects on_fetched(std::vector<message> msgs, timestamp now, bool grow = false);
 
   /// A fetch failed (the store is degraded): the actor retries later with `retry_fetch`.
   void on_fetch_failed() { fetching_ = false; }
-  group_effects retry_fetch();
+  group_effects retry_fetch(bool grow = false);
 
   /// After a restart: the head is `in flight` under a lease from before the restart (durable
   /// delivery: the committed lease; fast delivery: a reclaimed token).
@@ -133,19 +134,20 @@ class group_state {
   void on_delivered(const lease_token& lease, timestamp deadline, timestamp now);
 
   /// Acknowledges the in-flight head: it leaves the group; the next head is offered.
-  result<group_effects> on_ack(const lease_token& lease, timestamp now);
+  result<group_effects> on_ack(const lease_token& lease, timestamp now, bool grow = false);
 
   /// Gives the in-flight head back: retry (after `retry_after`) or dead-letter now. A retry that
   /// has used max_attempts dead-letters instead.
   result<group_effects> on_nack(const lease_token& lease, nack_kind kind, duration retry_after,
-                                timestamp now);
+                                timestamp now, bool grow = false);
 
   /// Extends the in-flight lease to `now + by`; returns the new deadline.
   result<timestamp> on_extend(const lease_token& lease, duration by, timestamp now);
 
   /// The lease timer fired. An expired lease is a failed attempt (O5); a lease that was extended
   /// meanwhile returns its new deadline in `rearm`.
-  group_effects on_lease_timer(timestamp now, std::optional<timestamp>* rearm = nullptr);
+  group_effects on_lease_timer(timestamp now, std::optional<timestamp>* rearm = nullptr,
+                               bool grow = false);
 
   // -- queries ---------------------------------------------------------------------------------
 
@@ -169,10 +171,10 @@ class group_state {
  private:
   result<ok_t> check_lease(const lease_token& lease) const;
   group_effects fail_head(timestamp now, duration retry_after, dead_letter_reason reason,
-                          bool force_dead_letter);
-  group_effects advance(group_effects fx, timestamp now);
+                          bool force_dead_letter, bool grow);
+  group_effects advance(group_effects fx, timestamp now, bool grow);
   void offer_head(group_effects& fx);
-  void maybe_fetch(group_effects& fx);
+  void maybe_fetch(group_effects& fx, bool grow);
   void push(message m);
   void pop_head();
 

@@ -64,7 +64,8 @@ class group_actor_impl : public group_actor::base {
   void restore_lease(const lease_token& lease, timestamp deadline, timestamp t);
   /// Adds `delta` bytes to the queue's window_bytes gauge and the broker's window budget.
   void charge(std::int64_t delta);
-  /// True while the broker's window budget lets groups hold more than `group_window`.
+  /// True while the broker's window budget lets groups hold more than `group_window` (passed to
+  /// every input of the state machine that can take messages in: arrivals and reads back).
   bool may_grow() const;
   void check();
 
