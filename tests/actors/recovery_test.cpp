@@ -30,6 +30,15 @@ broker_options windowed(std::size_t window) {
   return o;
 }
 
+/// Broker options whose groups keep 4 messages in memory and up to 200 while all of them hold
+/// less than `budget` bytes (reclaim grace 0).
+broker_options growing(std::size_t budget) {
+  auto o = windowed(4);
+  o.group_window_max = 200;
+  o.window_budget_bytes = budget;
+  return o;
+}
+
 /// The bodies of the deliveries in the ordering group printed as `key`, in delivery order.
 strings bodies_in(const std::vector<delivery>& ds, const std::string& key) {
   strings out;
@@ -440,10 +449,7 @@ TEST_F(recovery, a_group_larger_than_its_window_carries_on_in_order_after_a_rest
 // its arrivals in up to group_window_max and reads nothing back; what groups hold is charged to
 // the budget and given back as they drain.
 TEST_F(recovery, a_group_grows_past_its_window_while_the_budget_has_room) {
-  auto o = windowed(4);
-  o.group_window_max = 200;
-  o.window_budget_bytes = 1 << 20;
-  auto& h = boot(o);
+  auto& h = boot(growing(1 << 20));
   auto q = make(by_account());
   auto expected = fill_windowed(h, q);
   EXPECT_GE(stats_of(h, q).window_bytes, 112 * sizeof(message)) << "all 112 messages are held";
@@ -459,10 +465,7 @@ TEST_F(recovery, a_group_grows_past_its_window_while_the_budget_has_room) {
 // group_window messages and reads the rest back up to group_window_max at a time while the budget
 // has room: one or two reads, not one per half window.
 TEST_F(recovery, a_recovered_deep_group_reads_back_in_few_reads_while_the_budget_has_room) {
-  auto o = windowed(4);
-  o.group_window_max = 200;
-  o.window_budget_bytes = 1 << 20;
-  auto& h = boot(o);
+  auto& h = boot(growing(1 << 20));
   auto q = make(by_account());
   auto expected = fill_windowed(h, q);
   EXPECT_EQ(restart(), 1u);
@@ -480,9 +483,7 @@ TEST_F(recovery, a_recovered_deep_group_reads_back_in_few_reads_while_the_budget
 // a deep group keeps to group_window and reads the rest back; once that memory is given back,
 // groups grow again.
 TEST_F(recovery, a_group_keeps_to_its_window_while_other_queues_hold_the_budget) {
-  auto o = windowed(4);
-  o.group_window_max = 200;
-  o.window_budget_bytes = 32 << 10;  // more than B, C and D hold, less than A's 100 messages
+  auto o = growing(32 << 10);  // more than B, C and D hold, less than A's 100 messages
   auto& h = boot(o);
   auto first = make(queue_spec("first").ordered());
   ASSERT_TRUE(h.enqueue(first, {msg(std::string(64 << 10, 'x'))}).ok());

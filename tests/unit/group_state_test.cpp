@@ -581,6 +581,16 @@ TEST(group_state, window_below_two_is_two_and_the_default_is_the_limit) {
   EXPECT_EQ(dflt.backlog(), limits::group_window_default + 3);
 }
 
+/// Acks `n` heads (without growing); only the last ack may start a read back. Returns its effects.
+group_effects ack_until_read(group_state& g, int n) {
+  group_effects fx;
+  for (int i = 0; i < n; ++i) {
+    EXPECT_FALSE(fx.fetch.has_value()) << "no read while more than half the window is held";
+    fx = ack_head(g, t0 + 1s);
+  }
+  return fx;
+}
+
 // The broker's window budget: an enqueue that may grow fills up to window_max; one that may not
 // fills only up to the window; once a message is left in the store, later arrivals stay there
 // too, and reads back refill only the window.
@@ -596,11 +606,7 @@ TEST(group_state, grows_to_window_max_only_when_allowed_and_nothing_overtakes_a_
   g.check_invariants();
   EXPECT_EQ(g.in_memory(), 5u) << "7 must not overtake 6, which is still in the store";
   EXPECT_EQ(g.backlog(), 7u);
-  group_effects fx;
-  for (int i = 0; i < 4; ++i) {
-    EXPECT_FALSE(fx.fetch.has_value()) << "no read while more than half the window is held";
-    fx = ack_head(g, t0 + 1s);
-  }
+  auto fx = ack_until_read(g, 4);
   ASSERT_TRUE(fx.fetch.has_value()) << "one held: half of the window of 3";
   EXPECT_EQ(fx.fetch->after, message_seq{5});
   EXPECT_EQ(fx.fetch->max, 2u) << "not allowed to grow: a read refills the window";
@@ -616,10 +622,7 @@ TEST(group_state, a_read_back_fills_up_to_window_max_while_growing_is_allowed) {
   EXPECT_EQ(g.in_memory(), 10u);
   EXPECT_EQ(g.backlog(), 25u);
   EXPECT_FALSE(fx.fetch.has_value());
-  for (int i = 0; i < 8; ++i) {
-    EXPECT_FALSE(fx.fetch.has_value()) << "no read while more than half the window is held";
-    fx = ack_head(g, t0 + 1s);
-  }
+  fx = ack_until_read(g, 8);
   ASSERT_TRUE(fx.fetch.has_value()) << "two held: half of the window of 4";
   EXPECT_EQ(fx.fetch->after, message_seq{10});
   EXPECT_EQ(fx.fetch->max, 2u) << "not allowed to grow: the read refills only the window";
