@@ -45,7 +45,7 @@ std::vector<delivery> fairness_actor_impl::take(std::uint32_t max, duration leas
     if (item.group) {
       auto it = offered_.find(item.group);
       LANEQ_ASSERT(it != offered_.end(), "a group's head is delivered only after its offer");
-      send(it->second.handle, delivered_atom_v, token, deadline);
+      it->second.slot.post(delivery_slot::posted{token, deadline, t});
       watch(it->second.handle, token, deadline);
       label = std::move(it->second.label);
       offered_.erase(it);
@@ -177,10 +177,11 @@ void fairness_actor_impl::catch_up(timestamp t) {
 
 fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
   return {
-      [this](offer_atom, group_id g, group_actor& handle, std::string& label, message& m) {
+      [this](offer_atom, group_id g, group_actor& handle, std::string& label, message& m,
+             delivery_slot& slot) {
         auto t = now();
         watched_.erase(g);  // an offer comes only once the group's last lease has ended
-        offered_.emplace(g, offered_group{std::move(handle), std::move(label)});
+        offered_.emplace(g, offered_group{std::move(handle), std::move(label), std::move(slot)});
         sched_.on_ready(ready_item{std::move(m), g}, t);
         serve_pending(t);
         rearm(t);

@@ -33,8 +33,7 @@ std::vector<store_op> group_actor_impl::apply(group_effects fx) {
     if (held_) {
       held_ = std::move(fx.offer);  // still in the reclaim grace
     } else {
-      send(gc_.fairness, offer_atom_v, gc_.id, caf::actor_cast<group_actor>(this), gc_.label,
-           std::move(*fx.offer));
+      offer(std::move(*fx.offer));
     }
   }
   for (auto seq : fx.removed) ops.push_back(st.erase_message(gc_.lane, seq));
@@ -51,6 +50,19 @@ std::vector<store_op> group_actor_impl::apply(group_effects fx) {
   charged_ = held;
   check();
   return ops;
+}
+
+void group_actor_impl::offer(message head) {
+  send(gc_.fairness, offer_atom_v, gc_.id, caf::actor_cast<group_actor>(this), gc_.label,
+       std::move(head), slot_);
+}
+
+timestamp group_actor_impl::catch_up() {
+  if (auto d = slot_.take()) {
+    state_.on_delivered(d->lease, d->deadline, d->at);  // the fairness actor watches the deadline
+    check();
+  }
+  return now();
 }
 
 void group_actor_impl::charge(std::int64_t delta) {
@@ -115,7 +127,7 @@ void group_actor_impl::fetch(const fetch_request& req) {
               }
               msgs.push_back(std::move(m).value());
             }
-            write(apply(state_.on_fetched(std::move(msgs), now(), may_grow())));
+            write(apply(state_.on_fetched(std::move(msgs), catch_up(), may_grow())));
           },
           [this](caf::error&) {
             // The store is degraded: try again shortly (it reopens itself).
@@ -159,10 +171,10 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
   return {
       [this](enqueue_atom, std::vector<message>& msgs, const route_receipt&) {
         // The receipt goes with this message, after the offer that `apply` sends.
-        write(apply(state_.on_enqueue(std::move(msgs), now(), may_grow())));
+        write(apply(state_.on_enqueue(std::move(msgs), catch_up(), may_grow())));
       },
       [this](recover_atom, group_recovery& gr) {
-        auto t = now();
+        auto t = catch_up();
         auto fx = state_.on_enqueue(std::move(gr.window), t);
         auto more = state_.on_stored_beyond(gr.beyond, t, may_grow());
         fx.fetch = std::move(more.fetch);
@@ -183,17 +195,14 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
         if (!held_) return;
         auto head = std::move(*held_);
         held_.reset();
-        send(gc_.fairness, offer_atom_v, gc_.id, caf::actor_cast<group_actor>(this), gc_.label,
-             std::move(head));
+        offer(std::move(head));
       },
-      [this](fetch_atom) { write(apply(state_.retry_fetch(may_grow()))); },
-      [this](delivered_atom, const lease_token& lease, timestamp deadline) {
-        auto t = now();
-        state_.on_delivered(lease, deadline, t);  // the fairness actor watches the deadline
-        check();
+      [this](fetch_atom) {
+        catch_up();
+        write(apply(state_.retry_fetch(may_grow())));
       },
       [this](ack_atom, const lease_token& lease, const ack_receipt& receipt, std::uint32_t index) {
-        auto t = now();
+        auto t = catch_up();
         reclaim(lease, t);
         expire_if_due(t);
         auto fx = state_.on_ack(lease, t, may_grow());
@@ -210,7 +219,7 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
       },
       [this](nack_atom, const lease_token& lease,
              const nack_request& req) -> caf::result<caf::ok_atom> {
-        auto t = now();
+        auto t = catch_up();
         reclaim(lease, t);
         expire_if_due(t);
         auto fx = state_.on_nack(lease, req.kind, duration{req.retry_after_us}, t, may_grow());
@@ -219,7 +228,7 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
         return write_then(end_attempt(lease, apply(std::move(fx).value())), caf::ok_atom_v);
       },
       [this](extend_atom, const lease_token& lease, std::int64_t by_us) -> caf::result<timestamp> {
-        auto t = now();
+        auto t = catch_up();
         reclaim(lease, t);
         expire_if_due(t);
         auto deadline = state_.on_extend(lease, duration{by_us}, t);
@@ -232,13 +241,14 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
         return write_then(std::vector<store_op>{gc_.storage->put_lease(rec)}, deadline.value());
       },
       [this](describe_atom) -> group_info {
-        auto info = state_.describe(now());
+        auto info = state_.describe(catch_up());
         info.key = gc_.label;
         return info;
       },
       [this](tick_atom, const lease_token& lease) {
         // A watch that fires for an earlier lease, or before an extended deadline, is stale.
-        if (state_.lease() == lease) expire_if_due(now());
+        auto t = catch_up();
+        if (state_.lease() == lease) expire_if_due(t);
       },
       [this](stop_atom) { quit(); },
   };

@@ -1,12 +1,15 @@
 // The protocol's out-of-line pieces (actors/include/laneq/actors/protocol.hpp): laneq <-> CAF
-// error conversion, the route and ack receipts and the scheduler settings. Its own target,
-// laneq_protocol, so both laneq_actors and laneq_persistence can link it.
+// error conversion, the route and ack receipts, the delivery slot and the scheduler settings. Its
+// own target, laneq_protocol, so both laneq_actors and laneq_persistence can link it.
 #include "laneq/actors/protocol.hpp"
 
 #include <algorithm>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
+
+#include "laneq/assert.hpp"
 
 namespace laneq {
 
@@ -67,6 +70,24 @@ void ack_receipt::acked(std::size_t index, std::vector<store_op> ops) const {
 
 void ack_receipt::failed(std::size_t index, error why) const {
   gather_->record(index, {}, std::move(why));
+}
+
+struct delivery_slot::state {
+  std::mutex mutex;  // the fairness actor and the group run on any worker
+  std::optional<posted> post;
+};
+
+delivery_slot::delivery_slot() : state_(std::make_shared<state>()) {}
+
+void delivery_slot::post(const posted& p) const {
+  std::lock_guard<std::mutex> guard{state_->mutex};
+  LANEQ_ASSERT(!state_->post, "a group offers again only after it took its last delivery");
+  state_->post = p;
+}
+
+std::optional<delivery_slot::posted> delivery_slot::take() const {
+  std::lock_guard<std::mutex> guard{state_->mutex};
+  return std::exchange(state_->post, std::nullopt);
 }
 
 caf::error to_caf(const error& e) {

@@ -41,6 +41,7 @@ class fairness_actor_impl : public fairness_actor::base {
   struct offered_group {
     group_actor handle;
     std::string label;
+    delivery_slot slot;  ///< where the head's delivery is posted
   };
   /// A group head's lease deadline. Weak: a group that stops is not kept alive by its watch.
   struct lease_watch {

@@ -3,9 +3,11 @@
 // messages (the rest stay in the store and are read back in order; the window grows while the
 // broker's window budget has room, and the actor charges what it holds to it), offers its head to
 // the fairness actor, writes what its state machine decides to the store, and tells the queue actor
-// when it has gone idle. Its lease deadline is watched by the fairness actor (one timer per
-// queue, weak references), so a stopped group is freed at once instead of living on inside a
-// pending CAF timer until its lease would have ended.
+// when it has gone idle. It learns of a delivery from the slot the fairness actor posts it to, at
+// the start of its next message (`delivery_slot`), not from a message of its own. Its lease
+// deadline is watched by the fairness actor (one timer per queue, weak references), so a stopped
+// group is freed at once instead of living on inside a pending CAF timer until its lease would have
+// ended.
 #pragma once
 
 #include <optional>
@@ -42,6 +44,11 @@ class group_actor_impl : public group_actor::base {
 
  private:
   timestamp now() const { return gc_.ctx->time.now(clock()); }
+  /// Takes the delivery the fairness actor posted since the last message, if any (the head is
+  /// now in flight), and returns the current time. Every handler starts with it.
+  timestamp catch_up();
+  /// Offers the head to the fairness actor, with the slot for its delivery.
+  void offer(message head);
   /// Carries out `fx` and returns the store operations it implies (the caller writes them,
   /// waiting for them when a client is owed an answer).
   std::vector<store_op> apply(group_effects fx);
@@ -73,6 +80,7 @@ class group_actor_impl : public group_actor::base {
   group_state state_;
   /// The head, held back from the fairness actor until the reclaim grace ends.
   std::optional<message> held_;
+  delivery_slot slot_;  ///< where the fairness actor posts the head's delivery
   bool idle_due_ = false;
   bool fetch_broken_ = false;  ///< a stored record failed its checksum: the group stops reading
   std::size_t writes_pending_ = 0;  ///< writes a client waits for

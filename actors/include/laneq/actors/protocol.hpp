@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -287,6 +288,34 @@ class route_receipt {
   std::shared_ptr<notifier> notifier_;
 };
 
+/// Where the fairness actor posts the delivery of a group's offered head (its lease, deadline and
+/// delivery time) for the group actor to take at the start of the next message it handles
+/// (actors/src/group_actor.cpp, `catch_up`). It replaces a message per delivery. A group needs
+/// its lease only once a message about it arrives (an ack, nack or extend, which the client sends
+/// after it received the delivery, or the deadline tick, which the fairness actor sends after
+/// posting), so the group always finds the post in time; a describe that races with a delivery
+/// sees the head as offered, as it would have before. The fairness actor posts at most once per
+/// offer, and a group offers again only after it took the last post, so a post is never
+/// overwritten. Copies share one slot; one slot per group actor.
+class delivery_slot {
+ public:
+  struct posted {
+    lease_token lease;
+    timestamp deadline;
+    timestamp at;  ///< when it was delivered
+  };
+
+  delivery_slot();
+  /// Fairness actor: the offered head went out.
+  void post(const posted& p) const;
+  /// Group actor: the delivery posted since the last take, if any.
+  std::optional<posted> take() const;
+
+ private:
+  struct state;
+  std::shared_ptr<state> state_;
+};
+
 /// One ack batch's outcomes, filled in by the group actors whose leases it holds
 /// (actors/src/queue_actor.cpp, the ack handler). Each group records the store operations of its
 /// ack, or why it failed; when the last copy goes, the queue actor hears `acked_atom` with all of
@@ -333,6 +362,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<laneq::shared_json>)
 // A receipt notifies its queue actor in process; it never crosses a process boundary.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(laneq::route_receipt)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(laneq::ack_receipt)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(laneq::delivery_slot)
 
 CAF_BEGIN_TYPE_ID_BLOCK(laneq, caf::first_custom_type_id)
 CAF_ADD_TYPE_ID(laneq, (laneq::message))
@@ -382,7 +412,6 @@ CAF_ADD_ATOM(laneq, laneq, redrive_atom, "redrive")
 CAF_ADD_ATOM(laneq, laneq, stats_atom, "stats")
 CAF_ADD_ATOM(laneq, laneq, groups_atom, "groups")
 CAF_ADD_ATOM(laneq, laneq, offer_atom, "offer")
-CAF_ADD_ATOM(laneq, laneq, delivered_atom, "delivered")
 CAF_ADD_ATOM(laneq, laneq, idle_atom, "idle")
 CAF_ADD_ATOM(laneq, laneq, tick_atom, "tick")
 CAF_ADD_ATOM(laneq, laneq, describe_atom, "describe")
@@ -436,7 +465,6 @@ using store_actor =
 /// One ordering group (one per non-empty group).
 using group_actor =
     caf::typed_actor<caf::reacts_to<enqueue_atom, std::vector<message>, route_receipt>,
-                     caf::reacts_to<delivered_atom, lease_token, timestamp>,
                      // records the ack's store operations in the receipt at that index (the
                      // queue actor writes them)
                      caf::reacts_to<ack_atom, lease_token, ack_receipt, std::uint32_t>,
@@ -451,7 +479,8 @@ using group_actor =
 
 /// The fairness actor: holds deliverable heads and unordered messages, serves receives.
 using fairness_actor = caf::typed_actor<
-    caf::reacts_to<offer_atom, group_id, group_actor, std::string, message>,
+    // a group's head, with the slot for its delivery
+    caf::reacts_to<offer_atom, group_id, group_actor, std::string, message, delivery_slot>,
     caf::reacts_to<enqueue_atom, std::vector<message>>,
     caf::replies_to<receive_atom, receive_request>::with<std::vector<delivery>>,
     // answers the failed leases and the store operations of the others
