@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
 
 #include "laneq/server/auth.hpp"
 
@@ -62,6 +63,16 @@ TEST(json_mapping, ids_are_positive_decimal_strings) {
 
 TEST(json_mapping, utf8_validation_rejects_overlongs_surrogates_and_truncation) {
   EXPECT_TRUE(is_utf8("plain ascii"));
+  // Long ASCII runs are checked eight bytes at a time: a byte anywhere in a word still counts.
+  for (std::size_t at = 0; at < 40; ++at) {
+    std::string text(40, 'a');
+    text[at] = '\xFF';
+    EXPECT_FALSE(is_utf8(text)) << "0xFF at " << at;
+    text.replace(at, 1, "\xC3\xBC");
+    EXPECT_TRUE(is_utf8(text)) << "a two-byte sequence at " << at;
+    text.resize(at + 1);  // cut inside it
+    EXPECT_FALSE(is_utf8(text)) << "truncated at " << at;
+  }
   EXPECT_TRUE(is_utf8("gr\xC3\xBC\xC3\x9F \xE2\x82\xAC \xF0\x9F\x98\x80"));
   EXPECT_FALSE(is_utf8("\xC0\xAF"));          // overlong '/'
   EXPECT_FALSE(is_utf8("\xED\xA0\x80"));      // surrogate

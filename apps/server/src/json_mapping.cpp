@@ -3,6 +3,8 @@
 
 #include <array>
 #include <charconv>
+#include <cstdint>
+#include <cstring>
 
 #include "laneq/limits.hpp"
 
@@ -198,6 +200,15 @@ std::optional<std::string> base64_decode(std::string_view text, bool url) {
 bool is_utf8(std::string_view text) {
   std::size_t i = 0;
   while (i < text.size()) {
+    // ASCII eight bytes at a time: most bodies are all ASCII, and every message body is checked
+    // on its way in and out (0.5 us per 256-byte message bytewise, 1% of laneqd's CPU).
+    while (i + 8 <= text.size()) {
+      std::uint64_t word = 0;
+      std::memcpy(&word, text.data() + i, 8);
+      if ((word & 0x8080808080808080u) != 0) break;
+      i += 8;
+    }
+    if (i >= text.size()) break;
     auto c = static_cast<unsigned char>(text[i]);
     if (c < 0x80) {
       ++i;
