@@ -18,7 +18,7 @@ void fairness_actor_impl::on_exit() {
   fc_.metrics->waiting_receives.store(pending_.size(), std::memory_order_relaxed);
   offered_.clear();
   watches_.clear();
-  watched_.clear();
+  watch_deadlines_.clear();
   fc_.queue = nullptr;
   fc_.store = nullptr;
 }
@@ -27,6 +27,8 @@ void fairness_actor_impl::check() {
 #ifndef NDEBUG
   sched_.check_invariants();
   leases_.check_invariants();
+  watch_deadlines_.check_invariants();
+  LANEQ_ASSERT(watches_.size() == watch_deadlines_.size(), "every watch has a deadline");
 #endif
 }
 
@@ -132,29 +134,25 @@ void fairness_actor_impl::rearm(timestamp t) {
     if (x && (!next || *x < *next)) next = x;
   };
   consider(leases_.next_deadline());
-  if (!watches_.empty()) consider(watches_.front().deadline);
+  consider(watch_deadlines_.next());
   if (!pending_deadlines_.empty()) consider(*pending_deadlines_.begin());
   if (next) timer_.arm(this, tick_atom_v, *next, t);
 }
 
 void fairness_actor_impl::watch(const group_actor& g, const lease_token& lease,
                                 timestamp deadline) {
-  watches_.push_back(lease_watch{deadline, caf::actor_cast<caf::weak_actor_ptr>(g), lease});
-  std::push_heap(watches_.begin(), watches_.end(), std::greater<>{});
-  watched_.insert_or_assign(lease.group, std::make_pair(lease, deadline));
+  watches_.insert_or_assign(lease.group,
+                            lease_watch{lease, caf::actor_cast<caf::weak_actor_ptr>(g)});
+  watch_deadlines_.set(lease.group, deadline);
 }
 
 void fairness_actor_impl::expire_leases(timestamp t) {
   // Group heads: tell each live group that its lease deadline has come; it decides (it may have
   // been acked or extended meanwhile).
-  while (!watches_.empty() && watches_.front().deadline <= t) {
-    std::pop_heap(watches_.begin(), watches_.end(), std::greater<>{});
-    auto w = std::move(watches_.back());
-    watches_.pop_back();
-    auto newest = watched_.find(w.lease.group);
-    if (newest == watched_.end() || newest->second != std::make_pair(w.lease, w.deadline))
-      continue;  // extended since (a later watch fires), or the group has moved on
-    watched_.erase(newest);
+  for (auto g : watch_deadlines_.pop_due(t)) {
+    auto it = watches_.find(g);
+    auto w = std::move(it->second);
+    watches_.erase(it);
     if (auto strong = w.group.lock())
       send(caf::actor_cast<group_actor>(strong), tick_atom_v, w.lease);
   }
@@ -180,7 +178,8 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
       [this](offer_atom, group_id g, group_actor& handle, std::string& label, message& m,
              delivery_slot& slot) {
         auto t = now();
-        watched_.erase(g);  // an offer comes only once the group's last lease has ended
+        // An offer comes only once the group's last lease has ended.
+        if (watch_deadlines_.erase(g)) watches_.erase(g);
         offered_.emplace(g, offered_group{std::move(handle), std::move(label), std::move(slot)});
         sched_.on_ready(ready_item{std::move(m), g}, t);
         serve_pending(t);

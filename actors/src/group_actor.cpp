@@ -192,6 +192,7 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
         write(apply(std::move(fx)));
       },
       [this](release_atom) {
+        catch_up();
         if (!held_) return;
         auto head = std::move(*held_);
         held_.reset();

@@ -1,9 +1,6 @@
 // Leases of in-flight unordered messages (libqueue/include/laneq/lease_table.hpp).
 #include "laneq/lease_table.hpp"
 
-#include <algorithm>
-#include <functional>
-
 #include "laneq/assert.hpp"
 
 namespace laneq {
@@ -12,8 +9,7 @@ void lease_table::grant(const lease_token& lease, message m, timestamp deadline,
   LANEQ_ASSERT(lease.msg == m.id, "a lease names its message");
   auto [it, fresh] = leases_.emplace(m.id, entry{lease, std::move(m), now, deadline});
   LANEQ_ASSERT(fresh, "a message has at most one lease");
-  deadlines_.push_back(deadline_ref{deadline, lease.msg, lease.attempt});
-  std::push_heap(deadlines_.begin(), deadlines_.end(), std::greater<>{});
+  deadlines_.set(lease.msg, deadline);
 }
 
 result<lease_table::entry*> lease_table::find(const lease_token& lease) {
@@ -32,7 +28,7 @@ result<message> lease_table::release(const lease_token& lease) {
   if (!e) return e.err();
   auto m = std::move(e.value()->msg);
   leases_.erase(lease.msg);
-  drop_stale_deadlines();
+  deadlines_.erase(lease.msg);
   return m;
 }
 
@@ -41,43 +37,22 @@ result<timestamp> lease_table::extend(const lease_token& lease, duration by, tim
   if (!e) return e.err();
   auto* x = e.value();
   x->deadline = now + by;
-  deadlines_.push_back(deadline_ref{x->deadline, lease.msg, lease.attempt});
-  std::push_heap(deadlines_.begin(), deadlines_.end(), std::greater<>{});
-  drop_stale_deadlines();
+  deadlines_.set(lease.msg, x->deadline);
   return x->deadline;
-}
-
-void lease_table::drop_stale_deadlines() {
-  while (!deadlines_.empty()) {
-    const auto& top = deadlines_.front();
-    auto it = leases_.find(top.id);
-    if (it != leases_.end() && it->second.lease.attempt == top.attempt &&
-        it->second.deadline == top.deadline)
-      return;
-    std::pop_heap(deadlines_.begin(), deadlines_.end(), std::greater<>{});
-    deadlines_.pop_back();
-  }
 }
 
 std::vector<message> lease_table::expire_due(timestamp now) {
   std::vector<message> out;
-  drop_stale_deadlines();
-  while (!deadlines_.empty() && deadlines_.front().deadline <= now) {
-    auto id = deadlines_.front().id;
-    std::pop_heap(deadlines_.begin(), deadlines_.end(), std::greater<>{});
-    deadlines_.pop_back();
+  for (auto id : deadlines_.pop_due(now)) {
     auto it = leases_.find(id);
     out.push_back(std::move(it->second.msg));
     leases_.erase(it);
-    drop_stale_deadlines();
   }
   return out;
 }
 
 std::optional<timestamp> lease_table::next_deadline() const {
-  // drop_stale_deadlines() runs after every mutation, so the top is live.
-  if (deadlines_.empty()) return std::nullopt;
-  return deadlines_.front().deadline;
+  return deadlines_.next();
 }
 
 std::optional<std::pair<timestamp, timestamp>> lease_table::window(message_id id) const {
@@ -87,8 +62,10 @@ std::optional<std::pair<timestamp, timestamp>> lease_table::window(message_id id
 }
 
 void lease_table::check_invariants() const {
-  LANEQ_ASSERT(deadlines_.size() >= leases_.size(), "every lease has a deadline entry");
+  deadlines_.check_invariants();
+  LANEQ_ASSERT(deadlines_.size() == leases_.size(), "every lease has a deadline");
   for (const auto& [id, e] : leases_) {
+    LANEQ_ASSERT(deadlines_.deadline(id) == e.deadline, "the heap has the lease's deadline");
     LANEQ_ASSERT(e.lease.msg == id && e.msg.id == id, "lease, message and key agree");
     LANEQ_ASSERT(e.lease.attempt == e.msg.attempts, "the lease is the message's latest attempt");
   }

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "laneq/deadline_heap.hpp"
 #include "laneq/error.hpp"
 #include "laneq/lease.hpp"
 #include "laneq/message.hpp"
@@ -47,20 +48,10 @@ class lease_table {
     timestamp since;
     timestamp deadline;
   };
-  struct deadline_ref {
-    timestamp deadline;
-    message_id id;
-    std::uint32_t attempt;
-    bool operator>(const deadline_ref& o) const {
-      if (deadline != o.deadline) return deadline > o.deadline;
-      return id.value > o.id.value;
-    }
-  };
   result<entry*> find(const lease_token& lease);
-  void drop_stale_deadlines();
 
   std::unordered_map<message_id, entry> leases_;
-  std::vector<deadline_ref> deadlines_;  // min-heap; stale refs are skipped lazily
+  deadline_heap<message_id> deadlines_;  // of the leases, by message
 };
 
 }  // namespace laneq

@@ -12,6 +12,7 @@
 #include "laneq/actors/context.hpp"
 #include "laneq/actors/protocol.hpp"
 #include "laneq/actors/queue_storage.hpp"
+#include "laneq/deadline_heap.hpp"
 #include "laneq/fair_scheduler.hpp"
 #include "laneq/lease_table.hpp"
 
@@ -43,12 +44,11 @@ class fairness_actor_impl : public fairness_actor::base {
     std::string label;
     delivery_slot slot;  ///< where the head's delivery is posted
   };
-  /// A group head's lease deadline. Weak: a group that stops is not kept alive by its watch.
+  /// A delivered group head's lease, watched for its deadline. Weak: a group that stops is not
+  /// kept alive by its watch.
   struct lease_watch {
-    timestamp deadline;
-    caf::weak_actor_ptr group;
     lease_token lease;
-    bool operator>(const lease_watch& o) const { return deadline > o.deadline; }
+    caf::weak_actor_ptr group;
   };
   struct pending_receive {
     caf::typed_response_promise<std::vector<delivery>> promise;
@@ -90,12 +90,12 @@ class fairness_actor_impl : public fairness_actor::base {
   fair_scheduler sched_;
   lease_table leases_;
   std::unordered_map<group_id, offered_group> offered_;
-  std::vector<lease_watch> watches_;  // min-heap by deadline
-  /// Per group (by the lease's group id): the lease and deadline of its newest watch. A watch
-  /// that is not the newest, or whose group offered again since (its lease ended with an ack,
-  /// nack or expiry), fires without a message: every delivery used to cost its group a stale
-  /// tick one lease duration later.
-  std::unordered_map<group_id, std::pair<lease_token, timestamp>> watched_;
+  /// Per group with a head in flight (by the lease's group id): its newest lease, and in
+  /// `watch_deadlines_` that lease's deadline. An extend replaces both; the group's next offer
+  /// (its lease ended with an ack, nack or expiry) removes both, so no group gets a stale tick
+  /// for every message it delivered, and memory follows the heads in flight.
+  std::unordered_map<group_id, lease_watch> watches_;
+  deadline_heap<group_id> watch_deadlines_;
   std::deque<pending_receive> pending_;
   std::multiset<timestamp> pending_deadlines_;  // of pending_, for the timer
   deadline_timer timer_;

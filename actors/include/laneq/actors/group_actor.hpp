@@ -45,7 +45,7 @@ class group_actor_impl : public group_actor::base {
  private:
   timestamp now() const { return gc_.ctx->time.now(clock()); }
   /// Takes the delivery the fairness actor posted since the last message, if any (the head is
-  /// now in flight), and returns the current time. Every handler starts with it.
+  /// now in flight), and returns the current time. Every handler but `stop` starts with it.
   timestamp catch_up();
   /// Offers the head to the fairness actor, with the slot for its delivery.
   void offer(message head);
