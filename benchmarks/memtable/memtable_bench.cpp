@@ -11,6 +11,7 @@
 #include <rocksdb/slice_transform.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -36,6 +37,8 @@ struct config {
   std::string dir;
   std::string hint = "lane";      // none | lane (the store's) | lane-seq
   std::string removal = "erase";  // erase | floor
+  std::string order = "arrival";  // arrival | sorted (each batch's operations by key)
+  std::size_t mixed = 0;          // 1: enqueues and acks in one batch, as a group commit writes
   std::size_t lanes = 1000;
   std::size_t backlog = 100;  // messages waiting per lane in the steady state
   std::size_t messages = 1000000;
@@ -47,25 +50,33 @@ struct config {
 
 void usage() {
   std::cerr
-      << "usage: laneq_memtable_bench --dir=DIR [--hint=none|lane|lane-seq] "
+      << "usage: laneq_memtable_bench --dir=DIR [--hint=none|lane|lane-seq|queue] "
          "[--removal=erase|floor]\n"
+         "         [--order=arrival|sorted] [--mixed=0|1]\n"
          "         [--lanes=N] [--backlog=N] [--messages=N] [--enqueue-batch=N] "
          "[--ack-batch=N]\n"
          "         [--body-bytes=N] [--seed=N]\n"
          "  dir:     the database goes into DIR/laneq-memtable-bench-<pid>, removed at the end\n"
          "  hint:    memtable_insert_with_hint_prefix_extractor: none; the 25-byte lane prefix\n"
-         "           (the store's); or the lane prefix and the seq's top 6 bytes (not kept)\n"
+         "           (the store's); or the lane prefix and the seq's top 6 bytes (not kept); or\n"
+         "           the queue's 9-byte prefix (one hint for all its messages)\n"
+         "  order:   each batch's operations as they come, or sorted by key\n"
+         "  mixed:   1: enqueues and acks in one batch (as the store's group commit)\n"
          "  removal: erase: a tombstone per removed message (the store's layout); floor: one\n"
          "           overwritten per-lane record instead (a design not built, for comparison)\n";
 }
 
 bool parse(int argc, char** argv, config& c) {
   static const std::pair<std::string_view, std::string config::*> texts[] = {
-      {"dir", &config::dir}, {"hint", &config::hint}, {"removal", &config::removal}};
+      {"dir", &config::dir},
+      {"hint", &config::hint},
+      {"removal", &config::removal},
+      {"order", &config::order}};
   static const std::pair<std::string_view, std::size_t config::*> numbers[] = {
       {"lanes", &config::lanes},         {"backlog", &config::backlog},
       {"messages", &config::messages},   {"enqueue-batch", &config::enqueue_batch},
-      {"ack-batch", &config::ack_batch}, {"body-bytes", &config::body_bytes}};
+      {"ack-batch", &config::ack_batch}, {"body-bytes", &config::body_bytes},
+      {"mixed", &config::mixed}};
   for (int i = 1; i < argc; ++i) {
     std::string_view arg{argv[i]};
     auto eq = arg.find('=');
@@ -91,7 +102,9 @@ bool parse(int argc, char** argv, config& c) {
   }
   if (c.dir.empty() || c.lanes == 0 || c.backlog == 0 || c.enqueue_batch == 0 || c.ack_batch == 0)
     return false;
-  if (c.hint != "none" && c.hint != "lane" && c.hint != "lane-seq") return false;
+  if (c.hint != "none" && c.hint != "lane" && c.hint != "lane-seq" && c.hint != "queue")
+    return false;
+  if (c.order != "arrival" && c.order != "sorted") return false;
   return c.removal == "erase" || c.removal == "floor";
 }
 
@@ -135,6 +148,8 @@ int main(int argc, char** argv) {
   else if (c.hint == "lane-seq")
     o.memtable_insert_with_hint_prefix_extractor.reset(
         rocksdb::NewFixedPrefixTransform(lane_prefix + 6));
+  else if (c.hint == "queue")  // tag and uid: one hint for all of a queue's messages
+    o.memtable_insert_with_hint_prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(1 + 8));
   rocksdb::DB* raw = nullptr;
   std::error_code ec;
   std::filesystem::create_directories(c.dir, ec);
@@ -170,18 +185,40 @@ int main(int argc, char** argv) {
   std::uint64_t seq = 0;
   std::size_t live = 0;
   std::size_t removed = 0;
+  struct op {
+    std::string key;
+    bool put = true;  // false: a tombstone
+    std::string_view value;
+  };
+  // Writes `ops` as one batch: in the order given, or sorted by key (stable: one key's
+  // operations keep their order, as the store would have to).
+  auto apply = [&](std::vector<op>& ops, tally& t) {
+    if (c.order == "sorted")
+      std::stable_sort(ops.begin(), ops.end(),
+                       [](const op& a, const op& b) { return a.key < b.key; });
+    rocksdb::WriteBatch b;
+    for (const auto& each : ops) {
+      if (each.put)
+        b.Put(each.key, rocksdb::Slice{each.value.data(), each.value.size()});
+      else
+        b.Delete(each.key);
+    }
+    return write(b, t);
+  };
+  tally mixed;
   while (removed < c.messages) {
-    rocksdb::WriteBatch enqueue;
+    std::vector<op> enqueue;
     if (live < c.lanes * c.backlog && seq < c.messages) {
       for (std::size_t i = 0; i < c.enqueue_batch && seq < c.messages; ++i) {
         auto lane = static_cast<std::size_t>(rng() % c.lanes);
         waiting[lane].push_back(++seq);
-        enqueue.Put(laneq::codec::message_key(0, lanes[lane], laneq::message_seq{seq}), body);
+        enqueue.push_back(
+            op{laneq::codec::message_key(0, lanes[lane], laneq::message_seq{seq}), true, body});
         ++live;
       }
     }
     // One ack per lane at most (one message in flight per group), starting at a random lane.
-    rocksdb::WriteBatch ack;
+    std::vector<op> ack;
     auto first = static_cast<std::size_t>(rng() % c.lanes);
     for (std::size_t i = 0, n = 0; i < c.lanes && n < c.ack_batch; ++i) {
       auto lane = (first + i) % c.lanes;
@@ -190,32 +227,41 @@ int main(int argc, char** argv) {
       waiting[lane].pop_front();
       auto key = laneq::codec::message_key(0, lanes[lane], laneq::message_seq{head});
       if (c.removal == "erase") {
-        ack.Delete(key);
+        ack.push_back(op{std::move(key), false, {}});
       } else {
         key[0] = 'W';  // a per-lane record of its own: tag, uid, lane
         key.resize(lane_prefix);
-        ack.Put(key, floor_value);
+        ack.push_back(op{std::move(key), true, floor_value});
       }
       ++n;
       --live;
       ++removed;
     }
-    if (!write(enqueue, puts) || !write(ack, removals)) return 1;
+    if (c.mixed != 0) {
+      for (auto& each : ack) enqueue.push_back(std::move(each));
+      if (!apply(enqueue, mixed)) return 1;
+    } else if (!apply(enqueue, puts) || !apply(ack, removals)) {
+      return 1;
+    }
   }
   auto per = [](const tally& t, auto x) {
     return t.ops == 0 ? 0.0 : static_cast<double>(x) / static_cast<double>(t.ops);
   };
   std::printf(
       "{\n  \"benchmark\": \"laneq_memtable_bench\",\n  \"config\": {\"hint\": \"%s\", "
-      "\"removal\": \"%s\", \"lanes\": %zu, \"backlog\": %zu, \"messages\": %zu, "
-      "\"enqueue_batch\": %zu, \"ack_batch\": %zu, \"body_bytes\": %zu, \"seed\": %llu},\n"
+      "\"removal\": \"%s\", \"order\": \"%s\", \"mixed\": %s, \"lanes\": %zu, "
+      "\"backlog\": %zu, \"messages\": %zu, \"enqueue_batch\": %zu, \"ack_batch\": %zu, "
+      "\"body_bytes\": %zu, \"seed\": %llu},\n"
       "  \"puts\": {\"ops\": %llu, \"comparisons_per_op\": %.1f, \"us_per_op\": %.3f},\n"
-      "  \"removals\": {\"ops\": %llu, \"comparisons_per_op\": %.1f, \"us_per_op\": %.3f}\n}\n",
-      c.hint.c_str(), c.removal.c_str(), c.lanes, c.backlog, c.messages, c.enqueue_batch,
-      c.ack_batch, c.body_bytes, static_cast<unsigned long long>(c.seed),
-      static_cast<unsigned long long>(puts.ops), per(puts, puts.comparisons),
-      per(puts, puts.time.count()) / 1000.0, static_cast<unsigned long long>(removals.ops),
-      per(removals, removals.comparisons), per(removals, removals.time.count()) / 1000.0);
+      "  \"removals\": {\"ops\": %llu, \"comparisons_per_op\": %.1f, \"us_per_op\": %.3f},\n"
+      "  \"mixed\": {\"ops\": %llu, \"comparisons_per_op\": %.1f, \"us_per_op\": %.3f}\n}\n",
+      c.hint.c_str(), c.removal.c_str(), c.order.c_str(), c.mixed != 0 ? "true" : "false", c.lanes,
+      c.backlog, c.messages, c.enqueue_batch, c.ack_batch, c.body_bytes,
+      static_cast<unsigned long long>(c.seed), static_cast<unsigned long long>(puts.ops),
+      per(puts, puts.comparisons), per(puts, puts.time.count()) / 1000.0,
+      static_cast<unsigned long long>(removals.ops), per(removals, removals.comparisons),
+      per(removals, removals.time.count()) / 1000.0, static_cast<unsigned long long>(mixed.ops),
+      per(mixed, mixed.comparisons), per(mixed, mixed.time.count()) / 1000.0);
   db.reset();
   std::filesystem::remove_all(db_dir);
   return 0;
