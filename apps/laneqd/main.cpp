@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -116,7 +117,8 @@ int main(int argc, char** argv) {
   caf::actor_system_config caf_cfg;
   laneq::add_message_types(caf_cfg);
   if (cfg.caf_port != 0) caf_cfg.load<caf::io::middleman>();
-  laneq::tune_scheduler(caf_cfg, cfg.actor_threads);
+  laneq::tune_scheduler(caf_cfg, laneq::server::actor_threads_for(
+                                     cfg.actor_threads, std::thread::hardware_concurrency()));
   caf::actor_system sys{caf_cfg};
 
   laneq::broker_options bo;

@@ -37,6 +37,16 @@ TEST(config, an_empty_config_gives_the_documented_defaults) {
   EXPECT_EQ(p.config.limits.body_bytes, defaults.limits.body_bytes);
 }
 
+// caf.threads 0 leaves one core to the store thread, HTTP and RocksDB; a configured count wins.
+TEST(config, actor_threads_default_to_one_fewer_than_the_cores) {
+  EXPECT_EQ(actor_threads_for(0, 2), 1u);
+  EXPECT_EQ(actor_threads_for(0, 8), 7u);
+  EXPECT_EQ(actor_threads_for(0, 1), 1u);
+  EXPECT_EQ(actor_threads_for(0, 0), 1u);  // hardware_concurrency() may not know
+  EXPECT_EQ(actor_threads_for(4, 2), 4u);
+  EXPECT_EQ(parse_config("{}").config.actor_threads, 0u);
+}
+
 TEST(config, every_field_is_read) {
   auto p = parse_config(R"({
     "data_dir": "/var/lib/laneq",

@@ -226,6 +226,11 @@ parsed_config config_from_json(const json::value& v) {
   return out;
 }
 
+std::size_t actor_threads_for(std::size_t configured, unsigned cores) {
+  if (configured != 0) return configured;
+  return cores > 1 ? cores - 1 : 1;
+}
+
 parsed_config parse_config(std::string_view text) {
   boost::system::error_code ec;
   auto v = json::parse(text, ec);
