@@ -69,7 +69,7 @@ parsed_config config_from_json(const boost::json::value& v);
 /// The CAF scheduler threads laneqd runs: `configured` if set, otherwise one fewer than the
 /// host's `cores`, at least 1. The core left over is for laneqd's own busy threads: the store
 /// thread (about half a core under load), HTTP and RocksDB's background jobs. On the 2-core
-/// host, one worker instead of two took 10-16% more messages per second end to end with 1,000
+/// host, one worker instead of two took 5-16% more messages per second end to end with 1,000
 /// groups over HTTP and 4-8% over CAF, and the same unordered (benchmarks/README.md).
 std::size_t actor_threads_for(std::size_t configured, unsigned cores);
 
