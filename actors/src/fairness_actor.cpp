@@ -18,7 +18,6 @@ void fairness_actor_impl::on_exit() {
   fc_.metrics->waiting_receives.store(pending_.size(), std::memory_order_relaxed);
   offered_.clear();
   watches_.clear();
-  watch_deadlines_.clear();
   fc_.queue = nullptr;
   fc_.store = nullptr;
 }
@@ -27,8 +26,7 @@ void fairness_actor_impl::check() {
 #ifndef NDEBUG
   sched_.check_invariants();
   leases_.check_invariants();
-  watch_deadlines_.check_invariants();
-  LANEQ_ASSERT(watches_.size() == watch_deadlines_.size(), "every watch has a deadline");
+  watches_.check_invariants();
 #endif
 }
 
@@ -134,28 +132,23 @@ void fairness_actor_impl::rearm(timestamp t) {
     if (x && (!next || *x < *next)) next = x;
   };
   consider(leases_.next_deadline());
-  consider(watch_deadlines_.next());
+  consider(watches_.next());
   if (!pending_deadlines_.empty()) consider(*pending_deadlines_.begin());
   if (next) timer_.arm(this, tick_atom_v, *next, t);
 }
 
 void fairness_actor_impl::watch(const group_actor& g, const lease_token& lease,
                                 timestamp deadline) {
-  watches_.insert_or_assign(lease.group,
-                            lease_watch{lease, caf::actor_cast<caf::weak_actor_ptr>(g)});
-  watch_deadlines_.set(lease.group, deadline);
+  watches_.set(lease.group, deadline, lease_watch{lease, caf::actor_cast<caf::weak_actor_ptr>(g)});
 }
 
 void fairness_actor_impl::expire_leases(timestamp t) {
   // Group heads: tell each live group that its lease deadline has come; it decides (it may have
   // been acked or extended meanwhile).
-  for (auto g : watch_deadlines_.pop_due(t)) {
-    auto it = watches_.find(g);
-    auto w = std::move(it->second);
-    watches_.erase(it);
+  watches_.pop_due(t, [this](group_id, lease_watch w) {
     if (auto strong = w.group.lock())
       send(caf::actor_cast<group_actor>(strong), tick_atom_v, w.lease);
-  }
+  });
   std::vector<store_op> ops;
   for (auto& m : leases_.expire_due(t)) {
     queue_metrics::add(fc_.metrics->lease_expired);
@@ -179,7 +172,7 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
              delivery_slot& slot) {
         auto t = now();
         // An offer comes only once the group's last lease has ended.
-        if (watch_deadlines_.erase(g)) watches_.erase(g);
+        watches_.erase(g);
         offered_.emplace(g, offered_group{std::move(handle), std::move(label), std::move(slot)});
         sched_.on_ready(ready_item{std::move(m), g}, t);
         serve_pending(t);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <unordered_map>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "laneq/assert.hpp"
@@ -23,17 +24,18 @@ namespace laneq {
 /// leases at 100,000 msg/s, three million entries), the heap is rebuilt from the live keys
 /// whenever stale entries outnumber live ones by `slack`: amortized O(1) per operation, and at
 /// most twice the live keys plus `slack` entries. Ties expire in key order, so the order is
-/// deterministic. `K` needs `<`, `==` and `std::hash`.
-template <class K>
+/// deterministic. `K` needs `<`, `==` and `std::hash`. Each key may carry a value `V` that goes
+/// with its deadline (the fairness actor's lease watch), so no second map mirrors the keys.
+template <class K, class V = std::monostate>
 class deadline_heap {
  public:
   /// Stale entries the heap may hold beyond the live ones before it is rebuilt.
   static constexpr std::size_t slack = 64;
 
-  /// Sets `key`'s deadline, replacing any earlier one.
-  void set(const K& key, timestamp deadline) {
+  /// Sets `key`'s deadline and value, replacing any earlier ones.
+  void set(const K& key, timestamp deadline, V value = {}) {
     auto gen = ++generation_;
-    live_.insert_or_assign(key, slot{deadline, gen});
+    live_.insert_or_assign(key, slot{deadline, gen, std::move(value)});
     heap_.push_back(entry{deadline, key, gen});
     std::push_heap(heap_.begin(), heap_.end(), std::greater<>{});
     settle();
@@ -59,15 +61,25 @@ class deadline_heap {
     return heap_.front().deadline;  // `settle` keeps the top live
   }
 
+  /// Removes every key whose deadline is at or before `now`, earliest first, and calls
+  /// `f(key, value)` for each once it is removed.
+  template <class F>
+  void pop_due(timestamp now, F&& f) {
+    while (!heap_.empty() && heap_.front().deadline <= now) {
+      auto it = live_.find(heap_.front().key);
+      auto key = it->first;
+      auto value = std::move(it->second.value);
+      live_.erase(it);
+      pop_top();
+      settle();
+      f(key, std::move(value));
+    }
+  }
+
   /// Removes every key whose deadline is at or before `now` and returns them, earliest first.
   std::vector<K> pop_due(timestamp now) {
     std::vector<K> out;
-    while (!heap_.empty() && heap_.front().deadline <= now) {
-      out.push_back(heap_.front().key);
-      live_.erase(heap_.front().key);
-      pop_top();
-      settle();
-    }
+    pop_due(now, [&out](const K& key, V&&) { out.push_back(key); });
     return out;
   }
 
@@ -98,6 +110,7 @@ class deadline_heap {
   struct slot {
     timestamp deadline;
     std::uint64_t generation = 0;
+    V value;
   };
   struct entry {
     timestamp deadline;

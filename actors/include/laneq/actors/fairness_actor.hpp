@@ -90,12 +90,11 @@ class fairness_actor_impl : public fairness_actor::base {
   fair_scheduler sched_;
   lease_table leases_;
   std::unordered_map<group_id, offered_group> offered_;
-  /// Per group with a head in flight (by the lease's group id): its newest lease, and in
-  /// `watch_deadlines_` that lease's deadline. An extend replaces both; the group's next offer
-  /// (its lease ended with an ack, nack or expiry) removes both, so no group gets a stale tick
-  /// for every message it delivered, and memory follows the heads in flight.
-  std::unordered_map<group_id, lease_watch> watches_;
-  deadline_heap<group_id> watch_deadlines_;
+  /// Per group with a head in flight (by the lease's group id): its newest lease and that
+  /// lease's deadline. An extend replaces it; the group's next offer (its lease ended with an
+  /// ack, nack or expiry) removes it, so no group gets a stale tick for every message it
+  /// delivered, and memory follows the heads in flight.
+  deadline_heap<group_id, lease_watch> watches_;
   std::deque<pending_receive> pending_;
   std::multiset<timestamp> pending_deadlines_;  // of pending_, for the timer
   deadline_timer timer_;
