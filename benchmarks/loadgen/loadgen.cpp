@@ -19,6 +19,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -58,6 +59,7 @@ struct options {
   double rate = 0;                     ///< offered msg/s; 0: flat out
   std::uint64_t max_backlog = 20'000;  ///< the producer stays at most this far ahead of the acks
   std::string durability = "durable";
+  bool async_ack = false;  ///< --ack=async: acks on a connection of their own (consumer())
   std::int64_t server_pid = 0;
   std::int64_t stall_s = 60;
   bool keep = false;  ///< keep the queue afterwards
@@ -70,8 +72,8 @@ void usage(std::ostream& o) {
        "         [--size=BYTES] [--groups=K (0: unordered)] [--consumers=C] [--batch=B]\n"
        "         [--in-flight=P (enqueue batches in flight)]\n"
        "         [--receive-max=M] [--wait-ms=W] [--rate=MSG_PER_S (0: flat out)]\n"
-       "         [--max-backlog=N] [--durability=durable|fast] [--server-pid=PID]\n"
-       "         [--stall-s=S] [--keep] [--no-progress]\n";
+       "         [--max-backlog=N] [--durability=durable|fast] [--ack=sync|async]\n"
+       "         [--server-pid=PID] [--stall-s=S] [--keep] [--no-progress]\n";
 }
 
 bool parse_options(int argc, char** argv, options& o, std::string& err) {
@@ -150,6 +152,12 @@ bool parse_options(int argc, char** argv, options& o, std::string& err) {
         err = "--durability wants durable or fast";
         return false;
       }
+    } else if (name == "ack") {
+      if (val != "sync" && val != "async") {
+        err = "--ack wants sync or async";
+        return false;
+      }
+      o.async_ack = val == "async";
     } else if (name == "server-pid") {
       ok = num(o.server_pid, 1, 1e9);
     } else if (name == "stall-s") {
@@ -411,10 +419,20 @@ struct shared_state {
   }
 };
 
+/// How long each call of one thread took, from its send to its answer: where a run's time goes.
+struct call_log {
+  std::vector<std::int64_t> enqueue_us;
+  std::vector<std::int64_t> receive_us;  ///< receives that brought messages
+  std::vector<std::int64_t> ack_us;
+  std::uint64_t empty_receives = 0;
+  std::uint64_t received = 0;
+};
+
 /// Slot `slot` of the producer's `--in-flight` slots. A slot owns every message whose group
 /// falls to it (unordered: every slot-th batch), sends them in number order and waits for each
 /// batch to be durable, so a group's order is the order its slot sent it in.
-void producer(shared_state& st, transport& t, std::int64_t t0_ns, std::uint32_t slot) {
+void producer(shared_state& st, transport& t, std::int64_t t0_ns, std::uint32_t slot,
+              call_log& calls) {
   const auto& o = st.opt;
   const std::uint64_t slots = o.in_flight;
   auto owns = [&](std::uint64_t k) {
@@ -451,29 +469,134 @@ void producer(shared_state& st, transport& t, std::int64_t t0_ns, std::uint32_t 
     }
     st.sent += count;
     auto done = now_ns();
+    calls.enqueue_us.push_back((done - t_send) / 1000);
     auto last = st.last_send_done_ns.load();
     while (last < done && !st.last_send_done_ns.compare_exchange_weak(last, done)) {
     }
   }
 }
 
-void consumer(shared_state& st, transport& t, std::vector<std::int64_t>& deliver_us,
-              std::vector<std::int64_t>& ack_us) {
-  const auto& o = st.opt;
+/// A received batch on its way to being acked.
+struct to_ack {
   std::vector<received> batch;
+  std::vector<std::int64_t> sent_at;  ///< per message: its send time, from its body
+  std::int64_t received_ns = 0;
+};
+
+/// What one consumer measures: enqueue-to-delivery and enqueue-to-ack per acked message, and
+/// its calls.
+struct consumer_log {
+  std::vector<std::int64_t> deliver_us;
+  std::vector<std::int64_t> ack_us;
+  call_log calls;
+};
+
+/// Acks `a` on `t` and counts the outcome: duplicates, failed acks, latencies.
+bool settle(shared_state& st, transport& t, const to_ack& a, consumer_log& log) {
   std::vector<bool> ok;
-  std::vector<std::int64_t> delivered_at;
+  std::string err;
+  auto t_ask = now_ns();
+  if (!t.ack(a.batch, ok, err)) {
+    st.fail("ack failed: " + err);
+    return false;
+  }
+  auto t_ack = now_ns();
+  log.calls.ack_us.push_back((t_ack - t_ask) / 1000);
+  for (std::size_t i = 0; i < a.batch.size(); ++i) {
+    if (!ok[i]) {
+      ++st.failed_acks;
+      continue;
+    }
+    auto f = parse_body(a.batch[i].body);
+    if (st.acked[f.n].exchange(1) != 0) {
+      ++st.duplicates;
+      continue;
+    }
+    log.deliver_us.push_back((a.received_ns - a.sent_at[i]) / 1000);
+    log.ack_us.push_back((t_ack - a.sent_at[i]) / 1000);
+    ++st.acked_distinct;
+  }
+  st.last_ack_ns = t_ack;
+  return true;
+}
+
+/// --ack=async: one consumer's acks, on a connection of their own, one batch at a time, while
+/// the consumer receives its next batch (as with Pulsar's acknowledgeAsync or Kafka's
+/// commitAsync). A consumer holds at most two batches: the one it is acking and the one it
+/// received last; it hands that one over only once the previous ack is answered.
+class async_acker {
+ public:
+  async_acker(shared_state& st, transport& t, consumer_log& log)
+      : st_(st), t_(t), log_(log), thread_([this] { run(); }) {}
+  ~async_acker() {
+    {
+      std::lock_guard<std::mutex> g(mtx_);
+      closing_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  async_acker(const async_acker&) = delete;
+  async_acker& operator=(const async_acker&) = delete;
+
+  /// Waits until the previous batch is acked, then hands `a` over.
+  void hand(to_ack a) {
+    std::unique_lock<std::mutex> g(mtx_);
+    cv_.wait(g, [this] { return !next_ && !busy_; });
+    next_ = std::move(a);
+    cv_.notify_all();
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> g(mtx_);
+    for (;;) {
+      cv_.wait(g, [this] { return next_ || closing_; });
+      if (!next_) return;  // closing with nothing left
+      auto a = std::move(*next_);
+      next_.reset();
+      busy_ = true;
+      g.unlock();
+      settle(st_, t_, a, log_);
+      g.lock();
+      busy_ = false;
+      cv_.notify_all();
+    }
+  }
+
+  shared_state& st_;
+  transport& t_;
+  consumer_log& log_;
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  std::optional<to_ack> next_;
+  bool busy_ = false;
+  bool closing_ = false;
+  std::thread thread_;
+};
+
+/// Receives batches and acks each one whole: on the same connection after each receive, or on
+/// `ack_conn` while receiving the next (--ack=async).
+void consumer(shared_state& st, transport& t, transport* ack_conn, consumer_log& log) {
+  const auto& o = st.opt;
+  std::optional<async_acker> acker;
+  if (ack_conn != nullptr) acker.emplace(st, *ack_conn, log);
   while (!st.stop && st.acked_distinct.load() < o.messages) {
-    batch.clear();
+    to_ack a;
     std::string err;
-    if (!t.receive(o.receive_max, o.wait_ms, batch, err)) {
+    auto t_ask = now_ns();
+    if (!t.receive(o.receive_max, o.wait_ms, a.batch, err)) {
       st.fail("receive failed: " + err);
       return;
     }
-    if (batch.empty()) continue;
-    auto t_recv = now_ns();
-    delivered_at.clear();
-    for (const auto& m : batch) {
+    a.received_ns = now_ns();
+    if (a.batch.empty()) {
+      ++log.calls.empty_receives;
+      continue;
+    }
+    log.calls.receive_us.push_back((a.received_ns - t_ask) / 1000);
+    log.calls.received += a.batch.size();
+    for (const auto& m : a.batch) {
       auto f = parse_body(m.body);
       if (!f.ok || f.n >= o.messages) {
         st.fail("a received body is not one of this run's: " + m.body.substr(0, 40));
@@ -485,33 +608,19 @@ void consumer(shared_state& st, transport& t, std::vector<std::int64_t>& deliver
         // A redelivery repeats the number; a lower one means an overtaking message.
         if (prev > static_cast<std::int64_t>(f.n)) ++st.order_violations;
       }
-      delivered_at.push_back(f.t_ns);
+      a.sent_at.push_back(f.t_ns);
     }
-    if (!t.ack(batch, ok, err)) {
-      st.fail("ack failed: " + err);
+    if (acker) {
+      acker->hand(std::move(a));
+    } else if (!settle(st, t, a, log)) {
       return;
     }
-    auto t_ack = now_ns();
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      if (!ok[i]) {
-        ++st.failed_acks;
-        continue;
-      }
-      auto f = parse_body(batch[i].body);
-      if (st.acked[f.n].exchange(1) != 0) {
-        ++st.duplicates;
-        continue;
-      }
-      deliver_us.push_back((t_recv - delivered_at[i]) / 1000);
-      ack_us.push_back((t_ack - delivered_at[i]) / 1000);
-      ++st.acked_distinct;
-    }
-    st.last_ack_ns = t_ack;
   }
 }
 
 json::object percentiles(std::vector<std::int64_t>& v) {
   json::object o;
+  o["count"] = v.size();
   if (v.empty()) return o;
   std::sort(v.begin(), v.end());
   auto at = [&](double q) {
@@ -597,20 +706,25 @@ int main(int argc, char** argv) {
   auto srv0 = sample_process(o.server_pid);
   auto self0 = sample_process(getpid());
   double rss_max = srv0.rss_mb;
-  std::vector<std::vector<std::int64_t>> deliver_us(o.consumers), ack_us(o.consumers);
-  for (std::uint32_t i = 0; i < o.consumers; ++i) {
-    deliver_us[i].reserve(o.messages / o.consumers + 1);
-    ack_us[i].reserve(o.messages / o.consumers + 1);
+  std::vector<consumer_log> logs(o.consumers);
+  for (auto& l : logs) {
+    l.deliver_us.reserve(o.messages / o.consumers + 1);
+    l.ack_us.reserve(o.messages / o.consumers + 1);
   }
+  std::vector<call_log> producer_calls(o.in_flight);
+  // Connections: the producer's slots, then the consumers', then (--ack=async) their acks'.
   std::vector<std::unique_ptr<transport>> conns;
-  for (std::uint32_t i = 0; i < o.in_flight + o.consumers; ++i) conns.push_back(make());
+  for (std::uint32_t i = 0; i < o.in_flight + o.consumers * (o.async_ack ? 2 : 1); ++i)
+    conns.push_back(make());
   auto t0 = now_ns();
   std::vector<std::thread> threads;
   for (std::uint32_t i = 0; i < o.in_flight; ++i)
-    threads.emplace_back([&, i] { producer(st, *conns[i], t0, i); });
+    threads.emplace_back([&, i] { producer(st, *conns[i], t0, i, producer_calls[i]); });
   for (std::uint32_t i = 0; i < o.consumers; ++i)
-    threads.emplace_back(
-        [&, i] { consumer(st, *conns[o.in_flight + i], deliver_us[i], ack_us[i]); });
+    threads.emplace_back([&, i] {
+      auto* ack_conn = o.async_ack ? conns[o.in_flight + o.consumers + i].get() : nullptr;
+      consumer(st, *conns[o.in_flight + i], ack_conn, logs[i]);
+    });
 
   // Progress, stall detection and server sampling on this thread.
   std::uint64_t prev_acked = 0;
@@ -668,8 +782,10 @@ int main(int argc, char** argv) {
   }
 
   std::vector<std::int64_t> all_deliver, all_ack;
-  for (auto& v : deliver_us) all_deliver.insert(all_deliver.end(), v.begin(), v.end());
-  for (auto& v : ack_us) all_ack.insert(all_ack.end(), v.begin(), v.end());
+  for (auto& l : logs) {
+    all_deliver.insert(all_deliver.end(), l.deliver_us.begin(), l.deliver_us.end());
+    all_ack.insert(all_ack.end(), l.ack_us.begin(), l.ack_us.end());
+  }
   auto acked = st.acked_distinct.load();
   bool ok = st.first_error.empty() && acked == o.messages && st.order_violations == 0;
   auto enq_s = static_cast<double>(st.last_send_done_ns - t0) / 1e9;
@@ -688,6 +804,7 @@ int main(int argc, char** argv) {
   out["receive_max"] = o.receive_max;
   out["offered_rate"] = o.rate;
   out["durability"] = o.durability;
+  out["ack"] = o.async_ack ? "async" : "sync";
   out["acked"] = acked;
   out["duplicates"] = st.duplicates.load();
   out["failed_acks"] = st.failed_acks.load();
@@ -697,6 +814,28 @@ int main(int argc, char** argv) {
   out["duration_s"] = e2e_s;
   out["enqueue_to_delivery"] = percentiles(all_deliver);
   out["enqueue_to_ack"] = percentiles(all_ack);
+  {
+    call_log all;
+    auto calls = std::move(producer_calls);
+    for (auto& l : logs) calls.push_back(std::move(l.calls));
+    for (auto& c : calls) {
+      all.enqueue_us.insert(all.enqueue_us.end(), c.enqueue_us.begin(), c.enqueue_us.end());
+      all.receive_us.insert(all.receive_us.end(), c.receive_us.begin(), c.receive_us.end());
+      all.ack_us.insert(all.ack_us.end(), c.ack_us.begin(), c.ack_us.end());
+      all.empty_receives += c.empty_receives;
+      all.received += c.received;
+    }
+    json::object c;
+    c["enqueue"] = percentiles(all.enqueue_us);
+    c["receive"] = percentiles(all.receive_us);
+    c["ack"] = percentiles(all.ack_us);
+    c["empty_receives"] = all.empty_receives;
+    c["messages_per_receive"] =
+        all.receive_us.empty()
+            ? 0.0
+            : static_cast<double>(all.received) / static_cast<double>(all.receive_us.size());
+    out["calls"] = std::move(c);
+  }
   if (srv0.ok && srv1.ok) {
     json::object s;
     s["pid"] = o.server_pid;

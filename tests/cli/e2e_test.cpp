@@ -1,9 +1,11 @@
 // End-to-end: the `laneq` binary, the CAF examples and the README demo against a real laneqd
 // process on free loopback ports (issue 4 §2, §4, §5).
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <regex>
 #include <set>
+#include <string>
 
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
@@ -242,6 +244,50 @@ TEST(caf_examples, worker_acks_every_message_in_order_per_account) {
   }
   EXPECT_EQ(total, count);
   EXPECT_EQ(static_cast<int>(next.size()), accounts);
+  EXPECT_EQ(d.stop(), 0);
+}
+#endif
+
+#ifdef LANEQ_LOADGEN_BIN
+// The load generator against a real laneqd, over both transports and with both ack modes: every
+// message acked once, in order per group, and its JSON report consistent with that.
+TEST(loadgen, drives_laneqd_over_http_and_caf_with_sync_and_async_acks) {
+  laneq::test::daemon d(LANEQ_LANEQD_BIN, true);
+  ASSERT_TRUE(d.ready()) << d.startup_error();
+  const std::int64_t messages = 3000;
+  for (std::string transport : {"http", "caf"}) {
+    for (std::string ack : {"sync", "async"}) {
+      SCOPED_TRACE(transport + ", ack " + ack);
+      auto r = laneq::test::run(
+          {LANEQ_LOADGEN_BIN, "--transport=" + transport, "--url=" + d.url(),
+           "--caf-port=" + std::to_string(d.caf_port()), "--messages=" + std::to_string(messages),
+           "--groups=20", "--consumers=3", "--batch=50", "--receive-max=40", "--in-flight=2",
+           "--ack=" + ack, "--no-progress"},
+          d.dir());
+      ASSERT_EQ(r.rc, 0) << r.out << r.err;
+      json::error_code ec;
+      auto v = json::parse(r.out, ec);
+      ASSERT_FALSE(ec) << "not JSON: " << r.out;
+      const auto& o = v.as_object();
+      EXPECT_TRUE(o.at("ok").as_bool());
+      EXPECT_EQ(str(o.at("ack")), ack);
+      EXPECT_EQ(o.at("acked").to_number<std::int64_t>(), messages);
+      EXPECT_EQ(o.at("duplicates").to_number<std::int64_t>(), 0);
+      EXPECT_EQ(o.at("order_violations").to_number<std::int64_t>(), 0);
+      const auto& calls = o.at("calls").as_object();
+      auto count = [&](const char* call) {
+        return calls.at(call).as_object().at("count").to_number<std::int64_t>();
+      };
+      EXPECT_EQ(count("enqueue"), messages / 50) << "one call per batch of 50";
+      EXPECT_EQ(count("ack"), count("receive")) << "every receive that brought messages is acked";
+      auto per_receive = calls.at("messages_per_receive").to_number<double>();
+      EXPECT_GT(per_receive, 0.0);
+      EXPECT_LE(per_receive, 40.0);
+      EXPECT_NEAR(per_receive * static_cast<double>(count("receive")),
+                  static_cast<double>(messages), 0.5)
+          << "nothing was redelivered, so the receives brought each message once";
+    }
+  }
   EXPECT_EQ(d.stop(), 0);
 }
 #endif
