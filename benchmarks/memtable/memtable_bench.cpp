@@ -45,6 +45,7 @@ struct config {
   std::size_t enqueue_batch = 1000;
   std::size_t ack_batch = 300;
   std::size_t body_bytes = 400;  // about a 256-byte body with its headers, encoded
+  std::size_t memtable_mb = 64;  // write_buffer_size
   std::uint64_t seed = 1;
 };
 
@@ -55,7 +56,7 @@ void usage() {
          "         [--order=arrival|sorted] [--mixed=0|1]\n"
          "         [--lanes=N] [--backlog=N] [--messages=N] [--enqueue-batch=N] "
          "[--ack-batch=N]\n"
-         "         [--body-bytes=N] [--seed=N]\n"
+         "         [--body-bytes=N] [--memtable-mb=N] [--seed=N]\n"
          "  dir:     the database goes into DIR/laneq-memtable-bench-<pid>, removed at the end\n"
          "  hint:    memtable_insert_with_hint_prefix_extractor: none; the 25-byte lane prefix\n"
          "           (the store's); or the lane prefix and the seq's top 6 bytes (not kept); or\n"
@@ -76,7 +77,7 @@ bool parse(int argc, char** argv, config& c) {
       {"lanes", &config::lanes},         {"backlog", &config::backlog},
       {"messages", &config::messages},   {"enqueue-batch", &config::enqueue_batch},
       {"ack-batch", &config::ack_batch}, {"body-bytes", &config::body_bytes},
-      {"mixed", &config::mixed}};
+      {"mixed", &config::mixed},         {"memtable-mb", &config::memtable_mb}};
   for (int i = 1; i < argc; ++i) {
     std::string_view arg{argv[i]};
     auto eq = arg.find('=');
@@ -100,7 +101,8 @@ bool parse(int argc, char** argv, config& c) {
     }
     if (!known) return false;
   }
-  if (c.dir.empty() || c.lanes == 0 || c.backlog == 0 || c.enqueue_batch == 0 || c.ack_batch == 0)
+  if (c.dir.empty() || c.memtable_mb == 0 || c.lanes == 0 || c.backlog == 0 ||
+      c.enqueue_batch == 0 || c.ack_batch == 0)
     return false;
   if (c.hint != "none" && c.hint != "lane" && c.hint != "lane-seq" && c.hint != "queue")
     return false;
@@ -138,7 +140,7 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(db_dir);
   rocksdb::Options o;
   o.create_if_missing = true;
-  o.write_buffer_size = 64u << 20;  // the store's
+  o.write_buffer_size = c.memtable_mb << 20;
   o.compression = rocksdb::kLZ4Compression;
   o.allow_concurrent_memtable_write = false;
   constexpr std::size_t lane_prefix = laneq::codec::message_key_lane_prefix_bytes;
@@ -251,12 +253,12 @@ int main(int argc, char** argv) {
       "{\n  \"benchmark\": \"laneq_memtable_bench\",\n  \"config\": {\"hint\": \"%s\", "
       "\"removal\": \"%s\", \"order\": \"%s\", \"mixed\": %s, \"lanes\": %zu, "
       "\"backlog\": %zu, \"messages\": %zu, \"enqueue_batch\": %zu, \"ack_batch\": %zu, "
-      "\"body_bytes\": %zu, \"seed\": %llu},\n"
+      "\"body_bytes\": %zu, \"memtable_mb\": %zu, \"seed\": %llu},\n"
       "  \"puts\": {\"ops\": %llu, \"comparisons_per_op\": %.1f, \"us_per_op\": %.3f},\n"
       "  \"removals\": {\"ops\": %llu, \"comparisons_per_op\": %.1f, \"us_per_op\": %.3f},\n"
       "  \"mixed\": {\"ops\": %llu, \"comparisons_per_op\": %.1f, \"us_per_op\": %.3f}\n}\n",
       c.hint.c_str(), c.removal.c_str(), c.order.c_str(), c.mixed != 0 ? "true" : "false", c.lanes,
-      c.backlog, c.messages, c.enqueue_batch, c.ack_batch, c.body_bytes,
+      c.backlog, c.messages, c.enqueue_batch, c.ack_batch, c.body_bytes, c.memtable_mb,
       static_cast<unsigned long long>(c.seed), static_cast<unsigned long long>(puts.ops),
       per(puts, puts.comparisons), per(puts, puts.time.count()) / 1000.0,
       static_cast<unsigned long long>(removals.ops), per(removals, removals.comparisons),
