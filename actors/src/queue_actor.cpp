@@ -61,6 +61,9 @@ void queue_actor_impl::on_exit() {
         to_caf(error{errc::queue_deleted, "queue '" + qc_.spec.name() + "' was deleted"}));
   acking_.clear();
   fairness_ = nullptr;
+  // Groups are monitored, not linked (spawn_group): they go down with the queue by this exit.
+  auto reason = fail_state() ? fail_state() : caf::make_error(caf::exit_reason::user_shutdown);
+  for (auto& [id, entry] : groups_) send_exit(entry.handle, reason);
   groups_.clear();
   group_by_key_.clear();
   group_by_lane_.clear();
@@ -513,7 +516,10 @@ queue_actor_impl::group_entry& queue_actor_impl::group_for(const std::string& ke
                         fairness_,
                         caf::actor_cast<queue_actor>(this),
                         qc_.store};
-  auto handle = spawn<group_actor_impl, caf::linked>(std::move(gc));
+  // Monitored, not linked: a link is an entry in this actor's attachables as well, and CAF
+  // removes it on the group's exit by a linear search of that list, so with many live groups
+  // every idle group's stop cost a scan over all of them (measured: benchmarks/README.md).
+  auto handle = spawn<group_actor_impl, caf::monitored>(std::move(gc));
   group_by_key_.emplace(key, id);
   group_by_lane_.emplace(lane.bytes, id);
   return groups_.emplace(id, group_entry{id, std::move(handle), {key}, lane, 0, std::nullopt})
@@ -660,6 +666,11 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
                            caf::actor_cast<queue_actor>(this),
                            qc_.store};
   fairness_ = spawn<fairness_actor_impl, caf::linked>(std::move(fc));
+  // A group that stops on its own was removed when it reported idle; one that fails takes the
+  // queue down with it, as a link would.
+  set_down_handler([this](caf::down_msg& dm) {
+    if (dm.reason && dm.reason != caf::exit_reason::normal) quit(std::move(dm.reason));
+  });
   return {
       [this](enqueue_atom,
              std::vector<outgoing_message>& batch) -> caf::result<std::vector<message_id>> {

@@ -412,6 +412,31 @@ TEST_F(admin, groups_are_removed_when_idle_and_a_later_message_spawns_a_fresh_gr
   EXPECT_EQ(stats_of(h, q).acked, 2u);
 }
 
+// A group actor ends when its group goes idle and when its queue is deleted: the actor system's
+// count of running actors comes back to where it was (groups are monitored by their queue, not
+// linked, so nothing else ends them).
+TEST_F(admin, group_actors_end_when_idle_and_when_their_queue_is_deleted) {
+  auto& registry_of = h.system().registry();
+  auto q = make(queue_spec("accounts").ordered_by({key::header("account")}));
+  h.run();
+  const auto before = registry_of.running();
+  put(h, q, in_account("A1", "A"));
+  put(h, q, in_account("B1", "B"));
+  put(h, q, in_account("C1", "C"));
+  EXPECT_EQ(stats_of(h, q).live_groups, 3u);
+  EXPECT_EQ(registry_of.running(), before + 3) << "one actor per live group";
+  auto a1 = take_one(h, q);
+  ASSERT_TRUE(h.ack(q, a1.lease).ok());
+  h.run();
+  EXPECT_EQ(stats_of(h, q).live_groups, 2u);
+  EXPECT_EQ(registry_of.running(), before + 2) << "the idle group's actor ended";
+
+  ASSERT_TRUE(drop("accounts").ok());
+  h.run();
+  EXPECT_EQ(registry_of.running(), before - 2)
+      << "the queue, its fairness actor and its two live groups ended";
+}
+
 // -- long polls -----------------------------------------------------------------------------------
 
 // A receive with wait_us waits for the first message: it is answered when one is enqueued.
