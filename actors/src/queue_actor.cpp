@@ -522,8 +522,42 @@ queue_actor_impl::group_entry& queue_actor_impl::group_for(const std::string& ke
   auto handle = spawn<group_actor_impl, caf::monitored>(std::move(gc));
   group_by_key_.emplace(key, id);
   group_by_lane_.emplace(lane.bytes, id);
-  return groups_.emplace(id, group_entry{id, std::move(handle), {key}, lane, 0, std::nullopt})
+  return groups_
+      .emplace(id, group_entry{id, std::move(handle), {key}, lane, 0, std::nullopt, std::nullopt})
       .first->second;
+}
+
+void queue_actor_impl::on_idle(group_id id, std::uint64_t received) {
+  auto* entry = find_group(id);
+  if (!entry || entry->routed != received) return;  // more messages are on their way
+  auto t = now();
+  if (!entry->idle_since) {
+    if (lingering_ >= limits::lingering_groups_max) return stop_group(*entry);
+    entry->idle_since = t;
+    ++lingering_;
+    // The same report again, later: the group stops then unless a message woke it meanwhile
+    // (`routed` moved on) and it has not gone idle again since.
+    delayed_send(caf::actor_cast<queue_actor>(this), limits::group_idle_linger, idle_atom_v, id,
+                 received);
+    return;
+  }
+  if (t - *entry->idle_since >= limits::group_idle_linger) stop_group(*entry);
+}
+
+void queue_actor_impl::stop_group(group_entry& entry) {
+  wake(entry);
+  send(entry.handle, stop_atom_v);
+  // A token of the previous run that named this group's head names nothing any more.
+  if (entry.reclaim_head) reclaimable_.erase(*entry.reclaim_head);
+  for (const auto& key : entry.keys) group_by_key_.erase(key);
+  group_by_lane_.erase(entry.lane.bytes);
+  groups_.erase(entry.id);
+}
+
+void queue_actor_impl::wake(group_entry& entry) {
+  if (!entry.idle_since) return;
+  entry.idle_since.reset();
+  --lingering_;
 }
 
 queue_actor_impl::group_entry* queue_actor_impl::owner_of(const lease_token& l) {
@@ -550,6 +584,7 @@ void queue_actor_impl::route(std::vector<placed> batch, std::function<void()> ro
       continue;
     }
     auto& g = group_for(p.where.group_key, p.where.ordering_key);
+    wake(g);
     ++g.routed;
     auto& slot = by_group[g.id];
     if (slot.empty()) order.push_back(g.id);
@@ -596,7 +631,7 @@ queue_stats queue_actor_impl::stats() const {
   s.in_flight = inflight > 0 ? static_cast<std::uint64_t>(inflight) : 0;
   auto window_bytes = m.window_bytes.load(std::memory_order_relaxed);
   s.window_bytes = window_bytes > 0 ? static_cast<std::uint64_t>(window_bytes) : 0;
-  s.live_groups = groups_.size();
+  s.live_groups = groups_.size() - lingering_;  // a lingering actor is no group any more
   s.dead_letters = dead_letters_.size();
   s.waiting_receives = queue_metrics::get(m.waiting_receives);
   return s;
@@ -634,8 +669,9 @@ caf::result<std::vector<group_info>> queue_actor_impl::describe_groups(bool bloc
   auto g = std::make_shared<gather>();
   g->promise = make_response_promise<std::vector<group_info>>();
   g->blocked_only = blocked_only;
-  g->remaining = groups_.size() + 1;
+  g->remaining = groups_.size() - lingering_ + 1;
   for (auto& [id, entry] : groups_) {
+    if (entry.idle_since) continue;  // gone idle: its actor lingers, the group is gone
     auto gid = id;
     request(entry.handle, caf::infinite, describe_atom_v)
         .then(
@@ -882,16 +918,7 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
           caf::anon_send(qc_.store, write_atom_v, qc_.storage->write(std::move(ops)));
         });
       },
-      [this](idle_atom, group_id id, std::uint64_t received) {
-        auto* entry = find_group(id);
-        if (!entry || entry->routed != received) return;  // more messages are on their way
-        send(entry->handle, stop_atom_v);
-        // A token of the previous run that named this group's head names nothing any more.
-        if (entry->reclaim_head) reclaimable_.erase(*entry->reclaim_head);
-        for (const auto& key : entry->keys) group_by_key_.erase(key);
-        group_by_lane_.erase(entry->lane.bytes);
-        groups_.erase(id);
-      },
+      [this](idle_atom, group_id id, std::uint64_t received) { on_idle(id, received); },
       [this](recover_atom) -> caf::result<caf::ok_atom> {
         if (qc_.spec.functions_missing()) {
           // The lanes of stored messages need the key functions: recovery waits for a create

@@ -385,8 +385,10 @@ TEST_F(admin, stats_counters_and_gauges_are_exact_after_a_scripted_sequence) {
 
 // -- group lifecycle ------------------------------------------------------------------------------
 
-// A group is gone once it is empty and idle (live_groups back to 0); a later message for the same
-// key spawns a fresh group, which works, and a lease of the old incarnation is unknown.
+// A group is gone once it is empty and idle (live_groups back to 0, not listed). Its actor
+// lingers for limits::group_idle_linger: a message for the same key meanwhile is served by it
+// (the same incarnation), and one after the linger by a fresh incarnation. Either way a lease of
+// an earlier message is unknown.
 TEST_F(admin, groups_are_removed_when_idle_and_a_later_message_spawns_a_fresh_group) {
   auto q = make(queue_spec("accounts").ordered_by({key::header("account")}));
   put(h, q, in_account("A1", "A"));
@@ -398,23 +400,44 @@ TEST_F(admin, groups_are_removed_when_idle_and_a_later_message_spawns_a_fresh_gr
   ASSERT_TRUE(listed.ok());
   EXPECT_TRUE(listed.value().empty());
 
+  h.advance(limits::group_idle_linger / 2);
   put(h, q, in_account("A2", "A"));
   EXPECT_EQ(stats_of(h, q).live_groups, 1u);
   auto a2 = take_one(h, q);
   EXPECT_EQ(a2.msg.body, "A2");
-  EXPECT_EQ(a2.ordering_key, a1.ordering_key);
-  EXPECT_NE(a2.lease.group, a1.lease.group) << "a new incarnation";
+  EXPECT_EQ(a2.lease.group, a1.lease.group) << "the lingering incarnation, woken";
   auto stale = h.ack(q, a1.lease);
   ASSERT_FALSE(stale.ok());
   EXPECT_EQ(stale.err().code, errc::lease_not_found);
   ASSERT_TRUE(h.ack(q, a2.lease).ok());
   EXPECT_EQ(stats_of(h, q).live_groups, 0u);
-  EXPECT_EQ(stats_of(h, q).acked, 2u);
+
+  // The first linger ends while the group is idle again: that check was for an earlier idle
+  // spell (fewer messages routed), so the actor stays until its second linger is over.
+  h.advance(limits::group_idle_linger / 2 + 1ms);
+  put(h, q, in_account("A3", "A"));
+  auto a3 = take_one(h, q);
+  EXPECT_EQ(a3.lease.group, a1.lease.group) << "still the same incarnation";
+  ASSERT_TRUE(h.ack(q, a3.lease).ok());
+
+  h.advance(limits::group_idle_linger);
+  put(h, q, in_account("A4", "A"));
+  EXPECT_EQ(stats_of(h, q).live_groups, 1u);
+  auto a4 = take_one(h, q);
+  EXPECT_EQ(a4.msg.body, "A4");
+  EXPECT_EQ(a4.ordering_key, a1.ordering_key);
+  EXPECT_NE(a4.lease.group, a1.lease.group) << "a new incarnation after a whole linger";
+  stale = h.ack(q, a3.lease);
+  ASSERT_FALSE(stale.ok());
+  EXPECT_EQ(stale.err().code, errc::lease_not_found);
+  ASSERT_TRUE(h.ack(q, a4.lease).ok());
+  EXPECT_EQ(stats_of(h, q).live_groups, 0u);
+  EXPECT_EQ(stats_of(h, q).acked, 4u);
 }
 
-// A group actor ends when its group goes idle and when its queue is deleted: the actor system's
-// count of running actors comes back to where it was (groups are monitored by their queue, not
-// linked, so nothing else ends them).
+// A group actor ends once its group has been idle for limits::group_idle_linger, and when its
+// queue is deleted: the actor system's count of running actors comes back to where it was
+// (groups are monitored by their queue, not linked, so nothing else ends them).
 TEST_F(admin, group_actors_end_when_idle_and_when_their_queue_is_deleted) {
   auto& registry_of = h.system().registry();
   auto q = make(queue_spec("accounts").ordered_by({key::header("account")}));
@@ -429,12 +452,18 @@ TEST_F(admin, group_actors_end_when_idle_and_when_their_queue_is_deleted) {
   ASSERT_TRUE(h.ack(q, a1.lease).ok());
   h.run();
   EXPECT_EQ(stats_of(h, q).live_groups, 2u);
-  EXPECT_EQ(registry_of.running(), before + 2) << "the idle group's actor ended";
+  EXPECT_EQ(registry_of.running(), before + 3) << "the idle group's actor lingers";
+  h.advance(limits::group_idle_linger);
+  EXPECT_EQ(registry_of.running(), before + 2) << "and ends after the linger";
 
+  auto b1 = take_one(h, q);
+  ASSERT_TRUE(h.ack(q, b1.lease).ok());
+  h.run();
+  EXPECT_EQ(registry_of.running(), before + 2) << "B lingers";
   ASSERT_TRUE(drop("accounts").ok());
   h.run();
   EXPECT_EQ(registry_of.running(), before - 2)
-      << "the queue, its fairness actor and its two live groups ended";
+      << "the queue, its fairness actor, the live group C and the lingering B ended";
 }
 
 // -- long polls -----------------------------------------------------------------------------------

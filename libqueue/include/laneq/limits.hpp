@@ -65,6 +65,12 @@ inline constexpr std::size_t group_window_max_default = 1024;
 /// Bytes of messages all group windows together may hold before groups stop growing past
 /// `group_window` (docs/operations.md, "Group windows").
 inline constexpr std::size_t window_budget_bytes_default = std::size_t{256} << 20;
+/// An idle group (nothing waiting, nothing in flight) keeps its actor this long before it stops,
+/// so a key whose next message follows soon does not spawn a new actor for every message (with
+/// 1,000 groups and 8 consumers, 290,000 spawns per 300,000 messages without it).
+inline constexpr duration group_idle_linger = 1s;
+/// Idle groups of one queue that may linger at once; an idle group beyond them stops at once.
+inline constexpr std::size_t lingering_groups_max = 10'000;
 /// After a restart in fast delivery mode: how long heads wait for their old lease holders.
 inline constexpr duration reclaim_grace_default = 10s;
 inline constexpr duration reclaim_grace_max = std::chrono::hours{1};

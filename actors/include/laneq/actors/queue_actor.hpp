@@ -55,6 +55,8 @@ class queue_actor_impl : public queue_actor::base {
     std::uint64_t routed = 0;  // messages sent to this incarnation
     /// Its recovered head, while a token of the previous run may name it (`reclaimable_`).
     std::optional<message_id> reclaim_head;
+    /// Idle since then, after `routed` messages: it stops once idle for `group_idle_linger`.
+    std::optional<timestamp> idle_since;
   };
   struct placed {
     message msg;
@@ -110,6 +112,12 @@ class queue_actor_impl : public queue_actor::base {
   void recover(std::shared_ptr<recovery> r);
   void finish_recovery(recovery& r);
   group_entry* find_group(group_id id);
+  /// A group reported idle after `received` messages: it lingers, or stops once it has lingered
+  /// long enough (the same report comes back after `group_idle_linger`).
+  void on_idle(group_id id, std::uint64_t received);
+  void stop_group(group_entry& entry);
+  /// The group is busy again: it no longer lingers.
+  void wake(group_entry& entry);
   /// The group holding the lease: its live incarnation, or a held head after a restart.
   group_entry* owner_of(const lease_token& l);
   caf::result<std::vector<group_info>> describe_groups(bool blocked_only);
@@ -127,6 +135,7 @@ class queue_actor_impl : public queue_actor::base {
   std::unordered_map<std::string, group_id> group_by_key_;          // by encoded key (saves a hash)
   std::map<std::array<std::uint8_t, 16>, group_id> group_by_lane_;  // one group per lane
   std::unordered_map<group_id, group_entry> groups_;
+  std::size_t lingering_ = 0;                          ///< groups with `idle_since` set
   std::map<std::uint64_t, dead_letter> dead_letters_;  // by dead-letter order
   std::unordered_map<message_id, std::uint64_t> dead_letter_order_;
   std::uint64_t next_dead_letter_ = 1;
