@@ -8,6 +8,7 @@
 #include <string>
 
 #include "laneq/server/auth.hpp"
+#include "../unit/support.hpp"
 
 namespace laneq::server {
 namespace {
@@ -204,7 +205,18 @@ TEST(json_mapping, receive_ack_nack_extend_and_redrive_requests_parse_and_check_
   EXPECT_FALSE(redrive_from_json(obj(R"({"ids": [7]})"), 10).ok());
 }
 
-TEST(json_mapping, deliveries_carry_text_or_base64_bodies) {
+/// The one message of a `deliveries_json` or `dead_letters_json` answer.
+json::object only_message(const std::string& text, std::string_view list) {
+  boost::system::error_code ec;
+  auto v = json::parse(text, ec);
+  EXPECT_FALSE(ec) << ec.message() << " in " << text;
+  if (ec) return {};
+  const auto& arr = v.as_object().at(list).as_array();
+  EXPECT_EQ(arr.size(), 1u);
+  return arr.empty() ? json::object{} : arr.front().as_object();
+}
+
+delivery sample_delivery() {
   delivery d;
   d.msg.id = message_id{77};
   d.msg.body = "hello";
@@ -212,8 +224,14 @@ TEST(json_mapping, deliveries_carry_text_or_base64_bodies) {
   d.msg.fairness_key = "t";
   d.msg.enqueued_at = timestamp::from_ms(1234);
   d.lease = lease_token{group_id{5}, message_id{77}, 1, 99};
+  d.deadline = timestamp::from_ms(31234);
   d.ordering_key = "a1";
-  auto o = to_json(d);
+  return d;
+}
+
+TEST(json_mapping, deliveries_carry_text_or_base64_bodies) {
+  auto d = sample_delivery();
+  auto o = only_message(deliveries_json({d}), "messages");
   EXPECT_EQ(o.at("id").as_string(), "77");
   EXPECT_EQ(decode_lease(o.at("lease").as_string()).value(), d.lease);
   EXPECT_EQ(o.at("attempt").to_number<std::int64_t>(), 1);
@@ -222,10 +240,92 @@ TEST(json_mapping, deliveries_carry_text_or_base64_bodies) {
   EXPECT_EQ(o.at("fairness_key").as_string(), "t");
   EXPECT_EQ(o.at("ordering_key").as_string(), "a1");
   EXPECT_EQ(o.at("enqueued_at_ms").to_number<std::int64_t>(), 1234);
+  EXPECT_EQ(o.at("lease_deadline_ms").to_number<std::int64_t>(), 31234);
+  EXPECT_EQ(o.size(), 9u);
   d.msg.body = std::string("\xFF\x00", 2);
-  auto b = to_json(d);
+  auto b = only_message(deliveries_json({d}), "messages");
   EXPECT_FALSE(b.contains("body"));
   EXPECT_EQ(b.at("body_base64").as_string(), "/wA=");
+  EXPECT_EQ(deliveries_json({}), R"({"messages":[]})");
+}
+
+TEST(json_mapping, dead_letters_carry_their_payload_reason_and_attempts) {
+  dead_letter dl{sample_delivery().msg, dead_letter_reason::max_attempts, timestamp::from_ms(99)};
+  dl.msg.attempts = 3;
+  dl.msg.headers.push_back({"account", "shadowed"});  // the first of one name is shown
+  auto o = only_message(dead_letters_json({dl}), "dead_letters");
+  EXPECT_EQ(o.at("id").as_string(), "77");
+  EXPECT_EQ(o.at("body").as_string(), "hello");
+  EXPECT_EQ(o.at("headers").as_object().size(), 1u);
+  EXPECT_EQ(o.at("headers").as_object().at("account").as_string(), "a1");
+  EXPECT_EQ(o.at("attempts").to_number<std::int64_t>(), 3);
+  EXPECT_EQ(o.at("reason").as_string(), to_string(dead_letter_reason::max_attempts));
+  EXPECT_EQ(o.at("at_ms").to_number<std::int64_t>(), 99);
+  EXPECT_EQ(o.at("enqueued_at_ms").to_number<std::int64_t>(), 1234);
+}
+
+/// Random text from bytes JSON must escape, multi-byte UTF-8 and, when `any_bytes`, bytes that
+/// are not UTF-8 at all.
+std::string random_text(std::mt19937_64& rng, bool any_bytes) {
+  static const std::string pieces[] = {"\"", "\\", "/", "\b", "\f", "\n", "\r", "\t",
+                                       std::string(1, '\0'), "\x01", "\x1f", "\x7f", "a",
+                                       "Z", " ", "\xC3\xA9", "\xE2\x82\xAC",
+                                       "\xF0\x9F\x98\x80"};
+  std::string out;
+  auto n = rng() % 12;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (any_bytes && rng() % 4 == 0)
+      out += static_cast<char>(0x80 + rng() % 0x80);
+    else
+      out += pieces[rng() % std::size(pieces)];
+  }
+  return out;
+}
+
+TEST(json_mapping, message_answers_are_valid_json_that_reads_back_exactly) {
+  auto seed = test::seed_from_env(20261201);
+  SCOPED_TRACE(test::rerun_hint(seed, "laneq_server_tests"));
+  std::mt19937_64 rng{seed};
+  for (int round = 0; round < 500; ++round) {
+    std::vector<delivery> ds;
+    auto n = 1 + rng() % 4;
+    for (std::size_t i = 0; i < n; ++i) {
+      auto d = sample_delivery();
+      d.msg.id = message_id{rng()};
+      d.msg.body = random_text(rng, true);
+      d.msg.headers = {{random_text(rng, false) + "h", random_text(rng, false)},
+                       {"raw", random_text(rng, true)}};
+      d.msg.fairness_key = random_text(rng, false);
+      d.ordering_key = random_text(rng, false);
+      d.lease.attempt = static_cast<std::uint32_t>(rng());
+      d.msg.enqueued_at = timestamp::from_ms(static_cast<std::int64_t>(rng() >> 24));
+      ds.push_back(std::move(d));
+    }
+    auto text = deliveries_json(ds);
+    boost::system::error_code ec;
+    auto v = json::parse(text, ec);  // Boost.JSON rejects text that is not UTF-8
+    ASSERT_FALSE(ec) << ec.message() << " in " << text;
+    const auto& arr = v.as_object().at("messages").as_array();
+    ASSERT_EQ(arr.size(), ds.size());
+    for (std::size_t i = 0; i < ds.size(); ++i) {
+      const auto& o = arr[i].as_object();
+      const auto& m = ds[i].msg;
+      if (is_utf8(m.body)) {
+        EXPECT_EQ(o.at("body").as_string(), m.body);
+      } else {
+        EXPECT_EQ(base64_decode(o.at("body_base64").as_string()).value(), m.body);
+      }
+      EXPECT_EQ(o.at("id").as_string(), encode_id(m.id));
+      EXPECT_EQ(o.at("attempt").to_number<std::uint32_t>(), ds[i].lease.attempt);
+      EXPECT_EQ(o.at("fairness_key").as_string(), m.fairness_key);
+      EXPECT_EQ(o.at("ordering_key").as_string(), ds[i].ordering_key);
+      EXPECT_EQ(o.at("enqueued_at_ms").to_number<std::int64_t>(), m.enqueued_at.ms());
+      const auto& h = o.at("headers").as_object();
+      EXPECT_EQ(h.at(m.headers[0].name).as_string(), m.headers[0].value);
+      // A value that is not UTF-8 is shown with \xNN for its stray bytes.
+      EXPECT_EQ(h.at("raw").as_string(), utf8_or_escaped(m.headers[1].value));
+    }
+  }
 }
 
 TEST(json_mapping, every_error_number_has_a_status_and_a_numbered_body) {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -42,12 +43,13 @@ inline std::uint64_t seed_from_env(std::uint64_t fallback) {
   return fallback;
 }
 
-/// The seed and a one-line command that reruns the current test with it, for failure messages.
-inline std::string rerun_hint(std::uint64_t seed) {
+/// The seed and a one-line command that reruns the current test of `binary` with it, for
+/// failure messages.
+inline std::string rerun_hint(std::uint64_t seed, std::string_view binary = "laneq_unit_tests") {
   const auto* info = testing::UnitTest::GetInstance()->current_test_info();
   std::string filter = info ? std::string{info->test_suite_name()} + "." + info->name() : "*";
   return "seed " + std::to_string(seed) + "; rerun: LANEQ_UNIT_SEED=" + std::to_string(seed) +
-         " build/dev/bin/laneq_unit_tests --gtest_filter='" + filter + "'";
+         " build/dev/bin/" + std::string{binary} + " --gtest_filter='" + filter + "'";
 }
 
 /// A message with id = seq = `n`, enqueued at `at`, deliverable from `at`.

@@ -1,6 +1,7 @@
 // JSON forms of the HTTP API (apps/server/include/laneq/server/json_mapping.hpp).
 #include "laneq/server/json_mapping.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdint>
@@ -56,17 +57,123 @@ std::uint64_t get_u64(std::string_view in, std::size_t at, int bytes) {
   return v;
 }
 
-/// Body as "body" when it is UTF-8, else "body_base64"; headers as an object.
-void put_payload(json::object& o, const message& m) {
-  if (is_utf8(m.body))
-    o["body"] = m.body;
-  else
-    o["body_base64"] = base64_encode(m.body);
-  json::object headers;
-  for (const auto& h : m.headers)
-    if (!headers.contains(h.name)) headers[h.name] = h.value;
-  o["headers"] = std::move(headers);
-  o["fairness_key"] = m.fairness_key;
+/// Writes JSON text straight into a string, for the answers that carry messages: a receive's
+/// answer holds up to a whole batch of bodies, and building a `json::value` tree for it first
+/// cost a sixth of the CAF worker's time in an HTTP groups profile (benchmarks/README.md).
+/// Strings are escaped as Boost.JSON's serializer escapes them.
+class json_writer {
+ public:
+  explicit json_writer(std::size_t reserve) { out_.reserve(reserve); }
+
+  void open(char c) {
+    separate();
+    out_ += c;
+    first_ = true;
+  }
+  void close(char c) {
+    out_ += c;
+    first_ = false;
+  }
+  /// `"name":` after a comma where one is due.
+  void key(std::string_view name) {
+    separate();
+    string(name);
+    out_ += ':';
+    first_ = true;
+  }
+  /// A string value: `text` when it is UTF-8, else with every stray byte written as `\xNN`
+  /// (utf8_or_escaped), so the answer stays valid JSON whatever a CAF client stored.
+  void text(std::string_view text) {
+    if (is_utf8(text))
+      value_string(text);
+    else
+      value_string(utf8_or_escaped(text));
+  }
+  /// `key` for a name that may not be UTF-8, as `text` writes it.
+  void text_key(std::string_view name) {
+    if (is_utf8(name))
+      key(name);
+    else
+      key(utf8_or_escaped(name));
+  }
+  void value_string(std::string_view s) {
+    separate();
+    string(s);
+  }
+  void number(std::int64_t n) {
+    separate();
+    char buf[24];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, n);
+    out_.append(buf, end);
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  void separate() {
+    if (!first_) out_ += ',';
+    first_ = false;
+  }
+  void string(std::string_view s) {
+    static constexpr char hex[] = "0123456789abcdef";
+    out_ += '"';
+    std::size_t plain = 0;  // start of the bytes not yet copied
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      auto c = static_cast<unsigned char>(s[i]);
+      if (c >= 0x20 && c != '"' && c != '\\') continue;
+      out_.append(s.data() + plain, i - plain);
+      plain = i + 1;
+      switch (c) {
+        case '"': out_ += "\\\""; break;
+        case '\\': out_ += "\\\\"; break;
+        case '\b': out_ += "\\b"; break;
+        case '\f': out_ += "\\f"; break;
+        case '\n': out_ += "\\n"; break;
+        case '\r': out_ += "\\r"; break;
+        case '\t': out_ += "\\t"; break;
+        default:
+          out_ += "\\u00";
+          out_ += hex[c >> 4];
+          out_ += hex[c & 0xFu];
+      }
+    }
+    out_.append(s.data() + plain, s.size() - plain);
+    out_ += '"';
+  }
+
+  std::string out_;
+  bool first_ = true;
+};
+
+/// Body as "body" when it is UTF-8, else "body_base64"; headers as an object (the first of
+/// several fields of one name); the fairness key.
+void put_payload(json_writer& w, const message& m) {
+  if (is_utf8(m.body)) {
+    w.key("body");
+    w.value_string(m.body);
+  } else {
+    w.key("body_base64");
+    w.value_string(base64_encode(m.body));
+  }
+  w.key("headers");
+  w.open('{');
+  for (std::size_t i = 0; i < m.headers.size(); ++i) {
+    const auto& name = m.headers[i].name;
+    bool repeated = false;
+    for (std::size_t j = 0; j < i && !repeated; ++j) repeated = m.headers[j].name == name;
+    if (repeated) continue;
+    w.text_key(name);
+    w.text(m.headers[i].value);
+  }
+  w.close('}');
+  w.key("fairness_key");
+  w.text(m.fairness_key);
+}
+
+/// About what one message's answer takes: its body and headers, base64's growth, the fields.
+std::size_t answer_bytes(const message& m) {
+  auto n = m.body.size() * 4 / 3 + m.fairness_key.size() + 256;
+  for (const auto& h : m.headers) n += h.name.size() + h.value.size() + 8;
+  return n;
 }
 
 /// One message of an enqueue; `path` is "" (single) or "messages[i]".
@@ -166,11 +273,17 @@ std::string base64_encode(std::string_view bytes, bool url) {
 }
 
 std::optional<std::string> base64_decode(std::string_view text, bool url) {
-  auto alphabet = url ? b64_url : b64_std;
-  std::array<int, 256> value{};
-  value.fill(-1);
-  for (std::size_t i = 0; i < alphabet.size(); ++i)
-    value[static_cast<unsigned char>(alphabet[i])] = static_cast<int>(i);
+  // Built once per alphabet: every lease of an ack batch is decoded here.
+  static constexpr auto table = [](std::string_view alphabet) {
+    std::array<int, 256> t{};
+    for (auto& v : t) v = -1;
+    for (std::size_t i = 0; i < alphabet.size(); ++i)
+      t[static_cast<unsigned char>(alphabet[i])] = static_cast<int>(i);
+    return t;
+  };
+  static constexpr auto std_values = table(b64_std);
+  static constexpr auto url_values = table(b64_url);
+  const auto& value = url ? url_values : std_values;
   while (!text.empty() && text.back() == '=') {
     if (text.size() % 4 == 0 || (text.size() + 1) % 4 == 0 || (text.size() + 2) % 4 == 0)
       text.remove_suffix(1);
@@ -307,7 +420,11 @@ result<json::object> parse_body(std::string_view body) {
   boost::system::error_code ec;
   json::parse_options opt;
   opt.max_depth = 32;
-  auto v = json::parse(body, ec, {}, opt);
+  // One arena per request, freed at once with the tree: a batch of messages is a few hundred
+  // nodes and strings, each its own allocation and deallocation with the default resource.
+  auto arena = json::make_shared_resource<json::monotonic_resource>(
+      std::max<std::size_t>(1024, body.size() * 2));
+  auto v = json::parse(body, ec, std::move(arena), opt);
   if (ec) return bad("the request body is not valid JSON: " + ec.message());
   auto* obj = v.if_object();
   if (obj == nullptr) return bad("the request body must be a JSON object, not " + kind_of(v));
@@ -513,27 +630,60 @@ result<std::vector<message_id>> redrive_from_json(const json::object& body, std:
 
 // -- answers ------------------------------------------------------------------------------------
 
-json::object to_json(const delivery& d) {
-  json::object o;
-  o["id"] = encode_id(d.msg.id);
-  o["lease"] = encode_lease(d.lease);
-  o["attempt"] = d.lease.attempt;
-  put_payload(o, d.msg);
-  o["ordering_key"] = d.ordering_key;
-  o["enqueued_at_ms"] = d.msg.enqueued_at.ms();
-  o["lease_deadline_ms"] = d.deadline.ms();
-  return o;
+std::string deliveries_json(const std::vector<delivery>& ds) {
+  std::size_t bytes = 32;
+  for (const auto& d : ds) bytes += answer_bytes(d.msg) + d.ordering_key.size();
+  json_writer w{bytes};
+  w.open('{');
+  w.key("messages");
+  w.open('[');
+  for (const auto& d : ds) {
+    w.open('{');
+    w.key("id");
+    w.value_string(encode_id(d.msg.id));
+    w.key("lease");
+    w.value_string(encode_lease(d.lease));
+    w.key("attempt");
+    w.number(d.lease.attempt);
+    put_payload(w, d.msg);
+    w.key("ordering_key");
+    w.text(d.ordering_key);
+    w.key("enqueued_at_ms");
+    w.number(d.msg.enqueued_at.ms());
+    w.key("lease_deadline_ms");
+    w.number(d.deadline.ms());
+    w.close('}');
+  }
+  w.close(']');
+  w.close('}');
+  return w.take();
 }
 
-json::object to_json(const dead_letter& d) {
-  json::object o;
-  o["id"] = encode_id(d.msg.id);
-  put_payload(o, d.msg);
-  o["attempts"] = d.msg.attempts;
-  o["reason"] = to_string(d.reason);
-  o["at_ms"] = d.at.ms();
-  o["enqueued_at_ms"] = d.msg.enqueued_at.ms();
-  return o;
+std::string dead_letters_json(const std::vector<dead_letter>& ds) {
+  std::size_t bytes = 32;
+  for (const auto& d : ds) bytes += answer_bytes(d.msg);
+  json_writer w{bytes};
+  w.open('{');
+  w.key("dead_letters");
+  w.open('[');
+  for (const auto& d : ds) {
+    w.open('{');
+    w.key("id");
+    w.value_string(encode_id(d.msg.id));
+    put_payload(w, d.msg);
+    w.key("attempts");
+    w.number(d.msg.attempts);
+    w.key("reason");
+    w.value_string(to_string(d.reason));
+    w.key("at_ms");
+    w.number(d.at.ms());
+    w.key("enqueued_at_ms");
+    w.number(d.msg.enqueued_at.ms());
+    w.close('}');
+  }
+  w.close(']');
+  w.close('}');
+  return w.take();
 }
 
 json::object to_json(const queue_stats& s) {

@@ -91,12 +91,13 @@ result<std::string> checkpoint_dir_from_json(const boost::json::object& body);
 
 // -- answers ------------------------------------------------------------------------------------
 
-/// `{"id", "lease", "attempt", "body" | "body_base64", "headers", "fairness_key",
-/// "ordering_key", "enqueued_at_ms", "lease_deadline_ms"}`.
-boost::json::object to_json(const delivery& d);
-/// `{"id", "body" | "body_base64", "headers", "fairness_key", "attempts", "reason", "at_ms",
-/// "enqueued_at_ms"}`.
-boost::json::object to_json(const dead_letter& d);
+/// A receive's answer, `{"messages": [...]}`, each `{"id", "lease", "attempt", "body" |
+/// "body_base64", "headers", "fairness_key", "ordering_key", "enqueued_at_ms",
+/// "lease_deadline_ms"}`. Written as text directly (no JSON tree), as is the next one.
+std::string deliveries_json(const std::vector<delivery>& ds);
+/// `{"dead_letters": [...]}`, each `{"id", "body" | "body_base64", "headers", "fairness_key",
+/// "attempts", "reason", "at_ms", "enqueued_at_ms"}`.
+std::string dead_letters_json(const std::vector<dead_letter>& ds);
 boost::json::object to_json(const queue_stats& s);
 /// `{"key", "backlog", "state", "since_ms", "until_ms", "head"}`.
 boost::json::object to_json(const group_info& g);
