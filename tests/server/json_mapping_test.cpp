@@ -7,8 +7,8 @@
 #include <random>
 #include <string>
 
-#include "laneq/server/auth.hpp"
 #include "../unit/support.hpp"
+#include "laneq/server/auth.hpp"
 
 namespace laneq::server {
 namespace {
@@ -267,10 +267,9 @@ TEST(json_mapping, dead_letters_carry_their_payload_reason_and_attempts) {
 /// Random text from bytes JSON must escape, multi-byte UTF-8 and, when `any_bytes`, bytes that
 /// are not UTF-8 at all.
 std::string random_text(std::mt19937_64& rng, bool any_bytes) {
-  static const std::string pieces[] = {"\"", "\\", "/", "\b", "\f", "\n", "\r", "\t",
-                                       std::string(1, '\0'), "\x01", "\x1f", "\x7f", "a",
-                                       "Z", " ", "\xC3\xA9", "\xE2\x82\xAC",
-                                       "\xF0\x9F\x98\x80"};
+  static const std::string pieces[] = {
+      "\"",   "\\",   "/",    "\b", "\f", "\n", "\r",       "\t",           std::string(1, '\0'),
+      "\x01", "\x1f", "\x7f", "a",  "Z",  " ",  "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80"};
   std::string out;
   auto n = rng() % 12;
   for (std::size_t i = 0; i < n; ++i) {

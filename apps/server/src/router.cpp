@@ -54,7 +54,9 @@ struct call {
   }
   void fail(const error& e) { finish(error_response(e)); }
   void fail(const caf::error& e) { fail(from_caf(e)); }
-  void reply(unsigned status, const json::object& body) { reply_text(status, json::serialize(body)); }
+  void reply(unsigned status, const json::object& body) {
+    reply_text(status, json::serialize(body));
+  }
   void reply_text(unsigned status, std::string body) {
     http_response r;
     r.status = status;
