@@ -20,12 +20,12 @@
 #include <rocksdb/file_system.h>
 #include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
-#include <rocksdb/slice_transform.h>
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 
 #include "caf/all.hpp"
 
+#include "laneq/actors/persistence_memtable.hpp"
 #include "laneq/assert.hpp"
 #include "laneq/codec.hpp"
 
@@ -62,14 +62,13 @@ rocksdb::Options make_db_options(const persistence_options& opts) {
   o.compression = rocksdb::kLZ4Compression;
   // 64 MiB memtable: large enough that a burst of enqueues does not stall on flushes.
   o.write_buffer_size = 64u << 20;
-  // Each memtable insert starts from where the last insert of the same lane went (a message is
-  // put at its lane's end and erased near its lane's start): with 1,000 groups interleaved,
-  // searching the skip list from its top for every put and erase was most of the store thread's
-  // CPU (measured, benchmarks/README.md). Message keys are tag, uid and lane, then the seq;
-  // shorter keys are outside the extractor's domain and are inserted without a hint.
-  o.memtable_insert_with_hint_prefix_extractor.reset(
-      rocksdb::NewFixedPrefixTransform(codec::message_key_lane_prefix_bytes));
-  // Hints are ignored by concurrent memtable writes; the store writes from one thread only.
+  // The memtable keeps each lane's entries apart (persistence_memtable.hpp, ADR 0008): a message
+  // is put at its lane's end and erased near its start, and with 1,000 groups interleaved
+  // RocksDB's skip list searched the whole memtable for every put and erase, most of the store
+  // thread's CPU (measured, benchmarks/README.md). Partitions are message keys' tag, uid and
+  // lane; a shorter key is a partition of its own.
+  o.memtable_factory = make_lane_memtable_factory(codec::message_key_lane_prefix_bytes);
+  // The memtable takes inserts from one thread at a time (the store writes from one thread).
   o.allow_concurrent_memtable_write = false;
   // Tests pass a fault-injecting file system; production uses the default environment.
   if (opts.env) o.env = opts.env.get();

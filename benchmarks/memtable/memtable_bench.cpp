@@ -2,7 +2,8 @@
 // broker. Messages are put at the end of their lane (`M uid lane seq`, codec::message_key) in
 // batches of enqueues, and each lane's head is removed in batches of acks, over many interleaved
 // lanes with a steady backlog. It reports the key comparisons and the time per put and per
-// removal for a choice of memtable insert hints (make_db_options in actors/src/persistence.cpp)
+// removal for the store's memtable (persistence_memtable.hpp) or RocksDB's skip list with a choice
+// of insert hints (make_db_options in actors/src/persistence.cpp)
 // and of removal records. No sync, no reads: only the write path that the store thread repeats
 // for every message. Results are JSON on stdout (benchmarks/README.md).
 #include <rocksdb/db.h>
@@ -29,15 +30,17 @@
 
 #include <unistd.h>
 
+#include "laneq/actors/persistence_memtable.hpp"
 #include "laneq/codec.hpp"
 
 namespace {
 
 struct config {
   std::string dir;
-  std::string hint = "lane";      // none | lane (the store's) | lane-seq
+  std::string hint = "lane";      // with the skip list: none | lane (ADR 0005's) | lane-seq
   std::string removal = "erase";  // erase | floor
   std::string order = "arrival";  // arrival | sorted (each batch's operations by key)
+  std::string rep = "lanes";      // lanes (the store's, persistence_memtable.hpp) | skiplist
   std::size_t mixed = 0;          // 1: enqueues and acks in one batch, as a group commit writes
   std::size_t lanes = 1000;
   std::size_t backlog = 100;  // messages waiting per lane in the steady state
@@ -51,15 +54,19 @@ struct config {
 
 void usage() {
   std::cerr
-      << "usage: laneq_memtable_bench --dir=DIR [--hint=none|lane|lane-seq|queue] "
+      << "usage: laneq_memtable_bench --dir=DIR [--rep=lanes|skiplist] "
+         "[--hint=none|lane|lane-seq|queue] "
          "[--removal=erase|floor]\n"
          "         [--order=arrival|sorted] [--mixed=0|1]\n"
          "         [--lanes=N] [--backlog=N] [--messages=N] [--enqueue-batch=N] "
          "[--ack-batch=N]\n"
          "         [--body-bytes=N] [--memtable-mb=N] [--seed=N]\n"
          "  dir:     the database goes into DIR/laneq-memtable-bench-<pid>, removed at the end\n"
-         "  hint:    memtable_insert_with_hint_prefix_extractor: none; the 25-byte lane prefix\n"
-         "           (the store's); or the lane prefix and the seq's top 6 bytes (not kept); or\n"
+         "  rep:     the memtable: lanes, partitioned by lane (the store's, ADR 0008), or\n"
+         "           RocksDB's skip list (with --hint)\n"
+         "  hint:    with the skip list, memtable_insert_with_hint_prefix_extractor: none; the\n"
+         "           25-byte lane prefix (ADR 0005's); or the lane prefix and the seq's top 6\n"
+         "           bytes (not kept); or\n"
          "           the queue's 9-byte prefix (one hint for all its messages)\n"
          "  order:   each batch's operations as they come, or sorted by key\n"
          "  mixed:   1: enqueues and acks in one batch (as the store's group commit)\n"
@@ -72,7 +79,8 @@ bool parse(int argc, char** argv, config& c) {
       {"dir", &config::dir},
       {"hint", &config::hint},
       {"removal", &config::removal},
-      {"order", &config::order}};
+      {"order", &config::order},
+      {"rep", &config::rep}};
   static const std::pair<std::string_view, std::size_t config::*> numbers[] = {
       {"lanes", &config::lanes},         {"backlog", &config::backlog},
       {"messages", &config::messages},   {"enqueue-batch", &config::enqueue_batch},
@@ -107,6 +115,7 @@ bool parse(int argc, char** argv, config& c) {
   if (c.hint != "none" && c.hint != "lane" && c.hint != "lane-seq" && c.hint != "queue")
     return false;
   if (c.order != "arrival" && c.order != "sorted") return false;
+  if (c.rep != "lanes" && c.rep != "skiplist") return false;
   return c.removal == "erase" || c.removal == "floor";
 }
 
@@ -144,7 +153,9 @@ int main(int argc, char** argv) {
   o.compression = rocksdb::kLZ4Compression;
   o.allow_concurrent_memtable_write = false;
   constexpr std::size_t lane_prefix = laneq::codec::message_key_lane_prefix_bytes;
-  if (c.hint == "lane")
+  if (c.rep == "lanes")
+    o.memtable_factory = laneq::make_lane_memtable_factory(lane_prefix);
+  else if (c.hint == "lane")
     o.memtable_insert_with_hint_prefix_extractor.reset(
         rocksdb::NewFixedPrefixTransform(lane_prefix));
   else if (c.hint == "lane-seq")
@@ -250,20 +261,22 @@ int main(int argc, char** argv) {
     return t.ops == 0 ? 0.0 : static_cast<double>(x) / static_cast<double>(t.ops);
   };
   std::printf(
-      "{\n  \"benchmark\": \"laneq_memtable_bench\",\n  \"config\": {\"hint\": \"%s\", "
+      "{\n  \"benchmark\": \"laneq_memtable_bench\",\n  \"config\": {\"rep\": \"%s\", \"hint\": "
+      "\"%s\", "
       "\"removal\": \"%s\", \"order\": \"%s\", \"mixed\": %s, \"lanes\": %zu, "
       "\"backlog\": %zu, \"messages\": %zu, \"enqueue_batch\": %zu, \"ack_batch\": %zu, "
       "\"body_bytes\": %zu, \"memtable_mb\": %zu, \"seed\": %llu},\n"
       "  \"puts\": {\"ops\": %llu, \"comparisons_per_op\": %.1f, \"us_per_op\": %.3f},\n"
       "  \"removals\": {\"ops\": %llu, \"comparisons_per_op\": %.1f, \"us_per_op\": %.3f},\n"
       "  \"mixed\": {\"ops\": %llu, \"comparisons_per_op\": %.1f, \"us_per_op\": %.3f}\n}\n",
-      c.hint.c_str(), c.removal.c_str(), c.order.c_str(), c.mixed != 0 ? "true" : "false", c.lanes,
-      c.backlog, c.messages, c.enqueue_batch, c.ack_batch, c.body_bytes, c.memtable_mb,
-      static_cast<unsigned long long>(c.seed), static_cast<unsigned long long>(puts.ops),
-      per(puts, puts.comparisons), per(puts, puts.time.count()) / 1000.0,
-      static_cast<unsigned long long>(removals.ops), per(removals, removals.comparisons),
-      per(removals, removals.time.count()) / 1000.0, static_cast<unsigned long long>(mixed.ops),
-      per(mixed, mixed.comparisons), per(mixed, mixed.time.count()) / 1000.0);
+      c.rep.c_str(), c.rep == "lanes" ? "none" : c.hint.c_str(), c.removal.c_str(), c.order.c_str(),
+      c.mixed != 0 ? "true" : "false", c.lanes, c.backlog, c.messages, c.enqueue_batch, c.ack_batch,
+      c.body_bytes, c.memtable_mb, static_cast<unsigned long long>(c.seed),
+      static_cast<unsigned long long>(puts.ops), per(puts, puts.comparisons),
+      per(puts, puts.time.count()) / 1000.0, static_cast<unsigned long long>(removals.ops),
+      per(removals, removals.comparisons), per(removals, removals.time.count()) / 1000.0,
+      static_cast<unsigned long long>(mixed.ops), per(mixed, mixed.comparisons),
+      per(mixed, mixed.time.count()) / 1000.0);
   db.reset();
   std::filesystem::remove_all(db_dir);
   return 0;

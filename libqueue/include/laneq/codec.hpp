@@ -68,7 +68,7 @@ std::string queue_key(std::uint64_t uid);
 std::string counters_key(std::uint64_t uid);
 std::string message_key(std::uint64_t uid, const lane_id& lane, message_seq seq);
 /// Bytes of a message key before its seq: tag, uid and lane. Keys that share them are one lane
-/// (the store's memtable keeps an insert hint per lane, docs/design/persistence.md).
+/// (the store's memtable keeps each such prefix apart, docs/design/persistence.md).
 inline constexpr std::size_t message_key_lane_prefix_bytes = 1 + 8 + 16;
 std::string dead_key(std::uint64_t uid, std::uint64_t order);
 std::string lease_key(std::uint64_t uid, message_id id);

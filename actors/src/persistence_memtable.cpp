@@ -1,0 +1,380 @@
+// The store's memtable representation, entries apart by lane (persistence_memtable.hpp, ADR 0008).
+#include "laneq/actors/persistence_memtable.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <new>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <rocksdb/slice.h>
+
+#include "laneq/assert.hpp"
+
+namespace laneq {
+
+namespace {
+
+using rocksdb::MemTableRep;
+using entry = const char*;  ///< a memtable entry: length-prefixed internal key, then the value
+
+/// Entries per chunk before it splits: an insert into a chunk moves at most this many pointers.
+constexpr std::size_t chunk_max = 128;
+
+/// The entries of one partition (a lane, or a short key), in order, as chunks of at most
+/// `chunk_max` entries; no chunk is empty.
+struct partition {
+  std::string name;
+  std::vector<std::vector<entry>> chunks;
+  std::size_t finger = 0;  ///< the chunk of the last insert that was not an append
+};
+
+/// The user key of an internal key (without its 8-byte sequence number and type).
+rocksdb::Slice user_key(const rocksdb::Slice& internal_key) {
+  LANEQ_ASSERT(internal_key.size() >= 8, "an internal key ends in 8 bytes of seqno and type");
+  return {internal_key.data(), internal_key.size() - 8};
+}
+
+class lane_rep final : public MemTableRep {
+ public:
+  lane_rep(const KeyComparator& cmp, rocksdb::Allocator* allocator, std::size_t partition_bytes)
+      : MemTableRep(allocator), cmp_(cmp), partition_bytes_(partition_bytes) {}
+
+  ~lane_rep() override {
+    for (auto* s : slots_) {
+      LANEQ_ASSERT(s->free, "a memtable iterator outlives its memtable");
+      delete s;
+    }
+  }
+
+  void Insert(rocksdb::KeyHandle handle) override {
+    LANEQ_ASSERT(InsertKey(handle), "an internal key is inserted into the memtable once");
+  }
+
+  bool InsertKey(rocksdb::KeyHandle handle) override {
+    LANEQ_ASSERT(!read_only_, "no insert into a memtable marked read-only");
+    auto e = static_cast<entry>(handle);
+    auto& p = partition_for(e);
+    version_.fetch_add(1, std::memory_order_relaxed);
+    if (p.chunks.empty()) {
+      p.chunks.emplace_back();
+      push(p.chunks.back(), p.chunks.back().end(), e);
+      return true;
+    }
+    // The common case: a put at the end of its lane.
+    auto& last = p.chunks.back();
+    int c = cmp_(e, last.back());
+    if (c > 0) {
+      if (last.size() >= chunk_max) {
+        grow(p.chunks);
+        p.chunks.emplace_back();
+      }
+      push(p.chunks.back(), p.chunks.back().end(), e);
+      return true;
+    }
+    if (c == 0) return false;
+    // An erase near the lane's start, or a rewrite: the chunk that holds the first entry not
+    // before `e`, tried first where the last such insert went.
+    auto ci = fits(p, p.finger, e) ? p.finger : first_chunk_not_ending_before(p, e);
+    auto& ch = p.chunks[ci];
+    auto pos = std::lower_bound(ch.begin(), ch.end(), e,
+                                [this](entry a, entry b) { return cmp_(a, b) < 0; });
+    if (pos != ch.end() && cmp_(*pos, e) == 0) return false;
+    push(ch, pos, e);
+    if (ch.size() > chunk_max) split(p, ci);
+    p.finger = ci;
+    return true;
+  }
+
+  bool Contains(const char* key) const override {
+    auto target = rocksdb::GetLengthPrefixedSlice(key);
+    const auto* p = find(partition_name(user_key(target)));
+    if (p == nullptr) return false;
+    auto [ci, pos] = lower_bound(*p, target);
+    return ci < p->chunks.size() && cmp_(p->chunks[ci][pos], target) == 0;
+  }
+
+  void MarkReadOnly() override { read_only_ = true; }
+
+  std::size_t ApproximateMemoryUsage() override { return memory_.load(std::memory_order_relaxed); }
+
+  Iterator* GetIterator(rocksdb::Arena* arena) override;
+
+ private:
+  friend class lane_iterator;
+  using ordered_map = std::map<std::string_view, std::unique_ptr<partition>>;
+
+  /// Storage for an iterator RocksDB places in its arena: RocksDB only runs its destructor, so
+  /// the memory stays here. A slot is reused only by the thread that released it (its destructor
+  /// has then surely finished) and freed with the memtable.
+  struct slot {
+    alignas(std::max_align_t) unsigned char bytes[128];
+    std::thread::id released_by;
+    bool free = false;
+  };
+
+  std::string_view partition_name(const rocksdb::Slice& user) const {
+    return {user.data(), std::min(user.size(), partition_bytes_)};
+  }
+
+  const partition* find(std::string_view name) const {
+    auto it = by_name_.find(name);
+    return it == by_name_.end() ? nullptr : it->second;
+  }
+
+  partition& partition_for(entry e) {
+    auto name = partition_name(user_key(rocksdb::GetLengthPrefixedSlice(e)));
+    if (auto it = by_name_.find(name); it != by_name_.end()) return *it->second;
+    auto p = std::make_unique<partition>();
+    p->name.assign(name.data(), name.size());
+    auto* raw = p.get();
+    std::string_view key{raw->name};
+    ordered_.emplace(key, std::move(p));
+    by_name_.emplace(key, raw);
+    // The partition, its name, and a node in each of the two maps.
+    account(static_cast<std::int64_t>(sizeof(partition) + raw->name.capacity() + 128));
+    return *raw;
+  }
+
+  /// Inserts `e` at `pos` of `chunk`, counting any growth of the chunk's storage.
+  void push(std::vector<entry>& chunk, std::vector<entry>::iterator pos, entry e) {
+    auto before = chunk.capacity();
+    chunk.insert(pos, e);
+    account(static_cast<std::int64_t>((chunk.capacity() - before) * sizeof(entry)));
+  }
+
+  /// Counts the growth of the chunk list before it gets one more chunk.
+  void grow(std::vector<std::vector<entry>>& chunks) {
+    if (chunks.size() < chunks.capacity()) return;
+    auto before = chunks.capacity();
+    chunks.reserve(before * 2);
+    account(static_cast<std::int64_t>((chunks.capacity() - before) * sizeof(chunks[0])));
+  }
+
+  /// Moves the upper half of chunk `ci` into a new chunk after it.
+  void split(partition& p, std::size_t ci) {
+    grow(p.chunks);
+    auto& full = p.chunks[ci];
+    auto half = full.size() / 2;
+    std::vector<entry> upper(full.begin() + static_cast<std::ptrdiff_t>(half), full.end());
+    full.resize(half);
+    account(static_cast<std::int64_t>(upper.capacity() * sizeof(entry)));
+    p.chunks.insert(p.chunks.begin() + static_cast<std::ptrdiff_t>(ci) + 1, std::move(upper));
+  }
+
+  /// Whether chunk `ci` holds the first entry not before `e`: `e` is not after its last entry
+  /// and after the last entry of the chunk before it.
+  bool fits(const partition& p, std::size_t ci, entry e) const {
+    if (ci >= p.chunks.size() || cmp_(e, p.chunks[ci].back()) > 0) return false;
+    return ci == 0 || cmp_(e, p.chunks[ci - 1].back()) > 0;
+  }
+
+  /// The first chunk whose last entry is not before `e` (one exists: `e` is before the last
+  /// entry of the partition).
+  std::size_t first_chunk_not_ending_before(const partition& p, entry e) const {
+    auto it =
+        std::partition_point(p.chunks.begin(), p.chunks.end(),
+                             [&](const std::vector<entry>& ch) { return cmp_(ch.back(), e) < 0; });
+    return static_cast<std::size_t>(it - p.chunks.begin());
+  }
+
+  /// The position of the first entry of `p` that is not before `target` (an internal key):
+  /// chunk and index, or chunk == chunks.size() when every entry is before it.
+  std::pair<std::size_t, std::size_t> lower_bound(const partition& p,
+                                                  const rocksdb::Slice& target) const {
+    auto it = std::partition_point(
+        p.chunks.begin(), p.chunks.end(),
+        [&](const std::vector<entry>& ch) { return cmp_(ch.back(), target) < 0; });
+    if (it == p.chunks.end()) return {p.chunks.size(), 0};
+    auto pos =
+        std::partition_point(it->begin(), it->end(), [&](entry e) { return cmp_(e, target) < 0; });
+    return {static_cast<std::size_t>(it - p.chunks.begin()),
+            static_cast<std::size_t>(pos - it->begin())};
+  }
+
+  void account(std::int64_t delta) {
+    memory_.fetch_add(static_cast<std::size_t>(delta), std::memory_order_relaxed);
+  }
+
+  void* take_slot();
+  void release_slot(void* bytes);
+
+  const KeyComparator& cmp_;
+  const std::size_t partition_bytes_;
+  std::unordered_map<std::string_view, partition*> by_name_;  // views into partition::name
+  ordered_map ordered_;                                       // partitions in key order
+  std::atomic<std::size_t> memory_{0};
+  /// Inserts so far: an iterator positioned before an insert must not be used after it.
+  std::atomic<std::uint64_t> version_{0};
+  bool read_only_ = false;
+  std::mutex slots_mtx_;
+  std::vector<slot*> slots_;
+};
+
+// Partitions are disjoint ranges of keys, and their names sort as the ranges do: a key of a
+// partition of `partition_bytes` starts with the name, and a shorter name is the one key of its
+// partition. So the iterator walks the partitions in name order, and each partition's chunks.
+class lane_iterator final : public MemTableRep::Iterator {
+ public:
+  lane_iterator(const lane_rep* rep, void* slot)
+      : rep_(rep), slot_(slot), at_(rep->ordered_.end()) {}
+  ~lane_iterator() override {
+    if (slot_ != nullptr) const_cast<lane_rep*>(rep_)->release_slot(slot_);
+  }
+
+  bool Valid() const override { return at_ != rep_->ordered_.end(); }
+
+  const char* key() const override {
+    check();
+    return chunks()[chunk_][index_];
+  }
+
+  void Next() override {
+    check();
+    if (++index_ < chunks()[chunk_].size()) return;
+    index_ = 0;
+    if (++chunk_ < chunks().size()) return;
+    chunk_ = 0;
+    ++at_;
+  }
+
+  void Prev() override {
+    check();
+    if (index_ > 0) {
+      --index_;
+    } else if (chunk_ > 0) {
+      --chunk_;
+      index_ = chunks()[chunk_].size() - 1;
+    } else if (at_ == rep_->ordered_.begin()) {
+      at_ = rep_->ordered_.end();
+    } else {
+      --at_;
+      to_last_of_partition();
+    }
+  }
+
+  void Seek(const rocksdb::Slice& internal_key, const char* /*memtable_key*/) override {
+    mark();
+    auto name = rep_->partition_name(user_key(internal_key));
+    at_ = rep_->ordered_.lower_bound(name);
+    chunk_ = index_ = 0;
+    if (at_ == rep_->ordered_.end() || at_->first != name) return;  // a later partition's first
+    auto [ci, pos] = rep_->lower_bound(*at_->second, internal_key);
+    if (ci == chunks().size()) {
+      ++at_;  // everything here is before the target: the next partition's first entry
+      return;
+    }
+    chunk_ = ci;
+    index_ = pos;
+  }
+
+  void SeekForPrev(const rocksdb::Slice& internal_key, const char* memtable_key) override {
+    Seek(internal_key, memtable_key);
+    if (!Valid()) {
+      SeekToLast();
+    } else if (rep_->cmp_(key(), internal_key) > 0) {
+      Prev();
+    }
+  }
+
+  void SeekToFirst() override {
+    mark();
+    at_ = rep_->ordered_.begin();
+    chunk_ = index_ = 0;
+  }
+
+  void SeekToLast() override {
+    mark();
+    at_ = rep_->ordered_.end();
+    if (rep_->ordered_.empty()) return;
+    --at_;
+    to_last_of_partition();
+  }
+
+ private:
+  const std::vector<std::vector<entry>>& chunks() const { return at_->second->chunks; }
+
+  void to_last_of_partition() {
+    chunk_ = chunks().size() - 1;
+    index_ = chunks()[chunk_].size() - 1;
+  }
+
+  void mark() { version_ = rep_->version_.load(std::memory_order_relaxed); }
+  void check() const {
+    LANEQ_ASSERT(Valid(), "a memtable iterator is used while it is not valid");
+    LANEQ_ASSERT(version_ == rep_->version_.load(std::memory_order_relaxed),
+                 "a memtable iterator is used after an insert (persistence_memtable.hpp)");
+  }
+
+  const lane_rep* rep_;
+  void* slot_;  ///< its storage when RocksDB placed it in an arena, else nullptr
+  lane_rep::ordered_map::const_iterator at_;
+  std::size_t chunk_ = 0;
+  std::size_t index_ = 0;
+  std::uint64_t version_ = 0;
+};
+
+MemTableRep::Iterator* lane_rep::GetIterator(rocksdb::Arena* arena) {
+  static_assert(sizeof(lane_iterator) <= sizeof(slot::bytes));
+  static_assert(alignof(lane_iterator) <= alignof(std::max_align_t));
+  if (arena == nullptr) return new lane_iterator(this, nullptr);
+  auto* bytes = take_slot();
+  return new (bytes) lane_iterator(this, bytes);
+}
+
+void* lane_rep::take_slot() {
+  std::lock_guard guard{slots_mtx_};
+  auto me = std::this_thread::get_id();
+  for (auto* s : slots_)
+    if (s->free && s->released_by == me) {
+      s->free = false;
+      return s->bytes;
+    }
+  // Not counted in memory_: RocksDB requires a read-only memtable's usage to stay as it was, and
+  // iterators over it come and go; a few slots per reading thread.
+  slots_.push_back(new slot);
+  return slots_.back()->bytes;
+}
+
+void lane_rep::release_slot(void* bytes) {
+  std::lock_guard guard{slots_mtx_};
+  for (auto* s : slots_)
+    if (s->bytes == bytes) {
+      s->free = true;
+      s->released_by = std::this_thread::get_id();
+      return;
+    }
+  LANEQ_ASSERT(false, "a memtable iterator's slot belongs to its memtable");
+}
+
+class lane_rep_factory final : public rocksdb::MemTableRepFactory {
+ public:
+  explicit lane_rep_factory(std::size_t partition_bytes) : partition_bytes_(partition_bytes) {}
+
+  using MemTableRepFactory::CreateMemTableRep;
+  MemTableRep* CreateMemTableRep(const MemTableRep::KeyComparator& cmp,
+                                 rocksdb::Allocator* allocator, const rocksdb::SliceTransform*,
+                                 rocksdb::Logger*) override {
+    return new lane_rep(cmp, allocator, partition_bytes_);
+  }
+
+  const char* Name() const override { return "laneq.lane_memtable"; }
+
+ private:
+  std::size_t partition_bytes_;
+};
+
+}  // namespace
+
+std::shared_ptr<rocksdb::MemTableRepFactory> make_lane_memtable_factory(
+    std::size_t partition_bytes) {
+  return std::make_shared<lane_rep_factory>(partition_bytes);
+}
+
+}  // namespace laneq
