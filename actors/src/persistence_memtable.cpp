@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <new>
@@ -99,6 +100,11 @@ class lane_rep final : public MemTableRep {
     auto [ci, pos] = lower_bound(*p, target);
     return ci < p->chunks.size() && cmp_(p->chunks[ci][pos], target) == 0;
   }
+
+  /// A point read, as RocksDB's own representations do it: MemTableRep's default leaks the
+  /// iterator it takes (it never deletes it; RocksDB 7.8, memtable.cc).
+  void Get(const rocksdb::LookupKey& k, void* callback_args,
+           bool (*callback_func)(void* arg, const char* entry)) override;
 
   void MarkReadOnly() override { read_only_ = true; }
 
@@ -319,6 +325,36 @@ class lane_iterator final : public MemTableRep::Iterator {
   std::size_t index_ = 0;
   std::uint64_t version_ = 0;
 };
+
+/// The internal key of a RocksDB LookupKey. Its class is not in RocksDB's installed headers; its
+/// layout, unchanged since LevelDB, starts with three pointers: the length-prefixed memtable
+/// key, the internal key within it, and their end. The pointers are checked against each other,
+/// so a RocksDB whose LookupKey differs stops here instead of reading elsewhere.
+rocksdb::Slice lookup_key_of(const rocksdb::LookupKey& k) {
+  struct layout {
+    const char* start;
+    const char* kstart;
+    const char* end;
+  };
+  layout l{};
+  std::memcpy(&l, &k, sizeof l);
+  LANEQ_ASSERT(
+      l.start != nullptr && l.kstart > l.start && l.kstart - l.start <= 5 && l.end >= l.kstart + 8,
+      "RocksDB's LookupKey starts with its memtable key, internal key and end");
+  auto internal = rocksdb::GetLengthPrefixedSlice(l.start);
+  LANEQ_ASSERT(
+      internal.data() == l.kstart && internal.size() == static_cast<std::size_t>(l.end - l.kstart),
+      "RocksDB's LookupKey is a length-prefixed internal key");
+  return internal;
+}
+
+void lane_rep::Get(const rocksdb::LookupKey& k, void* callback_args,
+                   bool (*callback_func)(void* arg, const char* entry)) {
+  lane_iterator it{this, nullptr};
+  for (it.Seek(lookup_key_of(k), nullptr); it.Valid() && callback_func(callback_args, it.key());
+       it.Next()) {
+  }
+}
 
 MemTableRep::Iterator* lane_rep::GetIterator(rocksdb::Arena* arena) {
   static_assert(sizeof(lane_iterator) <= sizeof(slot::bytes));
