@@ -112,6 +112,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   require(fut.wait_for(std::chrono::seconds(30)) == std::future_status::ready,
           "a request never answered");
   auto resp = fut.get();
+  resp.body = resp.take_body();
   require(resp.status >= 200 && resp.status < 600, "a status outside 2xx-5xx");
   if (resp.status >= 400) {
     boost::json::error_code ec;

@@ -150,7 +150,7 @@ class session : public std::enable_shared_from_this<session> {
     res->set(http::field::content_type, r.content_type);
     for (auto& [k, v] : r.headers) res->set(k, v);
     res->keep_alive(keep_alive_ && !sh_->stopping);
-    res->body() = std::move(r.body);
+    res->body() = r.take_body();
     res->prepare_payload();
     stream_.expires_after(http_bounds::idle_timeout);
     http::async_write(stream_, *res,

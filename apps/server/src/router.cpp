@@ -55,12 +55,9 @@ struct call {
   void fail(const error& e) { finish(error_response(e)); }
   void fail(const caf::error& e) { fail(from_caf(e)); }
   void reply(unsigned status, const json::object& body) {
-    reply_text(status, json::serialize(body));
-  }
-  void reply_text(unsigned status, std::string body) {
     http_response r;
     r.status = status;
-    r.body = std::move(body);
+    r.body = json::serialize(body);
     finish(std::move(r));
   }
 };
@@ -205,19 +202,22 @@ json::object topic_to_json(const topic_spec& t) {
 
 /// How a reply is made of a CAF answer: `json::object` is 200 with it, `with_status` sets the
 /// status, `result<json::object>` is 200 with the object or the error, `json_text` is 200 with
-/// JSON already written (deliveries_json, dead_letters_json).
+/// the text its function writes on the connection's I/O thread (deliveries_json,
+/// dead_letters_json).
 struct with_status {
   unsigned status;
   json::object body;
 };
 struct json_text {
-  std::string body;
+  std::function<std::string()> render;
 };
 void answer(const call_ptr& c, const json::object& body) {
   c->reply(200, body);
 }
 void answer(const call_ptr& c, json_text text) {
-  c->reply_text(200, std::move(text.body));
+  http_response r;
+  r.render = std::move(text.render);
+  c->finish(std::move(r));
 }
 void answer(const call_ptr& c, const with_status& r) {
   c->reply(r.status, r.body);
@@ -522,8 +522,10 @@ void router::handle(http_request req, respond_fn done) {
                                             std::to_string(st.limits.batch) + " allowed"});
       return ask_queue_within(
           sys_, c, name, call_timeout() + std::chrono::microseconds{rr.value().wait_us},
-          [](std::vector<delivery>& ds) { return json_text{deliveries_json(ds)}; }, receive_atom_v,
-          rr.value());
+          [](std::vector<delivery>& ds) {
+            return json_text{[ds = std::move(ds)] { return deliveries_json(ds); }};
+          },
+          receive_atom_v, rr.value());
     }
     case route::ack: {
       auto ll = leases_from_json(obj, st.limits.batch);
@@ -580,8 +582,10 @@ void router::handle(http_request req, respond_fn done) {
       }
       return ask_queue(
           sys_, c, name,
-          [](std::vector<dead_letter>& ds) { return json_text{dead_letters_json(ds)}; }, dlq_atom_v,
-          max);
+          [](std::vector<dead_letter>& ds) {
+            return json_text{[ds = std::move(ds)] { return dead_letters_json(ds); }};
+          },
+          dlq_atom_v, max);
     }
     case route::redrive: {
       auto ids = redrive_from_json(obj, limits::redrive_batch_max);

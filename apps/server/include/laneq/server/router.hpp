@@ -33,6 +33,13 @@ struct http_response {
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
+  /// When set, makes the body instead of `body`: a large answer (a receive's deliveries) is then
+  /// written out where the response is sent, on the connection's I/O thread, not on the CAF
+  /// worker that answered, which every actor of the broker shares (benchmarks/README.md).
+  std::function<std::string()> render;
+
+  /// The body: `render`'s text when it is set, else `body`. Call once.
+  std::string take_body() { return render ? render() : std::move(body); }
 };
 
 /// An error as a response (status from `http_status`).
