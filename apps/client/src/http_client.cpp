@@ -232,7 +232,9 @@ api_result<json::value> http_client::call(std::string_view method, std::string_v
   if (ans.status < 200 || ans.status >= 300) return error_from_answer(ans);
   if (ans.body.empty()) return json::value(nullptr);
   json::error_code ec;
-  auto v = json::parse(ans.body, ec);
+  // One arena per answer, freed at once with it: a receive's answer is a few hundred nodes.
+  auto v = json::parse(ans.body, ec,
+                       json::make_shared_resource<json::monotonic_resource>(ans.body.size() * 2));
   if (ec)
     return api_error{failure_kind::protocol,
                      ans.status,
