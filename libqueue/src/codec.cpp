@@ -27,12 +27,8 @@ constexpr auto crc32c_table = make_crc32c_table();
 class writer {
  public:
   void u8(std::uint8_t x) { out_.push_back(static_cast<char>(x)); }
-  void u32(std::uint32_t x) {
-    for (int i = 3; i >= 0; --i) u8(static_cast<std::uint8_t>(x >> (8 * i)));
-  }
-  void u64(std::uint64_t x) {
-    for (int i = 7; i >= 0; --i) u8(static_cast<std::uint8_t>(x >> (8 * i)));
-  }
+  void u32(std::uint32_t x) { big_endian<4>(x); }
+  void u64(std::uint64_t x) { big_endian<8>(x); }
   void i64(std::int64_t x) { u64(static_cast<std::uint64_t>(x)); }
   void bytes(std::string_view s) {
     u32(static_cast<std::uint32_t>(s.size()));
@@ -42,6 +38,16 @@ class writer {
   std::string& out() { return out_; }
 
  private:
+  // One append per field: a byte-wise push_back was 5% of all instructions of an engine run
+  // (callgrind), every message's record and key being written this way.
+  template <std::size_t N>
+  void big_endian(std::uint64_t x) {
+    char buf[N];
+    for (std::size_t i = 0; i < N; ++i)
+      buf[i] = static_cast<char>(static_cast<std::uint8_t>(x >> (8 * (N - 1 - i))));
+    out_.append(buf, N);
+  }
+
   std::string out_;
 };
 
