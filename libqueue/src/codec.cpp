@@ -7,6 +7,7 @@
 
 #include <openssl/evp.h>
 
+#include "laneq/assert.hpp"
 #include "laneq/limits.hpp"
 
 namespace laneq::codec {
@@ -24,8 +25,21 @@ constexpr std::array<std::uint32_t, 256> make_crc32c_table() {
 }
 constexpr auto crc32c_table = make_crc32c_table();
 
+/// Tag of a writer whose text is a sealed record: it starts with room for the record header.
+struct sealed_t {};
+constexpr sealed_t sealed{};
+
+/// Bytes of a sealed record's header: format version, CRC32C of the rest.
+constexpr std::size_t seal_header_bytes = 5;
+
 class writer {
  public:
+  writer() = default;
+  /// A sealed record's writer: the header is filled in by `seal`, in place.
+  explicit writer(sealed_t, std::size_t reserve = 64) {
+    out_.reserve(seal_header_bytes + reserve);
+    out_.append(seal_header_bytes, '\0');
+  }
   void u8(std::uint8_t x) { out_.push_back(static_cast<char>(x)); }
   void u32(std::uint32_t x) { big_endian<4>(x); }
   void u64(std::uint64_t x) { big_endian<8>(x); }
@@ -101,13 +115,15 @@ error corrupt(std::string_view kind, const std::string& what) {
 }
 
 /// Version byte, CRC32C of the body, body.
-std::string seal(writer& body) {
-  writer out;
-  out.out().reserve(5 + body.out().size());
-  out.u8(message_format_version);
-  out.u32(crc32c(body.out()));
-  out.raw(body.out());
-  return std::move(out.out());
+/// The record `w` (made with `sealed`) holds: its header written in front of the payload.
+std::string seal(writer& w) {
+  auto& out = w.out();
+  LANEQ_ASSERT(out.size() >= seal_header_bytes, "a sealed record's writer starts with its header");
+  auto crc = crc32c(std::string_view{out}.substr(seal_header_bytes));
+  out[0] = static_cast<char>(message_format_version);
+  for (std::size_t i = 0; i < 4; ++i)
+    out[1 + i] = static_cast<char>(static_cast<std::uint8_t>(crc >> (8 * (3 - i))));
+  return std::move(out);
 }
 
 /// The body of a sealed record, or why it cannot be trusted.
@@ -300,8 +316,11 @@ std::string counters_key(std::uint64_t uid) {
 }
 
 std::string message_key(std::uint64_t uid, const lane_id& lane, message_seq seq) {
+  // Every enqueue, ack and read-back makes one: written at once, without a prefix string.
   writer w;
-  w.raw(key_prefix(tag::message, uid));
+  w.out().reserve(message_key_lane_prefix_bytes + 8);
+  w.u8(static_cast<std::uint8_t>(tag::message));
+  w.u64(uid);
   put_lane(w, lane);
   w.u64(seq.value);
   return std::move(w.out());
@@ -388,12 +407,11 @@ result<std::uint64_t> parse_dead_order(std::string_view key) {
 // -- records ----------------------------------------------------------------------------------
 
 std::string encode_message(const message& m) {
-  writer body;
   // Fixed fields and length prefixes fit in 128 bytes; one allocation instead of regrowing.
   std::size_t size = 128 + m.body.size() + m.fairness_key.size();
   for (const auto& h : m.headers) size += 8 + h.name.size() + h.value.size();
   for (const auto& a : m.attributes) size += 8 + a.name.size() + a.value.size();
-  body.out().reserve(size);
+  writer body{sealed, size};
   put_message(body, m);
   return seal(body);
 }
@@ -410,7 +428,7 @@ result<message> decode_message(std::string_view record) {
 
 std::string encode_queue(const queue_record& q) {
   const auto& s = q.spec;
-  writer w;
+  writer w{sealed};
   w.u64(q.uid);
   w.bytes(s.name());
   w.u8(static_cast<std::uint8_t>(s.ordering()));
@@ -496,7 +514,7 @@ result<queue_record> decode_queue(std::string_view record) {
 }
 
 std::string encode_counters(const counters_record& c) {
-  writer w;
+  writer w{sealed};
   w.u64(c.next_id);
   w.u64(c.next_seq);
   w.u64(c.next_dead);
@@ -516,7 +534,7 @@ result<counters_record> decode_counters(std::string_view record) {
 }
 
 std::string encode_dead_letter(const dead_letter& d) {
-  writer w;
+  writer w{sealed};
   w.u8(static_cast<std::uint8_t>(d.reason));
   w.i64(d.at.us);
   put_message(w, d.msg);
@@ -540,7 +558,7 @@ result<dead_letter> decode_dead_letter(std::string_view record) {
 }
 
 std::string encode_lease(const lease_record& l) {
-  writer w;
+  writer w{sealed};
   w.u64(l.lease.group.value);
   w.u64(l.lease.msg.value);
   w.u32(l.lease.attempt);
@@ -566,7 +584,7 @@ result<lease_record> decode_lease(std::string_view record) {
 }
 
 std::string encode_dedupe(const dedupe_record& d) {
-  writer w;
+  writer w{sealed};
   w.u64(d.id.value);
   w.i64(d.expires.us);
   return seal(w);
@@ -584,7 +602,7 @@ result<dedupe_record> decode_dedupe(std::string_view record) {
 }
 
 std::string encode_topic(const topic_spec& t) {
-  writer w;
+  writer w{sealed};
   w.bytes(t.name());
   w.u32(static_cast<std::uint32_t>(t.queues().size()));
   for (const auto& q : t.queues()) w.bytes(q);
@@ -607,7 +625,7 @@ result<topic_spec> decode_topic(std::string_view record) {
 }
 
 std::string encode_u64(std::uint64_t x) {
-  writer w;
+  writer w{sealed};
   w.u64(x);
   return seal(w);
 }
