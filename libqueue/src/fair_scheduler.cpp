@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -33,9 +34,20 @@ struct by_wake_desc {
   }
 };
 
+// A ready item in its key's heap: its seq, and the entry in a box of its own, so that the heap's
+// sift moves 16 bytes instead of an entry with its message (4% of all instructions of an engine
+// run went into moving entries, callgrind).
+struct ready_ref {
+  std::uint64_t seq = 0;
+  std::unique_ptr<entry> e;
+};
+struct by_ref_seq_desc {
+  bool operator()(const ready_ref& a, const ready_ref& b) const { return a.seq > b.seq; }
+};
+
 struct key_state {
   std::string name;
-  std::vector<entry> heap;  // ready items, min-heap by seq
+  std::vector<ready_ref> heap;  // ready items, min-heap by seq
   std::uint64_t stamp = 0;  // rotation position: lower is served first; 0 = never placed
   bool in_rotation = false;
   std::size_t waiting = 0;  // items of this key that wait (delayed or throttled)
@@ -159,8 +171,9 @@ struct fair_scheduler::impl {
 
   void push_ready(entry e, std::size_t& ready_count) {
     auto& ks = key_of(e.item.msg.fairness_key);
-    ks.heap.push_back(std::move(e));
-    std::push_heap(ks.heap.begin(), ks.heap.end(), by_seq_desc{});
+    auto seq = e.item.msg.seq.value;
+    ks.heap.push_back(ready_ref{seq, std::make_unique<entry>(std::move(e))});
+    std::push_heap(ks.heap.begin(), ks.heap.end(), by_ref_seq_desc{});
     enter_rotation(ks);
     ++ready_count;
   }
@@ -295,8 +308,8 @@ std::optional<picked_item> fair_scheduler::pick(timestamp now) {
     s.rotation.erase(s.rotation.begin());
     ks->in_rotation = false;
     while (!ks->heap.empty()) {
-      std::pop_heap(ks->heap.begin(), ks->heap.end(), by_seq_desc{});
-      auto e = std::move(ks->heap.back());
+      std::pop_heap(ks->heap.begin(), ks->heap.end(), by_ref_seq_desc{});
+      auto e = std::move(*ks->heap.back().e);
       ks->heap.pop_back();
       --ready_count_;
       s.settle_release(e);
@@ -378,7 +391,7 @@ void fair_scheduler::check_invariants() const {
                  "a key is in the rotation exactly when it has ready items");
     ready += ks->heap.size();
     waiting += ks->waiting;
-    for (const auto& e : ks->heap) grouped += e.item.group ? 1u : 0u;
+    for (const auto& r : ks->heap) grouped += r.e->item.group ? 1u : 0u;
   }
   LANEQ_ASSERT(ready == ready_count_, "the ready count matches the keys");
   LANEQ_ASSERT(waiting == waiting_size(), "the waiting count matches the keys");
