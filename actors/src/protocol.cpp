@@ -4,6 +4,7 @@
 #include "laneq/actors/protocol.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -75,6 +76,9 @@ void ack_receipt::failed(std::size_t index, error why) const {
 struct delivery_slot::state {
   std::mutex mutex;  // the fairness actor and the group run on any worker
   std::optional<posted> post;
+  /// Whether `post` holds a delivery: most messages a group handles find the slot empty, and
+  /// look without taking the mutex.
+  std::atomic<bool> full{false};
 };
 
 delivery_slot::delivery_slot() : state_(std::make_shared<state>()) {}
@@ -83,10 +87,13 @@ void delivery_slot::post(const posted& p) const {
   std::lock_guard<std::mutex> guard{state_->mutex};
   LANEQ_ASSERT(!state_->post, "a group offers again only after it took its last delivery");
   state_->post = p;
+  state_->full.store(true, std::memory_order_release);
 }
 
 std::optional<delivery_slot::posted> delivery_slot::take() const {
+  if (!state_->full.load(std::memory_order_acquire)) return std::nullopt;
   std::lock_guard<std::mutex> guard{state_->mutex};
+  state_->full.store(false, std::memory_order_relaxed);
   return std::exchange(state_->post, std::nullopt);
 }
 
