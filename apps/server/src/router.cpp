@@ -21,22 +21,35 @@ namespace {
 using steady = std::chrono::steady_clock;
 using state_ptr = std::shared_ptr<const router::shared_state>;
 
-/// Runs a start function on its first activation and lives until the requests it sent are
-/// answered (an empty behavior with pending responses keeps a CAF 0.17 actor alive).
-class bridge : public caf::event_based_actor {
+using run_atom = caf::atom_constant<caf::atom("run")>;
+constexpr run_atom run_atom_v{};
+
+}  // namespace
+
+/// What a call does on a gateway: sends its requests from it and answers in their handlers.
+struct gateway_job {
+  std::function<void(caf::event_based_actor*)> start;
+};
+
+}  // namespace laneq::server
+
+// A job is a closure for an actor of this process; it never crosses a process boundary.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(laneq::server::gateway_job)
+
+namespace laneq::server {
+
+namespace {
+
+/// A long-lived actor that HTTP calls run their CAF requests from: a call is a message to it,
+/// where an actor per call cost its spawn and its exit (CAF tells its clock thread about every
+/// exit), a few percent of the CAF worker that every actor of the broker shares.
+class gateway : public caf::event_based_actor {
  public:
-  using start_fn = std::function<void(caf::event_based_actor*)>;
-  bridge(caf::actor_config& cfg, start_fn start)
-      : caf::event_based_actor(cfg), start_(std::move(start)) {}
+  explicit gateway(caf::actor_config& cfg) : caf::event_based_actor(cfg) {}
 
   caf::behavior make_behavior() override {
-    auto start = std::move(start_);
-    start(this);
-    return {};
+    return {[this](run_atom, gateway_job& job) { job.start(this); }};
   }
-
- private:
-  start_fn start_;
 };
 
 /// One request in progress.
@@ -271,11 +284,11 @@ void send_and_answer(caf::event_based_actor* self, const Dest& dest, caf::timesp
       args);
 }
 
-/// Sends `args` to `dest` from a fresh bridge actor and answers the call with what `convert`
-/// makes of the response; a CAF error fails the call.
+/// Sends `args` to `dest` from a gateway and answers the call with what `convert` makes of the
+/// response; a CAF error fails the call.
 template <class Dest, class F, class... Args>
-void ask(caf::actor_system& sys, const call_ptr& c, Dest dest, F convert, Args&&... args) {
-  sys.spawn<bridge>(
+void ask(gateway_pool& gw, const call_ptr& c, Dest dest, F convert, Args&&... args) {
+  gw.run(
       [c, dest = std::move(dest), convert = std::move(convert),
        args = std::make_tuple(std::forward<Args>(args)...)](caf::event_based_actor* self) mutable {
         send_and_answer(self, dest, call_timeout(), c, std::move(convert), args);
@@ -284,12 +297,14 @@ void ask(caf::actor_system& sys, const call_ptr& c, Dest dest, F convert, Args&&
 
 /// As `ask`, to the queue `name` (looked up first), waiting at most `timeout` for its answer.
 template <class F, class... Args>
-void ask_queue_within(caf::actor_system& sys, const call_ptr& c, std::string name,
-                      caf::timespan timeout, F convert, Args&&... args) {
-  sys.spawn<bridge>(
+void ask_queue_within(gateway_pool& gw, const call_ptr& c, std::string name, caf::timespan timeout,
+                      F convert, Args&&... args) {
+  gw.run(
       [c, name = std::move(name), timeout, convert = std::move(convert),
        args = std::make_tuple(std::forward<Args>(args)...)](caf::event_based_actor* self) mutable {
-        self->request(c->st->admin, call_timeout(), lookup_atom_v, name)
+        // The admin actor answers a lookup at once: no timeout (each one is an entry in CAF's
+        // clock); the call's own request below keeps the call's.
+        self->request(c->st->admin, caf::infinite, lookup_atom_v, name)
             .then(
                 [self, c, timeout, convert = std::move(convert),
                  args = std::move(args)](queue_api& q) mutable {
@@ -301,9 +316,8 @@ void ask_queue_within(caf::actor_system& sys, const call_ptr& c, std::string nam
 
 /// As `ask`, to the queue `name` (looked up first).
 template <class F, class... Args>
-void ask_queue(caf::actor_system& sys, const call_ptr& c, std::string name, F convert,
-               Args&&... args) {
-  ask_queue_within(sys, c, std::move(name), call_timeout(), std::move(convert),
+void ask_queue(gateway_pool& gw, const call_ptr& c, std::string name, F convert, Args&&... args) {
+  ask_queue_within(gw, c, std::move(name), call_timeout(), std::move(convert),
                    std::forward<Args>(args)...);
 }
 
@@ -349,9 +363,23 @@ http_response error_response(const error& e) {
   return r;
 }
 
+gateway_pool::gateway_pool(caf::actor_system& sys) {
+  auto n = std::max<std::size_t>(1, sys.scheduler().num_workers());
+  for (std::size_t i = 0; i < n; ++i) actors_.push_back(sys.spawn<gateway>());
+}
+
+gateway_pool::~gateway_pool() {
+  for (auto& a : actors_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+void gateway_pool::run(std::function<void(caf::event_based_actor*)> start) {
+  auto i = next_.fetch_add(1, std::memory_order_relaxed) % actors_.size();
+  caf::anon_send(actors_[i], run_atom_v, gateway_job{std::move(start)});
+}
+
 router::router(caf::actor_system& sys, admin_actor admin, store_actor store, http_limits limits,
                std::vector<token_config> tokens)
-    : sys_(sys),
+    : gateways_(std::make_unique<gateway_pool>(sys)),
       state_(std::make_shared<const shared_state>(
           shared_state{std::move(admin), std::move(store), limits, authenticator{std::move(tokens)},
                        std::make_shared<server_metrics>()})) {}
@@ -399,7 +427,8 @@ void router::handle(http_request req, respond_fn done) {
                                              : parse_query(m.query, {});
   if (!query) return c->fail(query.err());
   if (takes_no_body(m.what) && !obj.empty()) return c->fail(bad("this endpoint takes no body"));
-  auto spawn = [&](bridge::start_fn fn) { sys_.spawn<bridge>(std::move(fn)); };
+  auto& gw = *gateways_;
+  auto spawn = [&gw](std::function<void(caf::event_based_actor*)> fn) { gw.run(std::move(fn)); };
 
   switch (m.what) {
     case route::healthz: {
@@ -461,7 +490,7 @@ void router::handle(http_request req, respond_fn done) {
     }
     case route::list_queues: {
       return ask(
-          sys_, c, st.admin,
+          gw, c, st.admin,
           [who](std::vector<std::string>& names) {
             std::sort(names.begin(), names.end());
             return array_reply(
@@ -475,7 +504,7 @@ void router::handle(http_request req, respond_fn done) {
       if (!parsed.ok()) return c->fail(combine(parsed.errors));
       auto spec_json = queue_spec_to_json(parsed.spec);
       return ask(
-          sys_, c, st.admin,
+          gw, c, st.admin,
           [name, spec_json = std::move(spec_json)](queue_api&, bool created) {
             json::object o;
             o["name"] = name;
@@ -487,7 +516,7 @@ void router::handle(http_request req, respond_fn done) {
     }
     case route::get_queue: {
       return ask(
-          sys_, c, st.admin,
+          gw, c, st.admin,
           [name](queue_description& d) {
             json::object o;
             o["name"] = name;
@@ -502,14 +531,14 @@ void router::handle(http_request req, respond_fn done) {
     }
     case route::delete_queue: {
       return ask(
-          sys_, c, st.admin, [name](caf::ok_atom) { return one_field("deleted", name); },
-          drop_atom_v, name);
+          gw, c, st.admin, [name](caf::ok_atom) { return one_field("deleted", name); }, drop_atom_v,
+          name);
     }
     case route::enqueue: {
       auto msgs = messages_from_json(obj, st.limits.batch);
       if (!msgs) return c->fail(msgs.err());
       return ask_queue(
-          sys_, c, name,
+          gw, c, name,
           [](std::vector<message_id>& ids) { return one_field("ids", ids_to_json(ids)); },
           enqueue_atom_v, std::move(msgs.value()));
     }
@@ -521,7 +550,7 @@ void router::handle(http_request req, respond_fn done) {
             error{errc::limit_exceeded, "max is " + std::to_string(rr.value().max) + ", at most " +
                                             std::to_string(st.limits.batch) + " allowed"});
       return ask_queue_within(
-          sys_, c, name, call_timeout() + std::chrono::microseconds{rr.value().wait_us},
+          gw, c, name, call_timeout() + std::chrono::microseconds{rr.value().wait_us},
           [](std::vector<delivery>& ds) {
             return json_text{[ds = std::move(ds)] { return deliveries_json(ds); }};
           },
@@ -533,7 +562,7 @@ void router::handle(http_request req, respond_fn done) {
       auto total = ll.value().leases.size();
       auto single = ll.value().single;
       return ask_queue(
-          sys_, c, name,
+          gw, c, name,
           [total, single](std::vector<lease_outcome>& failed) -> result<json::object> {
             if (single && !failed.empty()) return failed.front().err;
             json::array arr;
@@ -554,7 +583,7 @@ void router::handle(http_request req, respond_fn done) {
       auto nr = nack_from_json(obj);
       if (!nr) return c->fail(nr.err());
       return ask_queue(
-          sys_, c, name,
+          gw, c, name,
           [dead = nr.value().second.kind == nack_kind::dead_letter](caf::ok_atom) {
             json::object o;
             o["nacked"] = true;
@@ -567,7 +596,7 @@ void router::handle(http_request req, respond_fn done) {
       auto er = extend_from_json(obj);
       if (!er) return c->fail(er.err());
       return ask_queue(
-          sys_, c, name,
+          gw, c, name,
           [](timestamp deadline) { return one_field("lease_deadline_ms", deadline.ms()); },
           extend_atom_v, er.value().first, er.value().second);
     }
@@ -581,7 +610,7 @@ void router::handle(http_request req, respond_fn done) {
         max = static_cast<std::uint32_t>(n->value);
       }
       return ask_queue(
-          sys_, c, name,
+          gw, c, name,
           [](std::vector<dead_letter>& ds) {
             return json_text{[ds = std::move(ds)] { return dead_letters_json(ds); }};
           },
@@ -591,7 +620,7 @@ void router::handle(http_request req, respond_fn done) {
       auto ids = redrive_from_json(obj, limits::redrive_batch_max);
       if (!ids) return c->fail(ids.err());
       return ask_queue(
-          sys_, c, name, [](std::uint64_t n) { return one_field("redriven", n); }, redrive_atom_v,
+          gw, c, name, [](std::uint64_t n) { return one_field("redriven", n); }, redrive_atom_v,
           std::move(ids.value()));
     }
     case route::groups: {
@@ -605,12 +634,12 @@ void router::handle(http_request req, respond_fn done) {
           return c->fail(bad("query parameter state must be blocked or all"));
       }
       return ask_queue(
-          sys_, c, name, [](std::vector<group_info>& gs) { return array_reply("groups", gs); },
+          gw, c, name, [](std::vector<group_info>& gs) { return array_reply("groups", gs); },
           groups_atom_v, blocked);
     }
     case route::list_topics: {
       return ask(
-          sys_, c, st.admin,
+          gw, c, st.admin,
           [who](std::vector<topic_spec>& topics) {
             return array_reply("topics", topics, topic_to_json, [&who](const topic_spec& t) {
               return authenticator::may_use(who, t.name());
@@ -631,7 +660,7 @@ void router::handle(http_request req, respond_fn done) {
       if (!parsed.ok()) return c->fail(combine(parsed.errors));
       auto out = topic_to_json(parsed.spec);
       return ask(
-          sys_, c, st.admin,
+          gw, c, st.admin,
           [out = std::move(out)](bool created) mutable {
             out["created"] = created;
             return with_status{created ? 201u : 200u, std::move(out)};
@@ -640,19 +669,19 @@ void router::handle(http_request req, respond_fn done) {
     }
     case route::get_topic: {
       return ask(
-          sys_, c, st.admin, [](topic_spec& t) { return topic_to_json(t); }, topic_atom_v,
+          gw, c, st.admin, [](topic_spec& t) { return topic_to_json(t); }, topic_atom_v,
           lookup_atom_v, name);
     }
     case route::delete_topic: {
       return ask(
-          sys_, c, st.admin, [name](caf::ok_atom) { return one_field("deleted", name); },
+          gw, c, st.admin, [name](caf::ok_atom) { return one_field("deleted", name); },
           topic_atom_v, drop_atom_v, name);
     }
     case route::publish: {
       auto msgs = messages_from_json(obj, st.limits.batch);
       if (!msgs) return c->fail(msgs.err());
       return ask(
-          sys_, c, st.admin,
+          gw, c, st.admin,
           [](std::vector<topic_enqueued>& per_queue) {
             json::object ids;
             for (const auto& q : per_queue) ids[q.queue] = ids_to_json(q.ids);

@@ -1,9 +1,11 @@
 // The HTTP API's routing, independent of sockets (docs/api.md): a parsed request in, a response
-// out, completed asynchronously. Each request that needs the broker spawns one short-lived
-// bridge actor that sends the CAF requests and calls the completion with the answer, so no
-// actor and no HTTP thread ever blocks (a long poll holds only a pending CAF request).
+// out, completed asynchronously. Each request that needs the broker is a message to one of a few
+// long-lived gateway actors, which sends the CAF requests and calls the completion with the
+// answer, so no actor and no HTTP thread ever blocks (a long poll holds only a pending CAF
+// request).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -48,6 +50,23 @@ http_response error_response(const error& e);
 /// Called exactly once per request, from any thread (an HTTP thread or a CAF worker).
 using respond_fn = std::function<void(http_response)>;
 
+/// The actors HTTP calls send their requests from (router.cpp): one per CAF worker, calls taken
+/// in turn. Stopped with the pool.
+class gateway_pool {
+ public:
+  explicit gateway_pool(caf::actor_system& sys);
+  ~gateway_pool();
+  gateway_pool(const gateway_pool&) = delete;
+  gateway_pool& operator=(const gateway_pool&) = delete;
+
+  /// Runs `start` on a gateway: it sends its requests from there and answers in their handlers.
+  void run(std::function<void(caf::event_based_actor*)> start);
+
+ private:
+  std::vector<caf::actor> actors_;
+  std::atomic<std::size_t> next_{0};
+};
+
 /// Routes requests to the broker.
 class router {
  public:
@@ -61,7 +80,7 @@ class router {
   const http_limits& limits() const { return state_->limits; }
   const std::shared_ptr<server_metrics>& metrics() const { return state_->metrics; }
 
-  /// What bridge actors share; it outlives the router while requests are in flight.
+  /// What the calls share; it outlives the router while requests are in flight.
   struct shared_state {
     admin_actor admin;
     store_actor store;
@@ -71,7 +90,7 @@ class router {
   };
 
  private:
-  caf::actor_system& sys_;
+  std::unique_ptr<gateway_pool> gateways_;
   std::shared_ptr<const shared_state> state_;
 };
 
