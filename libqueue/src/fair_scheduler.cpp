@@ -48,7 +48,7 @@ struct by_ref_seq_desc {
 struct key_state {
   std::string name;
   std::vector<ready_ref> heap;  // ready items, min-heap by seq
-  std::uint64_t stamp = 0;  // rotation position: lower is served first; 0 = never placed
+  std::uint64_t stamp = 0;      // rotation position: lower is served first; 0 = never placed
   bool in_rotation = false;
   std::size_t waiting = 0;  // items of this key that wait (delayed or throttled)
 };
