@@ -79,6 +79,14 @@ class key_maker {
   std::vector<codec::lane_id> lanes_;
 };
 
+/// The seed and the command that reruns the current test with it.
+std::string rerun_hint(std::uint64_t seed) {
+  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+  return "seed " + std::to_string(seed) + "; rerun: LANEQ_CRASH_SEED=" + std::to_string(seed) +
+         " build/dev/bin/laneq_crash_tests --gtest_filter='" + info->test_suite_name() + "." +
+         info->name() + "'";
+}
+
 struct pair_of_dbs {
   std::unique_ptr<rocksdb::DB> skip_list;
   std::unique_ptr<rocksdb::DB> lanes;
@@ -159,9 +167,7 @@ void compare_reads(pair_of_dbs& dbs, key_maker& keys, std::mt19937_64& rng,
 
 TEST(LaneMemtable, reads_match_rocksdbs_skip_list_under_random_writes) {
   auto seed = crash_seed();
-  SCOPED_TRACE("seed " + std::to_string(seed) +
-               "; rerun: LANEQ_CRASH_SEED=" + std::to_string(seed) +
-               " build/dev/bin/laneq_crash_tests --gtest_filter='LaneMemtable.*'");
+  SCOPED_TRACE(rerun_hint(seed));
   std::mt19937_64 rng{seed};
   key_maker keys{rng};
   temp_dir dir{"laneq-memtable"};
@@ -262,9 +268,7 @@ struct entry_comparator : rocksdb::MemTableRep::KeyComparator {
 
 TEST(LaneMemtable, its_iterator_agrees_with_an_ordered_set_everywhere) {
   auto seed = crash_seed();
-  SCOPED_TRACE("seed " + std::to_string(seed) +
-               "; rerun: LANEQ_CRASH_SEED=" + std::to_string(seed) +
-               " build/dev/bin/laneq_crash_tests --gtest_filter='LaneMemtable.*'");
+  SCOPED_TRACE(rerun_hint(seed));
   std::mt19937_64 rng{seed};
   key_maker keys{rng};
   entry_comparator cmp;

@@ -630,15 +630,32 @@ result<std::vector<message_id>> redrive_from_json(const json::object& body, std:
 
 // -- answers ------------------------------------------------------------------------------------
 
+namespace {
+
+/// `{"<list>": [...]}` with `each(w, x)` writing the fields of every element of `xs`.
+template <class T, class Each>
+std::string list_json(std::string_view list, const std::vector<T>& xs, std::size_t bytes,
+                      Each each) {
+  json_writer w{bytes};
+  w.open('{');
+  w.key(list);
+  w.open('[');
+  for (const auto& x : xs) {
+    w.open('{');
+    each(w, x);
+    w.close('}');
+  }
+  w.close(']');
+  w.close('}');
+  return w.take();
+}
+
+}  // namespace
+
 std::string deliveries_json(const std::vector<delivery>& ds) {
   std::size_t bytes = 32;
   for (const auto& d : ds) bytes += answer_bytes(d.msg) + d.ordering_key.size();
-  json_writer w{bytes};
-  w.open('{');
-  w.key("messages");
-  w.open('[');
-  for (const auto& d : ds) {
-    w.open('{');
+  return list_json("messages", ds, bytes, [](json_writer& w, const delivery& d) {
     w.key("id");
     w.value_string(encode_id(d.msg.id));
     w.key("lease");
@@ -652,22 +669,13 @@ std::string deliveries_json(const std::vector<delivery>& ds) {
     w.number(d.msg.enqueued_at.ms());
     w.key("lease_deadline_ms");
     w.number(d.deadline.ms());
-    w.close('}');
-  }
-  w.close(']');
-  w.close('}');
-  return w.take();
+  });
 }
 
 std::string dead_letters_json(const std::vector<dead_letter>& ds) {
   std::size_t bytes = 32;
   for (const auto& d : ds) bytes += answer_bytes(d.msg);
-  json_writer w{bytes};
-  w.open('{');
-  w.key("dead_letters");
-  w.open('[');
-  for (const auto& d : ds) {
-    w.open('{');
+  return list_json("dead_letters", ds, bytes, [](json_writer& w, const dead_letter& d) {
     w.key("id");
     w.value_string(encode_id(d.msg.id));
     put_payload(w, d.msg);
@@ -679,11 +687,7 @@ std::string dead_letters_json(const std::vector<dead_letter>& ds) {
     w.number(d.at.ms());
     w.key("enqueued_at_ms");
     w.number(d.msg.enqueued_at.ms());
-    w.close('}');
-  }
-  w.close(']');
-  w.close('}');
-  return w.take();
+  });
 }
 
 json::object to_json(const queue_stats& s) {
