@@ -64,6 +64,7 @@ class lane_rep final : public MemTableRep {
     auto& p = partition_for(e);
     version_.fetch_add(1, std::memory_order_relaxed);
     if (p.chunks.empty()) {
+      grow(p.chunks);
       p.chunks.emplace_back();
       push(p.chunks.back(), p.chunks.back().end(), e);
       return true;
@@ -159,7 +160,7 @@ class lane_rep final : public MemTableRep {
   void grow(std::vector<std::vector<entry>>& chunks) {
     if (chunks.size() < chunks.capacity()) return;
     auto before = chunks.capacity();
-    chunks.reserve(before * 2);
+    chunks.reserve(std::max<std::size_t>(1, before * 2));
     account(static_cast<std::int64_t>((chunks.capacity() - before) * sizeof(chunks[0])));
   }
 
