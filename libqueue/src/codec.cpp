@@ -5,10 +5,9 @@
 #include <bit>
 #include <cstring>
 
-#include <openssl/evp.h>
-
 #include "laneq/assert.hpp"
 #include "laneq/limits.hpp"
+#include "sha256.hpp"
 
 namespace laneq::codec {
 
@@ -291,9 +290,7 @@ lane_id make_lane_id(std::string_view queue_name, std::string_view group_key) {
   input.append(queue_name);
   input.push_back('\0');  // queue names hold no NUL, so (name, key) pairs cannot run together
   input.append(group_key);
-  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
-  unsigned int len = 0;
-  EVP_Digest(input.data(), input.size(), md.data(), &len, EVP_sha256(), nullptr);
+  auto md = detail::sha256(input);
   lane_id lane;
   for (std::size_t i = 0; i < lane.bytes.size(); ++i) lane.bytes[i] = md[i];
   if (lane.unordered()) lane.bytes.back() = 1;  // lane 0 is reserved for unordered messages

@@ -3,11 +3,11 @@
 
 #include <array>
 
-#include <openssl/evp.h>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
 #include "laneq/limits.hpp"
+#include "sha256.hpp"
 
 namespace laneq {
 
@@ -109,13 +109,11 @@ key_component function(std::string label, key_function f) {
 
 std::string bound_key(std::string s) {
   if (s.size() <= key_bytes_max) return s;
-  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
-  unsigned int len = 0;
-  EVP_Digest(s.data(), s.size(), md.data(), &len, EVP_sha256(), nullptr);
+  auto md = detail::sha256(s);
   static constexpr char hex[] = "0123456789abcdef";
   std::string out = "sha256:";
-  out.reserve(7 + 2 * len);
-  for (unsigned int i = 0; i < len; ++i) {
+  out.reserve(7 + 2 * md.size());
+  for (std::size_t i = 0; i < md.size(); ++i) {
     out.push_back(hex[md[i] >> 4]);
     out.push_back(hex[md[i] & 0xF]);
   }
