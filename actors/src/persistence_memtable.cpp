@@ -33,7 +33,10 @@ constexpr std::size_t chunk_max = 128;
 struct partition {
   std::string name;
   std::vector<std::vector<entry>> chunks;
-  std::size_t finger = 0;  ///< the chunk of the last insert that was not an append
+  /// Where the last insert that was not an append went (chunk, index): a lane's erases come in
+  /// its order, so the next one lands just after it (`near_finger`).
+  std::size_t finger = 0;
+  std::size_t finger_at = 0;
 };
 
 /// The user key of an internal key (without its 8-byte sequence number and type).
@@ -81,16 +84,28 @@ class lane_rep final : public MemTableRep {
       return true;
     }
     if (c == 0) return false;
-    // An erase near the lane's start, or a rewrite: the chunk that holds the first entry not
-    // before `e`, tried first where the last such insert went.
-    auto ci = fits(p, p.finger, e) ? p.finger : first_chunk_not_ending_before(p, e);
+    // An erase near the lane's start, or a rewrite: just after the last such insert, or in the
+    // chunk that holds the first entry not before `e` (tried first where that insert went).
+    auto ci = p.finger;
+    auto at = near_finger(p, e);
+    if (at == 0) {
+      if (!fits(p, ci, e)) ci = first_chunk_not_ending_before(p, e);
+      auto& ch = p.chunks[ci];
+      auto pos = std::lower_bound(ch.begin(), ch.end(), e,
+                                  [this](entry a, entry b) { return cmp_(a, b) < 0; });
+      if (pos != ch.end() && cmp_(*pos, e) == 0) return false;
+      at = static_cast<std::size_t>(pos - ch.begin());
+    }
     auto& ch = p.chunks[ci];
-    auto pos = std::lower_bound(ch.begin(), ch.end(), e,
-                                [this](entry a, entry b) { return cmp_(a, b) < 0; });
-    if (pos != ch.end() && cmp_(*pos, e) == 0) return false;
-    push(ch, pos, e);
-    if (ch.size() > chunk_max) split(p, ci);
+    push(ch, ch.begin() + static_cast<std::ptrdiff_t>(at), e);
     p.finger = ci;
+    p.finger_at = at;
+    if (ch.size() <= chunk_max) return true;
+    auto kept = split(p, ci);  // `ch` may move with the chunk list
+    if (at >= kept) {
+      p.finger = ci + 1;
+      p.finger_at = at - kept;
+    }
     return true;
   }
 
@@ -164,8 +179,8 @@ class lane_rep final : public MemTableRep {
     account(static_cast<std::int64_t>((chunks.capacity() - before) * sizeof(chunks[0])));
   }
 
-  /// Moves the upper half of chunk `ci` into a new chunk after it.
-  void split(partition& p, std::size_t ci) {
+  /// Moves the upper half of chunk `ci` into a new chunk after it; returns the entries kept.
+  std::size_t split(partition& p, std::size_t ci) {
     grow(p.chunks);
     auto& full = p.chunks[ci];
     auto half = full.size() / 2;
@@ -173,6 +188,26 @@ class lane_rep final : public MemTableRep {
     full.resize(half);
     account(static_cast<std::int64_t>(upper.capacity() * sizeof(entry)));
     p.chunks.insert(p.chunks.begin() + static_cast<std::ptrdiff_t>(ci) + 1, std::move(upper));
+    return half;
+  }
+
+  /// The index in the finger's chunk where `e` belongs, if that is within a few entries after the
+  /// finger and before the chunk's last entry; 0 otherwise. A lane's erases come in its
+  /// order: each tombstone goes just before the put it erases, so the next one lands two entries
+  /// after the last (three comparisons instead of a search of the chunk). The finger may be stale;
+  /// the answer holds anyway, as the entries around it are compared.
+  std::size_t near_finger(const partition& p, entry e) const {
+    constexpr std::size_t reach = 4;
+    if (p.finger >= p.chunks.size()) return 0;
+    const auto& ch = p.chunks[p.finger];
+    auto j = p.finger_at;
+    if (j >= ch.size() || cmp_(e, ch[j]) <= 0) return 0;
+    for (auto k = j + 1; k < ch.size() && k <= j + reach; ++k) {
+      int c = cmp_(e, ch[k]);
+      if (c < 0) return k;
+      if (c == 0) return 0;  // a duplicate: the search below reports it
+    }
+    return 0;
   }
 
   /// Whether chunk `ci` holds the first entry not before `e`: `e` is not after its last entry
