@@ -62,7 +62,23 @@ timestamp group_actor_impl::catch_up() {
     state_.on_delivered(d->lease, d->deadline, d->at);  // the fairness actor watches the deadline
     check();
   }
-  return now();
+  auto t = now();
+  if (auto arrived = gc_.inbox.take(); !arrived.empty()) take_in(std::move(arrived), t);
+  return t;
+}
+
+void group_actor_impl::settle() {
+  // Busy: the head is offered or in flight, so a delivery, ack, nack, extend or lease tick is
+  // sure to come, and arrivals only join the window until then.
+  while (true) {
+    auto arrived = gc_.inbox.settle(state_.current_phase() != group_state::phase::empty);
+    if (arrived.empty()) return;
+    take_in(std::move(arrived), now());
+  }
+}
+
+void group_actor_impl::take_in(std::vector<message> arrived, timestamp t) {
+  write(apply(state_.on_enqueue(std::move(arrived), t, may_grow())));
 }
 
 void group_actor_impl::charge(std::int64_t delta) {
@@ -112,6 +128,7 @@ void group_actor_impl::fetch(const fetch_request& req) {
   request(gc_.store, caf::infinite, scan_atom_v, std::move(from), std::move(to), max)
       .then(
           [this](std::vector<store_entry>& page) {
+            const turn now{*this};
             queue_metrics::add(gc_.metrics->window_reads);
             queue_metrics::add(gc_.metrics->window_read_messages, page.size());
             std::vector<message> msgs;
@@ -127,9 +144,10 @@ void group_actor_impl::fetch(const fetch_request& req) {
               }
               msgs.push_back(std::move(m).value());
             }
-            write(apply(state_.on_fetched(std::move(msgs), catch_up(), may_grow())));
+            write(apply(state_.on_fetched(std::move(msgs), now.at, may_grow())));
           },
           [this](caf::error&) {
+            const turn now{*this};
             // The store is degraded: try again shortly (it reopens itself).
             state_.on_fetch_failed();
             delayed_send(caf::actor_cast<group_actor>(this), 200ms, fetch_atom_v);
@@ -169,12 +187,15 @@ void group_actor_impl::reclaim(const lease_token& lease, timestamp t) {
 
 group_actor_impl::behavior_type group_actor_impl::make_behavior() {
   return {
-      [this](enqueue_atom, std::vector<message>& msgs, const route_receipt&) {
-        // The receipt goes with this message, after the offer that `apply` sends.
-        write(apply(state_.on_enqueue(std::move(msgs), catch_up(), may_grow())));
+      [this](enqueue_atom, const route_receipt&) {
+        // The arrivals are taken in as the turn starts; the receipt goes with this message,
+        // after the offer that `apply` sends.
+        const turn now{*this};
       },
       [this](recover_atom, group_recovery& gr) {
-        auto t = catch_up();
+        // Before any arrival: the queue actor routes none while it recovers.
+        const turn now{*this};
+        auto t = now.at;
         auto fx = state_.on_enqueue(std::move(gr.window), t);
         auto more = state_.on_stored_beyond(gr.beyond, t, may_grow());
         fx.fetch = std::move(more.fetch);
@@ -192,18 +213,19 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
         write(apply(std::move(fx)));
       },
       [this](release_atom) {
-        catch_up();
+        const turn now{*this};
         if (!held_) return;
         auto head = std::move(*held_);
         held_.reset();
         offer(std::move(head));
       },
       [this](fetch_atom) {
-        catch_up();
+        const turn now{*this};
         write(apply(state_.retry_fetch(may_grow())));
       },
       [this](ack_atom, const lease_token& lease, const ack_receipt& receipt, std::uint32_t index) {
-        auto t = catch_up();
+        const turn now{*this};
+        auto t = now.at;
         reclaim(lease, t);
         expire_if_due(t);
         auto fx = state_.on_ack(lease, t, may_grow());
@@ -220,7 +242,8 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
       },
       [this](nack_atom, const lease_token& lease,
              const nack_request& req) -> caf::result<caf::ok_atom> {
-        auto t = catch_up();
+        const turn now{*this};
+        auto t = now.at;
         reclaim(lease, t);
         expire_if_due(t);
         auto fx = state_.on_nack(lease, req.kind, duration{req.retry_after_us}, t, may_grow());
@@ -229,7 +252,8 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
         return write_then(end_attempt(lease, apply(std::move(fx).value())), caf::ok_atom_v);
       },
       [this](extend_atom, const lease_token& lease, std::int64_t by_us) -> caf::result<timestamp> {
-        auto t = catch_up();
+        const turn now{*this};
+        auto t = now.at;
         reclaim(lease, t);
         expire_if_due(t);
         auto deadline = state_.on_extend(lease, duration{by_us}, t);
@@ -242,14 +266,15 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
         return write_then(std::vector<store_op>{gc_.storage->put_lease(rec)}, deadline.value());
       },
       [this](describe_atom) -> group_info {
-        auto info = state_.describe(catch_up());
+        const turn now{*this};
+        auto info = state_.describe(now.at);
         info.key = gc_.label;
         return info;
       },
       [this](tick_atom, const lease_token& lease) {
         // A watch that fires for an earlier lease, or before an extended deadline, is stale.
-        auto t = catch_up();
-        if (state_.lease() == lease) expire_if_due(t);
+        const turn now{*this};
+        if (state_.lease() == lease) expire_if_due(now.at);
       },
       [this](stop_atom) { quit(); },
   };

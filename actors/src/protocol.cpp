@@ -1,6 +1,7 @@
 // The protocol's out-of-line pieces (actors/include/laneq/actors/protocol.hpp): laneq <-> CAF
-// error conversion, the route and ack receipts, the delivery slot and the scheduler settings. Its
-// own target, laneq_protocol, so both laneq_actors and laneq_persistence can link it.
+// error conversion, the route and ack receipts, the delivery slot, the arrival inbox and the
+// scheduler settings. Its own target, laneq_protocol, so both laneq_actors and laneq_persistence
+// can link it.
 #include "laneq/actors/protocol.hpp"
 
 #include <algorithm>
@@ -95,6 +96,49 @@ std::optional<delivery_slot::posted> delivery_slot::take() const {
   std::lock_guard<std::mutex> guard{state_->mutex};
   state_->full.store(false, std::memory_order_relaxed);
   return std::exchange(state_->post, std::nullopt);
+}
+
+struct arrival_inbox::state {
+  std::mutex mutex;  // the queue actor and the group run on any worker
+  std::vector<message> pending;
+  std::size_t pending_bytes = 0;
+  bool busy = false;  ///< as the group last settled
+  /// Whether `pending` holds messages: most messages a group handles find none, and look without
+  /// taking the mutex.
+  std::atomic<bool> any{false};
+};
+
+arrival_inbox::arrival_inbox() : state_(std::make_shared<state>()) {}
+
+bool arrival_inbox::leave(message m) const {
+  auto bytes = memory_footprint(m);
+  std::lock_guard<std::mutex> guard{state_->mutex};
+  auto& st = *state_;
+  st.pending.push_back(std::move(m));
+  st.pending_bytes += bytes;
+  st.any.store(true, std::memory_order_release);
+  return !st.busy || st.pending.size() >= limits::group_inbox_max ||
+         st.pending_bytes >= limits::group_inbox_bytes_max;
+}
+
+std::vector<message> arrival_inbox::take() const {
+  if (!state_->any.load(std::memory_order_acquire)) return {};
+  std::lock_guard<std::mutex> guard{state_->mutex};
+  state_->any.store(false, std::memory_order_relaxed);
+  state_->pending_bytes = 0;
+  return std::exchange(state_->pending, {});
+}
+
+std::vector<message> arrival_inbox::settle(bool busy) const {
+  std::lock_guard<std::mutex> guard{state_->mutex};
+  auto& st = *state_;
+  if (st.pending.empty()) {
+    st.busy = busy;
+    return {};
+  }
+  st.any.store(false, std::memory_order_relaxed);
+  st.pending_bytes = 0;
+  return std::exchange(st.pending, {});
 }
 
 caf::error to_caf(const error& e) {

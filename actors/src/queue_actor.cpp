@@ -515,7 +515,9 @@ queue_actor_impl::group_entry& queue_actor_impl::group_for(const std::string& ke
                         qc_.spec.attempts_max(),
                         fairness_,
                         caf::actor_cast<queue_actor>(this),
-                        qc_.store};
+                        qc_.store,
+                        arrival_inbox{}};
+  auto inbox = gc.inbox;
   // Monitored, not linked: a link is an entry in this actor's attachables as well, and CAF
   // removes it on the group's exit by a linear search of that list, so with many live groups
   // every idle group's stop cost a scan over all of them (measured: benchmarks/README.md).
@@ -523,7 +525,15 @@ queue_actor_impl::group_entry& queue_actor_impl::group_for(const std::string& ke
   group_by_key_.emplace(key, id);
   group_by_lane_.emplace(lane.bytes, id);
   return groups_
-      .emplace(id, group_entry{id, std::move(handle), {key}, lane, 0, std::nullopt, std::nullopt})
+      .emplace(id, group_entry{id,
+                               std::move(handle),
+                               {key},
+                               lane,
+                               std::move(inbox),
+                               false,
+                               0,
+                               std::nullopt,
+                               std::nullopt})
       .first->second;
 }
 
@@ -575,9 +585,9 @@ queue_actor_impl::group_entry* queue_actor_impl::find_group(group_id id) {
 
 void queue_actor_impl::route(std::vector<placed> batch, std::function<void()> routed) {
   std::vector<message> unordered;
-  // Consecutive messages of one group travel together; arrival order within a group is kept.
-  std::unordered_map<group_id, std::vector<message>> by_group;
-  std::vector<group_id> order;
+  // Each group's arrivals wait in its inbox, in order; only a group that is not busy (or whose
+  // inbox is full) is woken, once per batch (arrival_inbox).
+  std::vector<group_entry*> woken;  // entries of groups_ stay where they are
   for (auto& p : batch) {
     if (!p.where.ordered) {
       unordered.push_back(std::move(p.msg));
@@ -586,22 +596,26 @@ void queue_actor_impl::route(std::vector<placed> batch, std::function<void()> ro
     auto& g = group_for(p.where.group_key, p.where.ordering_key);
     wake(g);
     ++g.routed;
-    auto& slot = by_group[g.id];
-    if (slot.empty()) order.push_back(g.id);
-    slot.push_back(std::move(p.msg));
+    if (g.inbox.leave(std::move(p.msg)) && !g.woken) {
+      g.woken = true;
+      woken.push_back(&g);
+    }
   }
   // Unordered messages reach the fairness actor before any receive this queue actor forwards
-  // later; a group's head gets there by a second hop, so the answer waits for the receipts.
+  // later; a woken group's head gets there by a second hop, so the answer waits for the
+  // receipts. A busy group's arrivals are behind a head already offered.
   if (!unordered.empty()) send(fairness_, enqueue_atom_v, std::move(unordered));
-  if (order.empty()) {
+  if (woken.empty()) {
     routed();
     return;
   }
   auto number = next_routing_++;
   routing_.emplace(number, std::move(routed));
   route_receipt receipt{caf::actor_cast<caf::strong_actor_ptr>(this), number};
-  for (auto id : order)
-    send(groups_.at(id).handle, enqueue_atom_v, std::move(by_group[id]), receipt);
+  for (auto* g : woken) {
+    g->woken = false;
+    send(g->handle, enqueue_atom_v, receipt);
+  }
 }
 
 queue_stats queue_actor_impl::stats() const {

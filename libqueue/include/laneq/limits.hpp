@@ -59,6 +59,10 @@ inline constexpr duration store_reopen_interval = 1s;        ///< retry after a 
 inline constexpr std::size_t checkpoint_dir_bytes_max = 4000;
 /// Messages a group holds in memory (its head and a prefetch); the rest stay in the store.
 inline constexpr std::size_t group_window_default = 64;
+/// Arrivals that wait in a busy group's inbox, and their bytes (memory_footprint), before the
+/// queue actor wakes the group to take them in (actors/protocol.hpp, `arrival_inbox`).
+inline constexpr std::size_t group_inbox_max = 16;
+inline constexpr std::size_t group_inbox_bytes_max = std::size_t{256} << 10;
 /// A group may hold up to this many while the broker's window budget has room (a deep group then
 /// reads nothing back).
 inline constexpr std::size_t group_window_max_default = 1024;

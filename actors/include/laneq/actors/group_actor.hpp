@@ -3,8 +3,9 @@
 // messages (the rest stay in the store and are read back in order; the window grows while the
 // broker's window budget has room, and the actor charges what it holds to it), offers its head to
 // the fairness actor, writes what its state machine decides to the store, and tells the queue actor
-// when it has gone idle. It learns of a delivery from the slot the fairness actor posts it to, at
-// the start of its next message (`delivery_slot`), not from a message of its own. Its lease
+// when it has gone idle. It learns of a delivery from the slot the fairness actor posts it to, and
+// of arrivals from the inbox the queue actor leaves them in, at the start of its next message
+// (`delivery_slot`, `arrival_inbox`), not from messages of their own. Its lease
 // deadline is watched by the fairness actor (one timer per queue, weak references), so a stopped
 // group is freed at once instead of living on inside a pending CAF timer until its lease would have
 // ended.
@@ -32,6 +33,7 @@ struct group_actor_config {
   fairness_actor fairness;
   queue_actor queue;
   store_actor store;
+  arrival_inbox inbox;  ///< shared with the queue actor's entry for the group
 };
 
 class group_actor_impl : public group_actor::base {
@@ -43,10 +45,30 @@ class group_actor_impl : public group_actor::base {
   void on_exit() override;
 
  private:
+  /// The handling of one message: it starts by catching up and ends by settling the inbox,
+  /// whichever way the handler returns. Every handler but `stop` opens one.
+  class turn {
+   public:
+    explicit turn(group_actor_impl& self) : self_(self), at(self.catch_up()) {}
+    ~turn() { self_.settle(); }
+    turn(const turn&) = delete;
+    turn& operator=(const turn&) = delete;
+
+   private:
+    group_actor_impl& self_;
+
+   public:
+    const timestamp at;  ///< when the handling started
+  };
+
   timestamp now() const { return gc_.ctx->time.now(clock()); }
   /// Takes the delivery the fairness actor posted since the last message, if any (the head is
-  /// now in flight), and returns the current time. Every handler but `stop` starts with it.
+  /// now in flight), then the arrivals waiting in the inbox, and returns the current time.
   timestamp catch_up();
+  /// Takes in what arrived while the message was handled, then tells the inbox whether the group
+  /// is busy (so the queue actor need not wake it for the next arrival).
+  void settle();
+  void take_in(std::vector<message> arrived, timestamp t);
   /// Offers the head to the fairness actor, with the slot for its delivery.
   void offer(message head);
   /// Carries out `fx` and returns the store operations it implies (the caller writes them,

@@ -316,6 +316,33 @@ class delivery_slot {
   std::shared_ptr<state> state_;
 };
 
+/// Where the queue actor leaves a group's arrivals, for the group actor to take in at the start of
+/// the next message it handles (actors/src/group_actor.cpp, `catch_up`). While the group is busy
+/// (its head offered or in flight) it is sure to handle a message again (an ack, nack or extend,
+/// or the lease tick), and an arrival changes nothing before then: it only joins the window
+/// behind the head. So arrivals for a busy group cost no message and no activation of its own; the
+/// queue actor sends a wake-up (with the batch's route receipt) only when the group is not busy,
+/// or when `limits::group_inbox_max` messages or `limits::group_inbox_bytes_max` bytes wait.
+/// Every arrival goes through the inbox, so the group takes them in arrival order. The group
+/// tells the inbox whether it is busy at the end of every message it handles (`settle`), after
+/// taking in what came meanwhile. Copies share one inbox; one per group actor.
+class arrival_inbox {
+ public:
+  arrival_inbox();
+  /// Queue actor: leaves `m`; true if the group must be woken (it is not busy, or the inbox is
+  /// full), false if it will take `m` in when it next handles a message anyway.
+  bool leave(message m) const;
+  /// Group actor: the arrivals since the last take, in order.
+  std::vector<message> take() const;
+  /// Group actor, at the end of a message: the arrivals that came while it ran, if any (it takes
+  /// them in, then settles again); otherwise records whether it is busy and returns nothing.
+  std::vector<message> settle(bool busy) const;
+
+ private:
+  struct state;
+  std::shared_ptr<state> state_;
+};
+
 /// One ack batch's outcomes, filled in by the group actors whose leases it holds
 /// (actors/src/queue_actor.cpp, the ack handler). Each group records the store operations of its
 /// ack, or why it failed; when the last copy goes, the queue actor hears `acked_atom` with all of
@@ -363,6 +390,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<laneq::shared_json>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(laneq::route_receipt)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(laneq::ack_receipt)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(laneq::delivery_slot)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(laneq::arrival_inbox)
 
 CAF_BEGIN_TYPE_ID_BLOCK(laneq, caf::first_custom_type_id)
 CAF_ADD_TYPE_ID(laneq, (laneq::message))
@@ -464,7 +492,8 @@ using store_actor =
 
 /// One ordering group (one per non-empty group).
 using group_actor =
-    caf::typed_actor<caf::reacts_to<enqueue_atom, std::vector<message>, route_receipt>,
+    // arrivals wait in its inbox (arrival_inbox): take them in
+    caf::typed_actor<caf::reacts_to<enqueue_atom, route_receipt>,
                      // records the ack's store operations in the receipt at that index (the
                      // queue actor writes them)
                      caf::reacts_to<ack_atom, lease_token, ack_receipt, std::uint32_t>,

@@ -52,6 +52,8 @@ class queue_actor_impl : public queue_actor::base {
     /// Its encoded key, plus any key whose lane id collides with it (lanes.md L6: merged).
     std::vector<std::string> keys;
     codec::lane_id lane;       // where its messages are stored
+    arrival_inbox inbox;       // where its arrivals wait for it
+    bool woken = false;        // to be woken for the batch being routed (`route`)
     std::uint64_t routed = 0;  // messages sent to this incarnation
     /// Its recovered head, while a token of the previous run may name it (`reclaimable_`).
     std::optional<message_id> reclaim_head;
