@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -220,12 +221,19 @@ std::int64_t now_ns() {
       .count();
 }
 
-/// `<number>|<group>|<send time ns>|xxxx...` padded to `size` bytes.
+/// `<number>|<group>|<send time ns>|xxxx...` padded to `size` bytes. Written and read with
+/// to_chars / from_chars: snprintf and sscanf were 2% of the machine's CPU samples under load.
 std::string make_body(std::uint64_t n, std::int64_t group, std::int64_t t_ns, std::size_t size) {
-  char head[80];
-  int len =
-      std::snprintf(head, sizeof head, "%" PRIu64 "|%" PRId64 "|%" PRId64 "|", n, group, t_ns);
-  std::string body(head, static_cast<std::size_t>(len));
+  std::string body;
+  body.reserve(size);
+  auto field = [&](auto v) {
+    char digits[24];  // any 64-bit integer
+    body.append(digits, std::to_chars(digits, digits + sizeof digits, v).ptr);
+    body += '|';
+  };
+  field(n);
+  field(group);
+  field(t_ns);
   if (body.size() < size) body.resize(size, 'x');
   return body;
 }
@@ -239,15 +247,16 @@ struct body_fields {
 
 body_fields parse_body(const std::string& b) {
   body_fields f;
-  unsigned long long n = 0;
-  long long g = 0;
-  long long t = 0;
-  if (std::sscanf(b.c_str(), "%llu|%lld|%lld|", &n, &g, &t) == 3) {
-    f.n = n;
-    f.group = g;
-    f.t_ns = t;
-    f.ok = true;
-  }
+  const char* at = b.data();
+  const char* end = b.data() + b.size();
+  // Each field, then its '|'.
+  auto field = [&](auto& v) {
+    auto r = std::from_chars(at, end, v);
+    if (r.ec != std::errc{} || r.ptr == end || *r.ptr != '|') return false;
+    at = r.ptr + 1;
+    return true;
+  };
+  f.ok = field(f.n) && field(f.group) && field(f.t_ns);
   return f;
 }
 
