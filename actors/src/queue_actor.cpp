@@ -372,9 +372,8 @@ result<queue_actor_impl::admitted> queue_actor_impl::admit(std::vector<outgoing_
                                  codec::encode_dedupe(codec::dedupe_record{m.id, expires})});
       out.new_keys.push_back(std::move(*dkey));
     }
-    auto lane = lane_of(where.value());
     out.ids.push_back(m.id);
-    out.batch.push_back(placed{std::move(m), std::move(where).value(), lane});
+    out.batch.push_back(placed_at(std::move(m), std::move(where).value()));
     ++stored;
   }
   queue_metrics::add(qc_.metrics->key_missing, missing_total);
@@ -454,13 +453,22 @@ void queue_actor_impl::ack_done(ack_gather& g) {
                       std::move(g.failed), [] {});
 }
 
-codec::lane_id queue_actor_impl::lane_of(const placement& where) const {
-  if (!where.ordered) return codec::lane_id{};
+std::pair<codec::lane_id, group_id> queue_actor_impl::lane_and_group(const placement& where) const {
+  if (!where.ordered) return {codec::lane_id{}, group_id{}};
   if (auto it = group_by_key_.find(where.group_key); it != group_by_key_.end()) {
     // A live group knows its lane already; hashing once per group, not per message.
-    return groups_.at(it->second).lane;
+    return {groups_.at(it->second).lane, it->second};
   }
-  return codec::make_lane_id(qc_.spec.name(), where.group_key);
+  return {codec::make_lane_id(qc_.spec.name(), where.group_key), group_id{}};
+}
+
+codec::lane_id queue_actor_impl::lane_of(const placement& where) const {
+  return lane_and_group(where).first;
+}
+
+queue_actor_impl::placed queue_actor_impl::placed_at(message m, placement where) const {
+  auto [lane, group] = lane_and_group(where);
+  return placed{std::move(m), std::move(where), lane, group};
 }
 
 std::vector<store_op> queue_actor_impl::counters_op() const {
@@ -593,7 +601,9 @@ void queue_actor_impl::route(std::vector<placed> batch, std::function<void()> ro
       unordered.push_back(std::move(p.msg));
       continue;
     }
-    auto& g = group_for(p.where.group_key, p.where.ordering_key);
+    // The group placed with the message, unless it stopped since (its key has a new one now).
+    auto* live = p.group ? find_group(p.group) : nullptr;
+    auto& g = live ? *live : group_for(p.where.group_key, p.where.ordering_key);
     wake(g);
     ++g.routed;
     if (g.inbox.leave(std::move(p.msg)) && !g.woken) {
@@ -875,8 +885,7 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
             err.message = "redrive of message " + std::to_string(m.id.value) + ": " + err.message;
             return to_caf(err);
           }
-          auto lane = lane_of(where.value());
-          batch.push_back(placed{std::move(m), std::move(where).value(), lane});
+          batch.push_back(placed_at(std::move(m), std::move(where).value()));
         }
         auto n = static_cast<std::uint64_t>(batch.size());
         if (n == 0) return std::uint64_t{0};

@@ -64,6 +64,9 @@ class queue_actor_impl : public queue_actor::base {
     message msg;
     placement where;
     codec::lane_id lane;
+    /// The live group of its key when it was placed (0: none yet); `route` takes it if it still
+    /// lives rather than look the key up again.
+    group_id group;
   };
   struct recovery;  // state of a running recovery (queue_actor.cpp)
   /// One entry of the dedupe window (lanes.md L8).
@@ -105,7 +108,11 @@ class queue_actor_impl : public queue_actor::base {
   void route(std::vector<placed> batch, std::function<void()> routed);
   group_entry& group_for(const std::string& key, const std::string& label,
                          group_id id = group_id{});
+  /// The lane of `where`'s key, and its live group if there is one (0: none).
+  std::pair<codec::lane_id, group_id> lane_and_group(const placement& where) const;
   codec::lane_id lane_of(const placement& where) const;
+  /// `m` with its placement, lane and live group (`placed`).
+  placed placed_at(message m, placement where) const;
   std::vector<store_op> counters_op() const;
   /// Reads every record of one kind of this queue, page by page; `each` may stop it with an
   /// error, and `done` gets the outcome.
