@@ -606,8 +606,8 @@ void queue_actor_impl::route(std::vector<placed> batch, std::function<void()> ro
     auto& g = live ? *live : group_for(p.where.group_key, p.where.ordering_key);
     wake(g);
     ++g.routed;
-    if (g.inbox.leave(std::move(p.msg)) && !g.woken) {
-      g.woken = true;
+    if (g.inbox.leave(std::move(p.msg)) && !g.wake_due) {
+      g.wake_due = true;
       woken.push_back(&g);
     }
   }
@@ -623,7 +623,7 @@ void queue_actor_impl::route(std::vector<placed> batch, std::function<void()> ro
   routing_.emplace(number, std::move(routed));
   route_receipt receipt{caf::actor_cast<caf::strong_actor_ptr>(this), number};
   for (auto* g : woken) {
-    g->woken = false;
+    g->wake_due = false;
     send(g->handle, enqueue_atom_v, receipt);
   }
 }

@@ -53,7 +53,7 @@ class queue_actor_impl : public queue_actor::base {
     std::vector<std::string> keys;
     codec::lane_id lane;       // where its messages are stored
     arrival_inbox inbox;       // where its arrivals wait for it
-    bool woken = false;        // to be woken for the batch being routed (`route`)
+    bool wake_due = false;     // to be sent a wake-up for the batch being routed (`route`)
     std::uint64_t routed = 0;  // messages sent to this incarnation
     /// Its recovered head, while a token of the previous run may name it (`reclaimable_`).
     std::optional<message_id> reclaim_head;
@@ -102,9 +102,9 @@ class queue_actor_impl : public queue_actor::base {
   /// routed (or with the error).
   template <class Done>
   void persist_and_route(std::vector<placed> batch, std::vector<store_op> ops, Done finish);
-  /// Hands `batch` to its group actors and the fairness actor; `routed` runs once every group
-  /// has taken its messages (`route_receipt`), so an answer given then is seen by any later
-  /// receive.
+  /// Hands `batch` to its groups' inboxes and the fairness actor; `routed` runs once every group
+  /// it woke has taken its messages (`route_receipt`), so an answer given then is seen by any
+  /// later receive (a busy group's arrivals are behind a head already offered).
   void route(std::vector<placed> batch, std::function<void()> routed);
   group_entry& group_for(const std::string& key, const std::string& label,
                          group_id id = group_id{});
