@@ -193,9 +193,10 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
         const turn now{*this};
       },
       [this](recover_atom, group_recovery& gr) {
-        // Before any arrival: the queue actor routes none while it recovers.
-        const turn now{*this};
-        auto t = now.at;
+        // The recovered window goes in before any arrival, so this handler takes arrivals in
+        // only as it ends: the queue actor routes the enqueues it held during recovery right
+        // after sending this, before the group first runs.
+        auto t = now();
         auto fx = state_.on_enqueue(std::move(gr.window), t);
         auto more = state_.on_stored_beyond(gr.beyond, t, may_grow());
         fx.fetch = std::move(more.fetch);
@@ -211,6 +212,7 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
           delayed_send(caf::actor_cast<group_actor>(this), gr.hold_until - t, release_atom_v);
         }
         write(apply(std::move(fx)));
+        settle();
       },
       [this](release_atom) {
         const turn now{*this};

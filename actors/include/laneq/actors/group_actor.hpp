@@ -46,7 +46,7 @@ class group_actor_impl : public group_actor::base {
 
  private:
   /// The handling of one message: it starts by catching up and ends by settling the inbox,
-  /// whichever way the handler returns. Every handler but `stop` opens one.
+  /// whichever way the handler returns. Every handler but `stop` and `recover` opens one.
   class turn {
    public:
     explicit turn(group_actor_impl& self) : self_(self), at(self.catch_up()) {}
