@@ -266,19 +266,32 @@ struct entry_comparator : rocksdb::MemTableRep::KeyComparator {
   }
 };
 
+/// A lane memtable beside its model, the internal keys in RocksDB's order; the entries' storage
+/// outlives the rep.
+struct rep_and_model {
+  static bool less(const std::string& a, const std::string& b) {
+    return compare_internal(a, b) < 0;
+  }
+  std::vector<std::unique_ptr<std::string>> storage;
+  std::set<std::string, decltype(&less)> model{&less};
+  std::unique_ptr<rocksdb::MemTableRep> rep{
+      make_lane_memtable_factory(partition_bytes)
+          ->CreateMemTableRep(cmp(), nullptr, nullptr, nullptr)};
+
+ private:
+  static const entry_comparator& cmp() {
+    static const entry_comparator c;
+    return c;
+  }
+};
+
 TEST(LaneMemtable, its_iterator_agrees_with_an_ordered_set_everywhere) {
   auto seed = crash_seed();
   SCOPED_TRACE(rerun_hint(seed));
   std::mt19937_64 rng{seed};
   key_maker keys{rng};
-  entry_comparator cmp;
-  auto factory = make_lane_memtable_factory(partition_bytes);
-  std::unique_ptr<rocksdb::MemTableRep> rep{
-      factory->CreateMemTableRep(cmp, nullptr, nullptr, nullptr)};
-  // The model: internal keys in RocksDB's order; the entries' storage outlives the rep.
-  auto less = [](const std::string& a, const std::string& b) { return compare_internal(a, b) < 0; };
-  std::set<std::string, decltype(less)> model{less};
-  std::vector<std::unique_ptr<std::string>> storage;
+  rep_and_model t;
+  auto& [storage, model, rep] = t;
   auto ikey = [](const std::string& entry) {
     return rocksdb::GetLengthPrefixedSlice(entry.data());
   };
@@ -329,13 +342,8 @@ TEST(LaneMemtable, places_a_lanes_erases_in_order_after_the_last_one) {
   auto seed = crash_seed();
   SCOPED_TRACE(rerun_hint(seed));
   std::mt19937_64 rng{seed};
-  entry_comparator cmp;
-  auto factory = make_lane_memtable_factory(partition_bytes);
-  std::unique_ptr<rocksdb::MemTableRep> rep{
-      factory->CreateMemTableRep(cmp, nullptr, nullptr, nullptr)};
-  auto less = [](const std::string& a, const std::string& b) { return compare_internal(a, b) < 0; };
-  std::set<std::string, decltype(less)> model{less};
-  std::vector<std::unique_ptr<std::string>> storage;
+  rep_and_model t;
+  auto& [storage, model, rep] = t;
   std::uint64_t seqno = 0;
   auto insert = [&](const std::string& user_key) {
     storage.push_back(std::make_unique<std::string>(encode_entry(user_key, ++seqno)));
