@@ -138,11 +138,13 @@ class in_process_server {
     init(limits, std::move(tokens), http_threads);
   }
 
-  /// Over a given store (tests pass a store that reports itself degraded).
-  in_process_server(std::function<store_actor(caf::actor_system&)> make_store, http_limits limits)
+  /// Over a given store (tests pass a store that reports itself degraded, or stops answering),
+  /// with calls failing after `call_timeout` without an answer.
+  in_process_server(std::function<store_actor(caf::actor_system&)> make_store, http_limits limits,
+                    std::chrono::milliseconds call_timeout = http_bounds::call_timeout)
       : sys_(prepare(cfg_)) {
     broker_ = std::make_unique<broker>(sys_, make_context(sys_), make_store(sys_));
-    init(limits, {}, 1);
+    init(limits, {}, 1, call_timeout);
   }
 
   ~in_process_server() {
@@ -163,9 +165,10 @@ class in_process_server {
     return cfg;
   }
 
-  void init(http_limits limits, std::vector<token_config> tokens, std::size_t threads) {
+  void init(http_limits limits, std::vector<token_config> tokens, std::size_t threads,
+            std::chrono::milliseconds call_timeout = http_bounds::call_timeout) {
     router_ = std::make_unique<router>(sys_, broker_->admin(), broker_->store(), limits,
-                                       std::move(tokens));
+                                       std::move(tokens), call_timeout);
     http_ = std::make_unique<http_server>(*router_, limits, threads);
     auto p = http_->start("127.0.0.1", 0);
     if (!p) throw std::runtime_error(to_string(p.err()));

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -23,12 +24,14 @@ using state_ptr = std::shared_ptr<const router::shared_state>;
 
 using run_atom = caf::atom_constant<caf::atom("run")>;
 constexpr run_atom run_atom_v{};
+using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
+constexpr sweep_atom sweep_atom_v{};
 
 }  // namespace
 
 /// What a call does on a gateway: sends its requests from it and answers in their handlers.
 struct gateway_job {
-  std::function<void(caf::event_based_actor*)> start;
+  std::function<void(gateway&)> start;
 };
 
 }  // namespace laneq::server
@@ -39,18 +42,51 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(laneq::server::gateway_job)
 namespace laneq::server {
 
 namespace {
+struct call;
+using call_ptr = std::shared_ptr<call>;
+}  // namespace
 
 /// A long-lived actor that HTTP calls run their CAF requests from: a call is a message to it,
 /// where an actor per call cost its spawn and its exit (CAF tells its clock thread about every
 /// exit), a few percent of the CAF worker that every actor of the broker shares.
+///
+/// It also bounds how long a call waits for the broker (`watch`). Its requests carry no CAF
+/// timeout: each one was an entry in CAF's clock and a wake-up of the clock thread, whose CPU
+/// alone was 3% of laneqd's with 1,000 groups over HTTP (benchmarks/README.md). Instead the
+/// gateway looks at the calls it watches once a second, while it has any, and fails those past
+/// their deadline with `unavailable`, as a CAF timeout did.
 class gateway : public caf::event_based_actor {
  public:
   explicit gateway(caf::actor_config& cfg) : caf::event_based_actor(cfg) {}
 
   caf::behavior make_behavior() override {
-    return {[this](run_atom, gateway_job& job) { job.start(this); }};
+    return {
+        [this](run_atom, gateway_job& job) { job.start(*this); },
+        [this](sweep_atom) { sweep(); },
+    };
   }
+
+  void on_exit() override { watched_.clear(); }
+
+  /// Fails `c` unless it is answered by `deadline`.
+  void watch(const call_ptr& c, steady::time_point deadline);
+  /// `c` (watched as `id`) is answered.
+  void forget(std::uint64_t id) { watched_.erase(id); }
+
+ private:
+  void sweep();
+  void arm() {
+    if (armed_ || watched_.empty()) return;
+    armed_ = true;
+    delayed_send(this, std::chrono::seconds{1}, sweep_atom_v);
+  }
+
+  std::map<std::uint64_t, std::pair<steady::time_point, call_ptr>> watched_;
+  std::uint64_t next_id_ = 0;
+  bool armed_ = false;
 };
+
+namespace {
 
 /// One request in progress.
 struct call {
@@ -58,11 +94,17 @@ struct call {
   route what = route::unknown;
   steady::time_point started;
   respond_fn done;
+  gateway* watcher = nullptr;  ///< the gateway that bounds its wait, if any
+  std::uint64_t watch_id = 0;
 
+  /// Answers the call; later answers (a reply after the gateway failed it late) are dropped.
   void finish(http_response resp) {
+    if (!done) return;
+    if (watcher != nullptr) watcher->forget(watch_id);
+    watcher = nullptr;
     auto secs = std::chrono::duration<double>(steady::now() - started).count();
     st->metrics->observe_request(what, resp.status, secs);
-    auto d = std::move(done);
+    auto d = std::exchange(done, nullptr);
     d(std::move(resp));
   }
   void fail(const error& e) { finish(error_response(e)); }
@@ -74,8 +116,6 @@ struct call {
     finish(std::move(r));
   }
 };
-using call_ptr = std::shared_ptr<call>;
-
 error bad(std::string what) {
   return error{errc::invalid_argument, std::move(what)};
 }
@@ -202,8 +242,8 @@ bool takes_no_body(route r) {
   }
 }
 
-caf::timespan call_timeout() {
-  return std::chrono::duration_cast<caf::timespan>(http_bounds::call_timeout);
+caf::timespan call_timeout(const call& c) {
+  return std::chrono::duration_cast<caf::timespan>(c.st->call_timeout);
 }
 
 json::object topic_to_json(const topic_spec& t) {
@@ -272,52 +312,47 @@ auto fail_call(const call_ptr& c) {
 }
 
 /// From `self`, sends the elements of `args` to `dest` and answers the call with what `convert`
-/// makes of the response; a CAF error fails the call.
+/// makes of the response; a CAF error fails the call. The gateway bounds the wait (`watch`).
 template <class Dest, class F, class Tuple>
-void send_and_answer(caf::event_based_actor* self, const Dest& dest, caf::timespan timeout,
-                     const call_ptr& c, F convert, Tuple& args) {
+void send_and_answer(gateway& self, const Dest& dest, const call_ptr& c, F convert, Tuple& args) {
   std::apply(
       [&](auto&... xs) {
-        self->request(dest, timeout, std::move(xs)...)
+        self.request(dest, caf::infinite, std::move(xs)...)
             .then(answer_with<F>{c, std::move(convert)}, fail_call(c));
       },
       args);
 }
 
 /// Sends `args` to `dest` from a gateway and answers the call with what `convert` makes of the
-/// response; a CAF error fails the call.
+/// response; a CAF error fails the call, and so does no answer within the call timeout.
 template <class Dest, class F, class... Args>
 void ask(gateway_pool& gw, const call_ptr& c, Dest dest, F convert, Args&&... args) {
-  gw.run(
-      [c, dest = std::move(dest), convert = std::move(convert),
-       args = std::make_tuple(std::forward<Args>(args)...)](caf::event_based_actor* self) mutable {
-        send_and_answer(self, dest, call_timeout(), c, std::move(convert), args);
-      });
+  gw.run([c, dest = std::move(dest), convert = std::move(convert),
+          args = std::make_tuple(std::forward<Args>(args)...)](gateway& self) mutable {
+    self.watch(c, steady::now() + c->st->call_timeout);
+    send_and_answer(self, dest, c, std::move(convert), args);
+  });
 }
 
-/// As `ask`, to the queue `name` (looked up first), waiting at most `timeout` for its answer.
+/// As `ask`, to the queue `name` (looked up first), failing the call when no answer came within
+/// `timeout`.
 template <class F, class... Args>
-void ask_queue_within(gateway_pool& gw, const call_ptr& c, std::string name, caf::timespan timeout,
-                      F convert, Args&&... args) {
-  gw.run(
-      [c, name = std::move(name), timeout, convert = std::move(convert),
-       args = std::make_tuple(std::forward<Args>(args)...)](caf::event_based_actor* self) mutable {
-        // The admin actor answers a lookup at once: no timeout (each one is an entry in CAF's
-        // clock); the call's own request below keeps the call's.
-        self->request(c->st->admin, caf::infinite, lookup_atom_v, name)
-            .then(
-                [self, c, timeout, convert = std::move(convert),
-                 args = std::move(args)](queue_api& q) mutable {
-                  send_and_answer(self, q, timeout, c, std::move(convert), args);
-                },
-                fail_call(c));
-      });
+void ask_queue_within(gateway_pool& gw, const call_ptr& c, std::string name,
+                      steady::duration timeout, F convert, Args&&... args) {
+  gw.run([c, name = std::move(name), timeout, convert = std::move(convert),
+          args = std::make_tuple(std::forward<Args>(args)...)](gateway& self) mutable {
+    self.watch(c, steady::now() + timeout);
+    self.request(c->st->admin, caf::infinite, lookup_atom_v, name)
+        .then([&self, c, convert = std::move(convert), args = std::move(args)](
+                  queue_api& q) mutable { send_and_answer(self, q, c, std::move(convert), args); },
+              fail_call(c));
+  });
 }
 
 /// As `ask`, to the queue `name` (looked up first).
 template <class F, class... Args>
 void ask_queue(gateway_pool& gw, const call_ptr& c, std::string name, F convert, Args&&... args) {
-  ask_queue_within(gw, c, std::move(name), call_timeout(), std::move(convert),
+  ask_queue_within(gw, c, std::move(name), c->st->call_timeout, std::move(convert),
                    std::forward<Args>(args)...);
 }
 
@@ -372,17 +407,40 @@ gateway_pool::~gateway_pool() {
   for (auto& a : actors_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
-void gateway_pool::run(std::function<void(caf::event_based_actor*)> start) {
+void gateway::watch(const call_ptr& c, steady::time_point deadline) {
+  c->watcher = this;
+  c->watch_id = next_id_++;
+  watched_.emplace(c->watch_id, std::make_pair(deadline, c));
+  arm();
+}
+
+void gateway::sweep() {
+  armed_ = false;
+  auto now = steady::now();
+  std::vector<call_ptr> late;
+  for (auto& [id, w] : watched_)
+    if (w.first <= now) late.push_back(w.second);
+  for (auto& c : late)
+    c->fail(
+        error{errc::unavailable,
+              "the broker did not answer within " +
+                  std::to_string(
+                      std::chrono::duration_cast<std::chrono::seconds>(now - c->started).count()) +
+                  " s"});
+  arm();
+}
+
+void gateway_pool::run(std::function<void(gateway&)> start) {
   auto i = next_.fetch_add(1, std::memory_order_relaxed) % actors_.size();
   caf::anon_send(actors_[i], run_atom_v, gateway_job{std::move(start)});
 }
 
 router::router(caf::actor_system& sys, admin_actor admin, store_actor store, http_limits limits,
-               std::vector<token_config> tokens)
+               std::vector<token_config> tokens, std::chrono::milliseconds call_timeout)
     : gateways_(std::make_unique<gateway_pool>(sys)),
       state_(std::make_shared<const shared_state>(
           shared_state{std::move(admin), std::move(store), limits, authenticator{std::move(tokens)},
-                       std::make_shared<server_metrics>()})) {}
+                       std::make_shared<server_metrics>(), call_timeout})) {}
 
 void router::handle(http_request req, respond_fn done) {
   auto c = std::make_shared<call>(call{state_, route::unknown, steady::now(), std::move(done)});
@@ -428,12 +486,12 @@ void router::handle(http_request req, respond_fn done) {
   if (!query) return c->fail(query.err());
   if (takes_no_body(m.what) && !obj.empty()) return c->fail(bad("this endpoint takes no body"));
   auto& gw = *gateways_;
-  auto spawn = [&gw](std::function<void(caf::event_based_actor*)> fn) { gw.run(std::move(fn)); };
+  auto spawn = [&gw](std::function<void(gateway&)> fn) { gw.run(std::move(fn)); };
 
   switch (m.what) {
     case route::healthz: {
-      return spawn([c](caf::event_based_actor* self) {
-        self->request(c->st->store, call_timeout(), stats_atom_v)
+      return spawn([c](gateway& self) {
+        self.request(c->st->store, call_timeout(*c), stats_atom_v)
             .then(
                 [c](store_stats& s) {
                   json::object o;
@@ -450,7 +508,7 @@ void router::handle(http_request req, respond_fn done) {
       });
     }
     case route::metrics: {
-      return spawn([c](caf::event_based_actor* self) {
+      return spawn([c](gateway& self) {
         struct gather {
           std::vector<queue_stats> queues;
           std::optional<store_stats> store;
@@ -464,11 +522,11 @@ void router::handle(http_request req, respond_fn done) {
           r.body = c->st->metrics->render(g->queues, g->store ? &*g->store : nullptr);
           c->finish(std::move(r));
         };
-        self->request(c->st->admin, call_timeout(), list_atom_v)
+        self.request(c->st->admin, call_timeout(*c), list_atom_v)
             .then(
-                [self, c, g, complete](std::vector<std::string>& names) {
+                [&self, c, g, complete](std::vector<std::string>& names) {
                   g->remaining = names.size() + 1;
-                  self->request(c->st->store, call_timeout(), stats_atom_v)
+                  self.request(c->st->store, call_timeout(*c), stats_atom_v)
                       .then(
                           [g, complete](store_stats& s) {
                             g->store = std::move(s);
@@ -476,7 +534,7 @@ void router::handle(http_request req, respond_fn done) {
                           },
                           [complete](caf::error&) { complete(); });
                   for (auto& n : names)
-                    self->request(c->st->admin, call_timeout(), describe_atom_v, n)
+                    self.request(c->st->admin, call_timeout(*c), describe_atom_v, n)
                         .then(
                             [g, complete](queue_description& d) {
                               g->queues.push_back(std::move(d.stats));
@@ -550,7 +608,7 @@ void router::handle(http_request req, respond_fn done) {
             error{errc::limit_exceeded, "max is " + std::to_string(rr.value().max) + ", at most " +
                                             std::to_string(st.limits.batch) + " allowed"});
       return ask_queue_within(
-          gw, c, name, call_timeout() + std::chrono::microseconds{rr.value().wait_us},
+          gw, c, name, st.call_timeout + std::chrono::microseconds{rr.value().wait_us},
           [](std::vector<delivery>& ds) {
             return json_text{[ds = std::move(ds)] { return deliveries_json(ds); }};
           },
@@ -692,9 +750,9 @@ void router::handle(http_request req, respond_fn done) {
     case route::checkpoint: {
       auto dir = checkpoint_dir_from_json(obj);
       if (!dir) return c->fail(dir.err());
-      return spawn([c, dir = std::move(dir.value())](caf::event_based_actor* self) mutable {
+      return spawn([c, dir = std::move(dir.value())](gateway& self) mutable {
         // A checkpoint flushes and links (or copies) the whole store: no HTTP call timeout.
-        self->request(c->st->admin, caf::infinite, checkpoint_atom_v, std::move(dir))
+        self.request(c->st->admin, caf::infinite, checkpoint_atom_v, std::move(dir))
             .then([c](checkpoint_info& info) { c->reply(200, to_json(info)); },
                   [c](caf::error& e) { c->fail(e); });
       });

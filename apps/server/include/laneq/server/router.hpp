@@ -50,6 +50,8 @@ http_response error_response(const error& e);
 /// Called exactly once per request, from any thread (an HTTP thread or a CAF worker).
 using respond_fn = std::function<void(http_response)>;
 
+class gateway;
+
 /// The actors HTTP calls send their requests from (router.cpp): one per CAF worker, calls taken
 /// in turn. Stopped with the pool.
 class gateway_pool {
@@ -60,7 +62,7 @@ class gateway_pool {
   gateway_pool& operator=(const gateway_pool&) = delete;
 
   /// Runs `start` on a gateway: it sends its requests from there and answers in their handlers.
-  void run(std::function<void(caf::event_based_actor*)> start);
+  void run(std::function<void(gateway&)> start);
 
  private:
   std::vector<caf::actor> actors_;
@@ -70,8 +72,11 @@ class gateway_pool {
 /// Routes requests to the broker.
 class router {
  public:
+  /// `call_timeout`: how long a call waits for the broker before it fails with `unavailable`
+  /// (a receive waits that long beyond its long poll).
   router(caf::actor_system& sys, admin_actor admin, store_actor store, http_limits limits,
-         std::vector<token_config> tokens);
+         std::vector<token_config> tokens,
+         std::chrono::milliseconds call_timeout = http_bounds::call_timeout);
 
   /// Handles one request; `done` receives the response. Bad input is answered before any actor
   /// is involved.
@@ -87,6 +92,7 @@ class router {
     http_limits limits;
     authenticator auth;
     std::shared_ptr<server_metrics> metrics;
+    std::chrono::milliseconds call_timeout;
   };
 
  private:
