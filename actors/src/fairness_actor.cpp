@@ -18,6 +18,8 @@ void fairness_actor_impl::on_exit() {
   fc_.metrics->waiting_receives.store(pending_.size(), std::memory_order_relaxed);
   offered_.clear();
   watches_.clear();
+  fc_.offers.take();  // the offers left hold group handles
+  fc_.offers.release();
   fc_.queue = nullptr;
   fc_.store = nullptr;
 }
@@ -168,13 +170,17 @@ void fairness_actor_impl::catch_up(timestamp t) {
 
 fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
   return {
-      [this](offer_atom, group_id g, group_actor& handle, std::string& label, message& m,
-             delivery_slot& slot) {
+      [this](offer_atom) {
+        auto offers = fc_.offers.take();
+        if (offers.empty()) return;  // taken in with an earlier wake-up's offers
         auto t = now();
-        // An offer comes only once the group's last lease has ended.
-        watches_.erase(g);
-        offered_.emplace(g, offered_group{std::move(handle), std::move(label), std::move(slot)});
-        sched_.on_ready(ready_item{std::move(m), g}, t);
+        for (auto& o : offers) {
+          // An offer comes only once the group's last lease has ended.
+          watches_.erase(o.group);
+          offered_.emplace(
+              o.group, offered_group{std::move(o.handle), std::move(o.label), std::move(o.slot)});
+          sched_.on_ready(ready_item{std::move(o.head), o.group}, t);
+        }
         serve_pending(t);
         rearm(t);
         check();

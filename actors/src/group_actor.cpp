@@ -17,6 +17,7 @@ void group_actor_impl::on_exit() {
   gc_.fairness = nullptr;
   gc_.queue = nullptr;
   gc_.store = nullptr;
+  gc_.offers.release();
 }
 
 void group_actor_impl::check() {
@@ -53,8 +54,8 @@ std::vector<store_op> group_actor_impl::apply(group_effects fx) {
 }
 
 void group_actor_impl::offer(message head) {
-  send(gc_.fairness, offer_atom_v, gc_.id, caf::actor_cast<group_actor>(this), gc_.label,
-       std::move(head), slot_);
+  gc_.offers.leave(offer_box::offer{gc_.id, caf::actor_cast<group_actor>(this), gc_.label,
+                                    std::move(head), slot_});
 }
 
 timestamp group_actor_impl::catch_up() {

@@ -141,6 +141,32 @@ std::vector<message> arrival_inbox::settle(bool busy) const {
   return std::exchange(st.pending, {});
 }
 
+struct offer_box::state {
+  std::mutex mutex;  // the groups and the fairness actor run on any worker
+  std::vector<offer> offers;
+  caf::weak_actor_ptr fairness;
+};
+
+offer_box::offer_box() : state_(std::make_shared<state>()) {}
+
+void offer_box::wake_up(const fairness_actor& fairness) const {
+  std::lock_guard<std::mutex> guard{state_->mutex};
+  state_->fairness = caf::actor_cast<caf::weak_actor_ptr>(fairness);
+}
+
+void offer_box::leave(offer o) const {
+  std::lock_guard<std::mutex> guard{state_->mutex};
+  auto& st = *state_;
+  st.offers.push_back(std::move(o));
+  if (st.offers.size() > 1) return;  // a wake-up is on its way (sent under this lock)
+  if (auto f = st.fairness.lock()) caf::anon_send(caf::actor_cast<fairness_actor>(f), offer_atom_v);
+}
+
+std::vector<offer_box::offer> offer_box::take() const {
+  std::lock_guard<std::mutex> guard{state_->mutex};
+  return std::exchange(state_->offers, {});
+}
+
 caf::error to_caf(const error& e) {
   return caf::error{static_cast<std::uint8_t>(e.code), caf::atom("laneq"),
                     caf::make_message(e.message)};

@@ -61,6 +61,7 @@ void queue_actor_impl::on_exit() {
         to_caf(error{errc::queue_deleted, "queue '" + qc_.spec.name() + "' was deleted"}));
   acking_.clear();
   fairness_ = nullptr;
+  offers_.release();
   // Groups are monitored, not linked (spawn_group): they go down with the queue by this exit.
   auto reason = fail_state() ? fail_state() : caf::make_error(caf::exit_reason::user_shutdown);
   for (auto& [id, entry] : groups_) send_exit(entry.handle, reason);
@@ -524,7 +525,8 @@ queue_actor_impl::group_entry& queue_actor_impl::group_for(const std::string& ke
                         fairness_,
                         caf::actor_cast<queue_actor>(this),
                         qc_.store,
-                        arrival_inbox{}};
+                        arrival_inbox{},
+                        offers_};
   auto inbox = gc.inbox;
   // Monitored, not linked: a link is an entry in this actor's attachables as well, and CAF
   // removes it on the group's exit by a linear search of that list, so with many live groups
@@ -724,8 +726,10 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
                            qc_.spec.lease_duration(),
                            qc_.spec.attempts_max(),
                            caf::actor_cast<queue_actor>(this),
-                           qc_.store};
+                           qc_.store,
+                           offers_};
   fairness_ = spawn<fairness_actor_impl, caf::linked>(std::move(fc));
+  offers_.wake_up(fairness_);
   // A group that stops on its own was removed when it reported idle; one that fails takes the
   // queue down with it, as a link would.
   set_down_handler([this](caf::down_msg& dm) {

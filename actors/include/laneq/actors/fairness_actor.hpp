@@ -28,6 +28,7 @@ struct fairness_actor_config {
   std::uint32_t max_attempts = limits::max_attempts_default;
   queue_actor queue;
   store_actor store;
+  offer_box offers;  ///< where the queue's groups offer their heads
 };
 
 class fairness_actor_impl : public fairness_actor::base {

@@ -34,6 +34,7 @@ struct group_actor_config {
   queue_actor queue;
   store_actor store;
   arrival_inbox inbox;  ///< shared with the queue actor's entry for the group
+  offer_box offers;     ///< the queue's: where the group offers its head to the fairness actor
 };
 
 class group_actor_impl : public group_actor::base {

@@ -508,9 +508,8 @@ using group_actor =
 
 /// The fairness actor: holds deliverable heads and unordered messages, serves receives.
 using fairness_actor = caf::typed_actor<
-    // a group's head, with the slot for its delivery
-    caf::reacts_to<offer_atom, group_id, group_actor, std::string, message, delivery_slot>,
-    caf::reacts_to<enqueue_atom, std::vector<message>>,
+    // group heads wait in the queue's offer_box: take them in
+    caf::reacts_to<offer_atom>, caf::reacts_to<enqueue_atom, std::vector<message>>,
     caf::replies_to<receive_atom, receive_request>::with<std::vector<delivery>>,
     // answers the failed leases and the store operations of the others
     caf::replies_to<ack_atom, std::vector<lease_token>>::with<std::vector<lease_outcome>,
@@ -573,5 +572,38 @@ using admin_actor = caf::typed_actor<
                     std::vector<outgoing_message>>::with<std::vector<topic_enqueued>>,
     // an online backup: the store's checkpoint into a new directory (store_actor above)
     caf::replies_to<checkpoint_atom, std::string>::with<checkpoint_info>>;
+
+/// Where group actors leave the heads they offer, for the fairness actor to take in all at once
+/// (actors/src/fairness_actor.cpp, `offer_atom`). An offer used to be a message of its own: with
+/// an ack batch of 100 leases, 100 groups each sent one, and each cost a mailbox element, a
+/// handler match and the fairness actor's per-message work. Now the first offer into an empty box
+/// wakes the fairness actor (`offer_atom`, sent while the box is locked, so a later offer's
+/// effects cannot overtake the wake-up) and the fairness actor takes everything in the box. An
+/// offer is in the box before the group's handler ends, so before its route receipt goes: a
+/// receive sent after an enqueue's answer still finds the head offered. One box per queue.
+class offer_box {
+ public:
+  struct offer {
+    group_id group;
+    group_actor handle;
+    std::string label;  ///< the group's printable ordering key
+    message head;
+    delivery_slot slot;  ///< where the head's delivery is posted
+  };
+
+  offer_box();
+  /// The fairness actor the box wakes (held weakly); set once, before any group offers.
+  void wake_up(const fairness_actor& fairness) const;
+  /// Group actor: leaves its head; the first offer into an empty box wakes the fairness actor.
+  void leave(offer o) const;
+  /// Fairness actor: every offer left since the last take, in order.
+  std::vector<offer> take() const;
+  /// Drops this copy's share of the box (an exiting actor: the offers in it hold group handles).
+  void release() { state_.reset(); }
+
+ private:
+  struct state;
+  std::shared_ptr<state> state_;
+};
 
 }  // namespace laneq

@@ -134,6 +134,7 @@ class queue_actor_impl : public queue_actor::base {
 
   queue_actor_config qc_;
   fairness_actor fairness_;
+  offer_box offers_;  ///< shared by the fairness actor and the groups
   std::uint64_t next_id_ = 1;
   std::uint64_t next_seq_ = 1;
   std::uint64_t next_group_ = 1;
