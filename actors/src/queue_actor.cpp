@@ -555,13 +555,35 @@ void queue_actor_impl::on_idle(group_id id, std::uint64_t received) {
     if (lingering_ >= limits::lingering_groups_max) return stop_group(*entry);
     entry->idle_since = t;
     ++lingering_;
-    // The same report again, later: the group stops then unless a message woke it meanwhile
-    // (`routed` moved on) and it has not gone idle again since.
-    delayed_send(caf::actor_cast<queue_actor>(this), limits::group_idle_linger, idle_atom_v, id,
-                 received);
+    // Checked again once the linger is over: the group stops then unless a message woke it
+    // meanwhile (`routed` moved on) and it has not gone idle again since.
+    linger_checks_.push_back(linger_check{t + limits::group_idle_linger, id, received});
+    arm_linger_check(t);
     return;
   }
   if (t - *entry->idle_since >= limits::group_idle_linger) stop_group(*entry);
+}
+
+void queue_actor_impl::end_lingers() {
+  linger_armed_ = false;
+  auto t = now();
+  while (!linger_checks_.empty() && linger_checks_.front().due <= t) {
+    auto c = linger_checks_.front();
+    linger_checks_.pop_front();
+    auto* entry = find_group(c.id);
+    if (entry && entry->routed == c.received && entry->idle_since &&
+        t - *entry->idle_since >= limits::group_idle_linger)
+      stop_group(*entry);
+  }
+  arm_linger_check(t);
+}
+
+void queue_actor_impl::arm_linger_check(timestamp t) {
+  if (linger_armed_ || linger_checks_.empty()) return;
+  linger_armed_ = true;
+  // Checks due close together are taken in one go, a tenth of a linger apart at most.
+  auto wait = std::max(linger_checks_.front().due - t, limits::group_idle_linger / 10);
+  delayed_send(caf::actor_cast<queue_actor>(this), wait, tick_atom_v);
 }
 
 void queue_actor_impl::stop_group(group_entry& entry) {
@@ -946,6 +968,7 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
         });
       },
       [this](idle_atom, group_id id, std::uint64_t received) { on_idle(id, received); },
+      [this](tick_atom) { end_lingers(); },
       [this](recover_atom) -> caf::result<caf::ok_atom> {
         if (qc_.spec.functions_missing()) {
           // The lanes of stored messages need the key functions: recovery waits for a create

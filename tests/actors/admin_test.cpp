@@ -466,6 +466,32 @@ TEST_F(admin, group_actors_end_when_idle_and_when_their_queue_is_deleted) {
       << "the queue, its fairness actor, the live group C and the lingering B ended";
 }
 
+// Groups that go idle close together are stopped by one check of the queue actor (a single timer
+// for all lingers, queue_actor.cpp `end_lingers`): none before its linger is over, all within a
+// tenth of a linger after the last one's.
+TEST_F(admin, groups_idle_close_together_end_together_after_their_linger) {
+  auto& registry_of = h.system().registry();
+  auto q = make(queue_spec("accounts").ordered_by({key::header("account")}));
+  h.run();
+  const auto before = registry_of.running();
+  for (const auto* k : {"A", "B", "C", "D"}) put(h, q, in_account(std::string{k} + "1", k));
+  EXPECT_EQ(registry_of.running(), before + 4);
+  for (int i = 0; i < 4; ++i) {
+    auto d = take_one(h, q);
+    ASSERT_TRUE(h.ack(q, d.lease).ok());
+    h.run();
+    h.advance(10ms);  // A idles first, D 30 ms after it
+  }
+  EXPECT_EQ(stats_of(h, q).live_groups, 0u);
+  // 40 ms have passed since A went idle: 5 ms after A's linger is over, 25 ms before D's.
+  h.advance(limits::group_idle_linger - 35ms);
+  EXPECT_EQ(registry_of.running(), before + 3) << "A ended at the end of its linger, not later";
+  h.advance(limits::group_idle_linger / 10);
+  EXPECT_EQ(registry_of.running(), before) << "B, C and D ended with one check";
+  put(h, q, in_account("A2", "A"));
+  EXPECT_EQ(take_one(h, q).msg.body, "A2") << "a fresh incarnation serves the key";
+}
+
 // -- long polls -----------------------------------------------------------------------------------
 
 // A receive with wait_us waits for the first message: it is answered when one is enqueued.

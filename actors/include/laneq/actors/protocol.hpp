@@ -539,6 +539,8 @@ using queue_api = caf::typed_actor<
 using queue_actor = queue_api::extend<
     caf::reacts_to<dead_atom, std::vector<dead_letter>>,
     caf::reacts_to<idle_atom, group_id, std::uint64_t>,
+    // the lingers of groups gone idle are over: stop those still idle
+    caf::reacts_to<tick_atom>,
     // load the queue from the store
     caf::replies_to<recover_atom>::with<caf::ok_atom>,
     // adopt a spec (its hook)
