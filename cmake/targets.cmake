@@ -20,8 +20,6 @@ set(_laneq_fallback_laneq_core Threads::Threads OpenSSL::Crypto)
 set(_laneq_fallback_laneq_protocol laneq_core CAF::core)
 set(_laneq_fallback_laneq_persistence laneq_protocol)
 set(_laneq_fallback_laneq_actors laneq_persistence laneq_protocol laneq_core CAF::core)
-set(_laneq_fallback_laneq_core_canary Threads::Threads OpenSSL::Crypto)
-set(_laneq_fallback_laneq_actors_canary laneq_core_canary CAF::core)
 
 # laneq_resolve_links(<out-var> <lib>...): replaces missing laneq_* targets by their fallbacks.
 function(laneq_resolve_links out)
