@@ -66,7 +66,7 @@ class gateway : public caf::event_based_actor {
     };
   }
 
-  void on_exit() override { watched_.clear(); }
+  void on_exit() override;
 
   /// Fails `c` unless it is answered by `deadline`.
   void watch(const call_ptr& c, steady::time_point deadline);
@@ -412,6 +412,11 @@ void gateway::watch(const call_ptr& c, steady::time_point deadline) {
   c->watch_id = next_id_++;
   watched_.emplace(c->watch_id, std::make_pair(deadline, c));
   arm();
+}
+
+void gateway::on_exit() {
+  for (auto& [id, w] : watched_) w.second->watcher = nullptr;  // never answered now
+  watched_.clear();
 }
 
 void gateway::sweep() {
