@@ -441,6 +441,7 @@ class silent_store : public store_actor::base {
     };
   }
   void on_exit() override {
+    held_.clear();  // the promises hold this actor and their requesters
     anon_send_exit(inner_, caf::exit_reason::user_shutdown);
     inner_ = nullptr;
   }
