@@ -6,6 +6,7 @@
 #include <future>
 #include <set>
 
+#include "faulty_store.hpp"
 #include "laneq/actors/memory_store.hpp"
 #include "laneq/server/json_mapping.hpp"
 #include "server_test_support.hpp"
@@ -415,50 +416,13 @@ TEST(http_health, healthz_is_503_with_the_reason_when_the_store_is_degraded) {
   EXPECT_NE(m.body.find("laneq_store_degraded 1"), std::string::npos);
 }
 
-/// A store that stops answering writes while `silent` is set (a broker that hangs); writes then
-/// wait forever. Everything else goes to a store in memory.
-class silent_store : public store_actor::base {
- public:
-  silent_store(caf::actor_config& cfg, std::shared_ptr<std::atomic<bool>> silent)
-      : store_actor::base(cfg), silent_(std::move(silent)) {}
-  behavior_type make_behavior() override {
-    inner_ = spawn<memory_store_impl>();
-    return {
-        [this](write_atom, store_write& w) -> caf::result<caf::ok_atom> {
-          if (!*silent_) return delegate(inner_, write_atom_v, std::move(w));
-          held_.push_back(make_response_promise<caf::ok_atom>());
-          return held_.back();
-        },
-        [this](scan_atom, std::string& from, std::string& to, std::uint32_t max) {
-          return delegate(inner_, scan_atom_v, std::move(from), std::move(to), max);
-        },
-        [this](stats_atom) { return delegate(inner_, stats_atom_v); },
-        [this](checkpoint_atom, std::string& dir) {
-          return delegate(inner_, checkpoint_atom_v, std::move(dir));
-        },
-        [](commit_atom, std::uint64_t) {},
-        [](reopen_atom) {},
-    };
-  }
-  void on_exit() override {
-    held_.clear();  // the promises hold this actor and their requesters
-    anon_send_exit(inner_, caf::exit_reason::user_shutdown);
-    inner_ = nullptr;
-  }
-
- private:
-  std::shared_ptr<std::atomic<bool>> silent_;
-  store_actor inner_;
-  std::vector<caf::typed_response_promise<caf::ok_atom>> held_;
-};
-
 TEST(http_call_timeout, a_call_the_broker_never_answers_fails_with_503_unavailable) {
-  auto silent = std::make_shared<std::atomic<bool>>(false);
+  auto faults = std::make_shared<laneq::test::store_faults>();
   in_process_server srv{
-      [silent](caf::actor_system& sys) { return sys.spawn<silent_store>(silent); }, http_limits{},
-      std::chrono::milliseconds{300}};
+      [faults](caf::actor_system& sys) { return sys.spawn<laneq::test::faulty_store>(faults); },
+      http_limits{}, std::chrono::milliseconds{300}};
   ASSERT_EQ(put(srv.port(), "/v1/queues/q", "{}").status, 201u);
-  *silent = true;
+  faults->hold_appends = true;  // the store hangs
   client c{srv.port()};
   c.stream().expires_after(20s);  // a call that is never failed must not hang the test
   auto started = std::chrono::steady_clock::now();
@@ -470,7 +434,7 @@ TEST(http_call_timeout, a_call_the_broker_never_answers_fails_with_503_unavailab
   EXPECT_GE(took, 300ms);
   EXPECT_LT(took, 5s);  // the gateway looks at its calls once a second
   // The connection and the broker serve on once the store answers again.
-  *silent = false;
+  faults->hold_appends = false;
   c.stream().expires_after(20s);
   auto ok = c.call(http::verb::post, "/v1/queues/q/messages", R"({"body": "goes"})");
   EXPECT_EQ(ok.status, 200u) << ok.body;

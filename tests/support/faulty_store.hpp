@@ -1,10 +1,11 @@
 // A store for tests that fails writes on demand (storage_failed), to prove that nothing is
-// acknowledged or lost when the store cannot make a write durable. Everything else is passed
-// to an in-memory store.
+// acknowledged or lost when the store cannot make a write durable, or leaves them unanswered (a
+// store that hangs). Everything else is passed to an in-memory store.
 #pragma once
 
 #include <atomic>
 #include <memory>
+#include <vector>
 
 #include "laneq/actors/memory_store.hpp"
 #include "laneq/actors/protocol.hpp"
@@ -14,6 +15,7 @@ namespace laneq::test {
 /// Switches shared between a test and its faulty_store.
 struct store_faults {
   std::atomic<bool> fail_appends{false};  ///< fail every write while set
+  std::atomic<bool> hold_appends{false};  ///< answer no write while set (they wait forever)
 };
 
 class faulty_store : public store_actor::base {
@@ -23,6 +25,7 @@ class faulty_store : public store_actor::base {
 
   const char* name() const override { return "laneq.test.faulty_store"; }
   void on_exit() override {
+    held_.clear();  // the promises hold this actor and their requesters
     anon_send_exit(inner_, caf::exit_reason::user_shutdown);
     inner_ = nullptr;
   }
@@ -33,6 +36,10 @@ class faulty_store : public store_actor::base {
         [this](write_atom, store_write& w) -> caf::result<caf::ok_atom> {
           if (faults_->fail_appends.load())
             return to_caf(error{errc::storage_failed, "injected: the disk is full"});
+          if (faults_->hold_appends.load()) {
+            held_.push_back(make_response_promise<caf::ok_atom>());
+            return held_.back();
+          }
           return delegate(inner_, write_atom_v, std::move(w));
         },
         [this](scan_atom, std::string& from, std::string& to, std::uint32_t max) {
@@ -50,6 +57,7 @@ class faulty_store : public store_actor::base {
  private:
   std::shared_ptr<store_faults> faults_;
   store_actor inner_;
+  std::vector<caf::typed_response_promise<caf::ok_atom>> held_;
 };
 
 }  // namespace laneq::test
