@@ -509,7 +509,9 @@ using group_actor =
 /// The fairness actor: holds deliverable heads and unordered messages, serves receives.
 using fairness_actor = caf::typed_actor<
     // group heads wait in the queue's offer_box: take them in
-    caf::reacts_to<offer_atom>, caf::reacts_to<enqueue_atom, std::vector<message>>,
+    caf::reacts_to<offer_atom>,
+    // unordered messages, from the queue actor
+    caf::reacts_to<enqueue_atom, std::vector<message>>,
     caf::replies_to<receive_atom, receive_request>::with<std::vector<delivery>>,
     // answers the failed leases and the store operations of the others
     caf::replies_to<ack_atom, std::vector<lease_token>>::with<std::vector<lease_outcome>,

@@ -121,8 +121,8 @@ class queue_actor_impl : public queue_actor::base {
   void recover(std::shared_ptr<recovery> r);
   void finish_recovery(recovery& r);
   group_entry* find_group(group_id id);
-  /// A group reported idle after `received` messages: it lingers, or stops once it has lingered
-  /// long enough (the same report comes back after `group_idle_linger`).
+  /// A group reported idle after `received` messages: it lingers, and its report is checked again
+  /// once `group_idle_linger` is over (`end_lingers`).
   void on_idle(group_id id, std::uint64_t received);
   /// Stops the groups whose linger is over and that are still idle; arms the next check.
   void end_lingers();
@@ -151,7 +151,7 @@ class queue_actor_impl : public queue_actor::base {
   std::size_t lingering_ = 0;  ///< groups with `idle_since` set
   /// Each idle report that started a linger, in order, so by the end of its linger: one timer
   /// for all of them (a delayed message per idle group was an entry in CAF's clock and a
-  /// wake-up of its thread each; 3% of the instructions when every message idles its group).
+  /// wake-up of its thread each; 7% of the instructions when every message idles its group).
   struct linger_check {
     timestamp due;
     group_id id;
