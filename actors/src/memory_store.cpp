@@ -1,12 +1,15 @@
 // The in-memory store (actors/include/laneq/actors/memory_store.hpp).
 #include "laneq/actors/memory_store.hpp"
 
+#include <chrono>
+
 namespace laneq {
 
 memory_store_impl::memory_store_impl(caf::actor_config& cfg) : store_actor::base(cfg) {}
 
 void memory_store_impl::commit() {
   if (batch_.empty()) return;
+  auto started = std::chrono::steady_clock::now();
   ++stats_.batches;
   stats_.count_batch(batch_.size());
   bool sync = false;
@@ -28,6 +31,8 @@ void memory_store_impl::commit() {
     }
   }
   if (sync) ++stats_.syncs;
+  stats_.count_commit(
+      std::chrono::duration_cast<duration>(std::chrono::steady_clock::now() - started));
   for (auto& p : batch_) p.promise.deliver(caf::ok_atom_v);
   batch_.clear();
   ++generation_;

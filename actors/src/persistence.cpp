@@ -363,6 +363,7 @@ class persistence_impl : public store_actor::base {
     rocksdb::WriteOptions wo;
     wo.sync = batch_sync_;
     rocksdb::Status s;
+    auto started = std::chrono::steady_clock::now();
     if (db_ && !stats_.degraded) {
       s = db_->Write(wo, &batch_);
     } else {
@@ -390,6 +391,8 @@ class persistence_impl : public store_actor::base {
     stats_.bytes += bytes;
     if (wo.sync) ++stats_.syncs;
     stats_.count_batch(members.size());
+    stats_.count_commit(
+        std::chrono::duration_cast<duration>(std::chrono::steady_clock::now() - started));
     for (auto& p : members) p.deliver(caf::ok_atom_v);
   }
 

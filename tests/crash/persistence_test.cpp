@@ -145,6 +145,11 @@ TEST_F(Persistence, stats_count_batches_writes_ops_bytes_and_syncs) {
   EXPECT_EQ(s.failed_batches, 0u);
   EXPECT_EQ(s.reopens, 0u);
   EXPECT_EQ(s.batch_histogram, (std::vector<std::uint64_t>{3}));
+  // Every committed batch is timed once: the buckets add up to the batches.
+  ASSERT_EQ(s.commit_histogram.size(), latency_bounds_s.size() + 1);
+  EXPECT_EQ(std::accumulate(s.commit_histogram.begin(), s.commit_histogram.end(), std::uint64_t{0}),
+            3u);
+  EXPECT_GT(s.commit_sum_us, 0u);  // two synced writes to a real file take time
   EXPECT_FALSE(s.degraded);
   EXPECT_EQ(s.reason, "");
   stop(sys_, store);

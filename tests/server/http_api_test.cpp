@@ -357,6 +357,8 @@ TEST_F(http_api, metrics_expose_the_named_series) {
         "laneq_live_groups{queue=\"q\"}",
         "# TYPE laneq_store_batch_writes histogram",
         "laneq_store_batch_writes_bucket{le=\"+Inf\"}",
+        "# TYPE laneq_store_commit_seconds histogram",
+        "laneq_store_commit_seconds_bucket{le=\"0.0005\"}",
         "laneq_http_request_duration_seconds_bucket{route=\"enqueue\",le=\"0.001\"}",
         "laneq_http_request_duration_seconds_count{route=\"receive\"} 1",
         "laneq_enqueue_to_delivery_seconds_count{queue=\"q\"} 2",

@@ -214,6 +214,11 @@ std::string server_metrics::render(const std::vector<queue_stats>& queues,
     out += "laneq_store_batch_writes_bucket{le=\"+Inf\"} " + std::to_string(cumulative) + "\n";
     out += "laneq_store_batch_writes_sum " + std::to_string(store->writes) + "\n";
     out += "laneq_store_batch_writes_count " + std::to_string(cumulative) + "\n";
+    header(out, "laneq_store_commit_seconds", "histogram",
+           "Time to write one committed store batch, its WAL sync included.");
+    if (store->commit_histogram.size() == latency_bounds_s.size() + 1)
+      render_buckets(out, "laneq_store_commit_seconds", "", latency_bounds_s,
+                     store->commit_histogram, static_cast<double>(store->commit_sum_us) / 1e6);
     header(out, "laneq_store_batches_total", "counter", "Committed store batches.");
     out += "laneq_store_batches_total " + std::to_string(store->batches) + "\n";
     header(out, "laneq_store_bytes_total", "counter", "Key and value bytes committed.");

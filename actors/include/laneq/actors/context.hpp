@@ -65,6 +65,14 @@ using window_budget_ptr = std::shared_ptr<window_budget>;
 inline constexpr std::array<double, 15> latency_bounds_s{
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
 
+/// The latency_bounds_s bucket of `d`: the first whose bound it does not exceed, or the last.
+inline std::size_t latency_bucket(duration d) {
+  auto us = static_cast<double>(d.count() > 0 ? d.count() : 0);
+  std::size_t i = 0;
+  while (i < latency_bounds_s.size() && us > latency_bounds_s[i] * 1e6) ++i;
+  return i;
+}
+
 /// Per-queue counters and gauges, updated by the queue's actors (relaxed atomics: they are
 /// observations, never used for decisions).
 struct queue_metrics {
@@ -92,11 +100,8 @@ struct queue_metrics {
   std::atomic<std::uint64_t> first_delivery_sum_us{0};
 
   void observe_first_delivery(duration d) {
-    auto us = d.count() > 0 ? static_cast<std::uint64_t>(d.count()) : 0;
-    std::size_t i = 0;
-    while (i < latency_bounds_s.size() && static_cast<double>(us) > latency_bounds_s[i] * 1e6) ++i;
-    add(first_delivery[i]);
-    add(first_delivery_sum_us, us);
+    add(first_delivery[latency_bucket(d)]);
+    add(first_delivery_sum_us, d.count() > 0 ? static_cast<std::uint64_t>(d.count()) : 0);
   }
 
   static void add(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {

@@ -11,6 +11,7 @@
 
 #include "caf/all.hpp"
 
+#include "laneq/actors/context.hpp"
 #include "laneq/error.hpp"
 #include "laneq/fair_scheduler.hpp"
 #include "laneq/group_state.hpp"
@@ -87,6 +88,11 @@ struct store_stats {
   std::uint64_t reopens = 0;  ///< successful close-and-reopen after a failure
   /// Batch sizes in writes: counts of batches with 1, 2-3, 4-7, ... 2^k..2^(k+1)-1 writes.
   std::vector<std::uint64_t> batch_histogram;
+  /// How long each committed batch took to write (RocksDB's Write, the WAL's sync included):
+  /// counts per bucket of latency_bounds_s, not cumulative, and their sum in microseconds.
+  std::vector<std::uint64_t> commit_histogram =
+      std::vector<std::uint64_t>(latency_bounds_s.size() + 1);
+  std::uint64_t commit_sum_us = 0;
   bool degraded = false;  ///< the last batch failed and the store has not reopened since
   std::string reason;     ///< why it is degraded
 
@@ -95,6 +101,11 @@ struct store_stats {
     auto bucket = static_cast<std::size_t>(std::bit_width(batch_writes) - 1);
     if (batch_histogram.size() <= bucket) batch_histogram.resize(bucket + 1, 0);
     ++batch_histogram[bucket];
+  }
+  /// Counts a committed batch that took `took` to write in `commit_histogram`.
+  void count_commit(duration took) {
+    ++commit_histogram.at(latency_bucket(took));
+    commit_sum_us += took.count() > 0 ? static_cast<std::uint64_t>(took.count()) : 0;
   }
 };
 
@@ -233,7 +244,7 @@ auto inspect(Inspector& f, store_entry& x) {
 template <class Inspector>
 auto inspect(Inspector& f, store_stats& x) {
   return f(x.batches, x.writes, x.ops, x.bytes, x.syncs, x.failed_batches, x.reopens,
-           x.batch_histogram, x.degraded, x.reason);
+           x.batch_histogram, x.commit_histogram, x.commit_sum_us, x.degraded, x.reason);
 }
 template <class Inspector>
 auto inspect(Inspector& f, fairness_backlog& x) {
