@@ -88,8 +88,9 @@ struct store_stats {
   std::uint64_t reopens = 0;  ///< successful close-and-reopen after a failure
   /// Batch sizes in writes: counts of batches with 1, 2-3, 4-7, ... 2^k..2^(k+1)-1 writes.
   std::vector<std::uint64_t> batch_histogram;
-  /// How long each committed batch took to write (RocksDB's Write, the WAL's sync included):
-  /// counts per bucket of latency_bounds_s, not cumulative, and their sum in microseconds.
+  /// How long each committed batch took to write (RocksDB's Write with the WAL's sync; in the
+  /// memory store, its map updates): counts per bucket of latency_bounds_s, not cumulative, and
+  /// their sum in microseconds.
   std::vector<std::uint64_t> commit_histogram =
       std::vector<std::uint64_t>(latency_bounds_s.size() + 1);
   std::uint64_t commit_sum_us = 0;
