@@ -214,6 +214,49 @@ std::string loadavg() {
   return a + " " + b + " " + c;
 }
 
+// -- the machine --------------------------------------------------------------------------------
+
+/// How fast this machine is right now, measured just before the run, so that runs on a shared VM
+/// can be compared: its speed changes within minutes, and laneqd's CPU per message with it. A
+/// dependent multiply-add chain times the core; a ping-pong between two threads over a mutex and a
+/// condition variable times what every hand-off between laneqd's threads costs (two wake-ups).
+json::object probe_machine() {
+  auto t0 = clock_type::now();
+  constexpr int iterations = 50'000'000;
+  std::uint64_t v = 1;
+  for (int i = 0; i < iterations; ++i) v = v * 6364136223846793005ULL + 1442695040888963407ULL;
+  volatile std::uint64_t sink = v;  // keeps the chain from being optimised away
+  (void)sink;
+  auto loop_ns = std::chrono::duration<double, std::nano>(clock_type::now() - t0).count();
+
+  constexpr int round_trips = 5'000;
+  std::mutex m;
+  std::condition_variable cv;
+  bool ball_here = false;  // true: the partner's turn
+  auto t1 = clock_type::now();
+  std::thread partner([&] {
+    for (int i = 0; i < round_trips; ++i) {
+      std::unique_lock lock{m};
+      cv.wait(lock, [&] { return ball_here; });
+      ball_here = false;
+      cv.notify_one();
+    }
+  });
+  for (int i = 0; i < round_trips; ++i) {
+    std::unique_lock lock{m};
+    ball_here = true;
+    cv.notify_one();
+    cv.wait(lock, [&] { return !ball_here; });
+  }
+  partner.join();
+  auto trip_us = std::chrono::duration<double, std::micro>(clock_type::now() - t1).count();
+
+  json::object out;
+  out["cpu_loop_ns"] = loop_ns / iterations;
+  out["thread_round_trip_us"] = trip_us / round_trips;
+  return out;
+}
+
 // -- message bodies -----------------------------------------------------------------------------
 
 std::int64_t now_ns() {
@@ -736,6 +779,7 @@ int main(int argc, char** argv) {
     return std::make_unique<http_transport>(ep.value(), o);
   };
 
+  auto machine = probe_machine();
   shared_state st(o);
   auto load_start = loadavg();
   auto srv0 = sample_process(o.server_pid);
@@ -872,11 +916,17 @@ int main(int argc, char** argv) {
             : static_cast<double>(all.received) / static_cast<double>(all.receive_us.size());
     out["calls"] = std::move(c);
   }
+  // CPU per acked message: what each message costs, whatever the run's length or rate. On a shared
+  // VM it still rises when the host is busy (compare "machine").
+  auto per_message_us = [&](double cpu_s) {
+    return acked > 0 ? cpu_s * 1e6 / static_cast<double>(acked) : 0.0;
+  };
   if (srv0.ok && srv1.ok) {
     json::object s;
     s["pid"] = o.server_pid;
     s["cpu_s"] = srv1.cpu_s - srv0.cpu_s;
     s["cpu_cores"] = e2e_s > 0 ? (srv1.cpu_s - srv0.cpu_s) / e2e_s : 0.0;
+    s["cpu_us_per_message"] = per_message_us(srv1.cpu_s - srv0.cpu_s);
     s["rss_mb_end"] = srv1.rss_mb;
     s["rss_mb_max_sampled"] = rss_max;
     s["rss_mb_hwm"] = srv1.hwm_mb;
@@ -888,10 +938,12 @@ int main(int argc, char** argv) {
     json::object s;
     s["cpu_s"] = self1.cpu_s - self0.cpu_s;
     s["cpu_cores"] = e2e_s > 0 ? (self1.cpu_s - self0.cpu_s) / e2e_s : 0.0;
+    s["cpu_us_per_message"] = per_message_us(self1.cpu_s - self0.cpu_s);
     out["loadgen"] = std::move(s);
   }
   out["loadavg_start"] = load_start;
   out["loadavg_end"] = load_end;
+  out["machine"] = std::move(machine);
   std::cout << json::serialize(out) << std::endl;
   return ok ? 0 : 1;
 }

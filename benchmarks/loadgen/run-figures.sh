@@ -5,6 +5,11 @@
 # stops laneqd with SIGTERM.
 #   bash benchmarks/loadgen/run-figures.sh [MESSAGES] [SCENARIO...]
 # Scenarios: http-unordered http-groups caf-unordered caf-groups http-rate caf-rate (default: all).
+# Environment: LOADGEN_IN_FLIGHT (producer batches in flight, default 1), LOADGEN_DURABILITY
+# (durable|fast, default durable), LOADGEN_ROUNDS (default 1). With more than one round the
+# scenarios take turns, round after round, so a change in the machine's speed falls on all of them
+# alike; every run's line carries its round, and a summary line per scenario follows: median, min
+# and max of the end-to-end rate, of laneqd's CPU per message and of the machine probe.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 bin="${LANEQ_BIN_DIR:-$root/build/release/bin}"
@@ -14,27 +19,61 @@ scenarios=("$@")
 [ "${#scenarios[@]}" -gt 0 ] || scenarios=(http-unordered http-groups caf-unordered caf-groups http-rate caf-rate)
 
 common=(--size=256 --consumers=4 --batch=100 --receive-max=100 --in-flight=${LOADGEN_IN_FLIGHT:-1} --durability=${LOADGEN_DURABILITY:-durable})
-for s in "${scenarios[@]}"; do
-  case "$s" in
-    http-unordered) args=(--transport=http --groups=0 --messages="$messages") ;;
-    http-groups) args=(--transport=http --groups=1000 --messages="$messages") ;;
-    caf-unordered) args=(--transport=caf --groups=0 --messages="$messages") ;;
-    caf-groups) args=(--transport=caf --groups=1000 --messages="$messages") ;;
-    http-rate) args=(--transport=http --groups=0 --messages=30000 --rate=2000 --batch=10) ;;
-    caf-rate) args=(--transport=caf --groups=0 --messages=30000 --rate=2000 --batch=10) ;;
-    *) echo "run-figures.sh: unknown scenario $s" >&2; exit 2 ;;
-  esac
-  data="$(mktemp -d -t laneq-bench.XXXXXX)"
-  caf_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-  "$bin/laneqd" --data-dir "$data/data" --http-port 0 --caf-port "$caf_port" >"$data/out" 2>"$data/err" &
-  pid=$!
-  for _ in $(seq 1 300); do grep -q '^laneqd ready' "$data/out" && break; sleep 0.1; done
-  port="$(sed -n 's/^laneqd http_port=\([0-9]*\)$/\1/p' "$data/out")"
-  echo "== $s (laneqd pid $pid, http $port, caf $caf_port, load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
-  rc=0
-  "$bin/laneq_loadgen" "${common[@]}" "${args[@]}" --url="http://127.0.0.1:$port" \
-    --caf-port="$caf_port" --server-pid="$pid" | sed "s/^{/{\"scenario\":\"$s\",/" || rc=$?
-  kill -TERM "$pid"; wait "$pid" || true
-  rm -rf "$data"
-  [ "$rc" -eq 0 ] || echo "== $s: loadgen exit $rc" >&2
+rounds="${LOADGEN_ROUNDS:-1}"
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "run-figures.sh: LOADGEN_ROUNDS must be a positive number" >&2; exit 2; }
+results="$(mktemp -t laneq-figures.XXXXXX)"
+trap 'rm -f "$results"' EXIT
+for round in $(seq 1 "$rounds"); do
+  for s in "${scenarios[@]}"; do
+    case "$s" in
+      http-unordered) args=(--transport=http --groups=0 --messages="$messages") ;;
+      http-groups) args=(--transport=http --groups=1000 --messages="$messages") ;;
+      caf-unordered) args=(--transport=caf --groups=0 --messages="$messages") ;;
+      caf-groups) args=(--transport=caf --groups=1000 --messages="$messages") ;;
+      http-rate) args=(--transport=http --groups=0 --messages=30000 --rate=2000 --batch=10) ;;
+      caf-rate) args=(--transport=caf --groups=0 --messages=30000 --rate=2000 --batch=10) ;;
+      *) echo "run-figures.sh: unknown scenario $s" >&2; exit 2 ;;
+    esac
+    data="$(mktemp -d -t laneq-bench.XXXXXX)"
+    caf_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+    "$bin/laneqd" --data-dir "$data/data" --http-port 0 --caf-port "$caf_port" >"$data/out" 2>"$data/err" &
+    pid=$!
+    for _ in $(seq 1 300); do grep -q '^laneqd ready' "$data/out" && break; sleep 0.1; done
+    port="$(sed -n 's/^laneqd http_port=\([0-9]*\)$/\1/p' "$data/out")"
+    echo "== $s, round $round of $rounds (laneqd pid $pid, http $port, caf $caf_port, load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+    rc=0
+    "$bin/laneq_loadgen" "${common[@]}" "${args[@]}" --url="http://127.0.0.1:$port" \
+      --caf-port="$caf_port" --server-pid="$pid" |
+      sed "s/^{/{\"scenario\":\"$s\",\"round\":$round,/" | tee -a "$results" || rc=$?
+    kill -TERM "$pid"; wait "$pid" || true
+    rm -rf "$data"
+    [ "$rc" -eq 0 ] || echo "== $s: loadgen exit $rc" >&2
+  done
 done
+[ "$rounds" -eq 1 ] || python3 - "$results" <<'PY'
+import json, statistics, sys
+
+runs = {}
+for line in open(sys.argv[1]):
+    if line.startswith("{"):
+        r = json.loads(line)
+        runs.setdefault(r["scenario"], []).append(r)
+
+def spread(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return {k: round(v, 1) for k, v in
+            (("median", statistics.median(values)), ("min", min(values)), ("max", max(values)))}
+
+for scenario, rs in runs.items():
+    print(json.dumps({
+        "summary": scenario,
+        "runs": len(rs),
+        "ok_runs": sum(1 for r in rs if r["ok"]),
+        "end_to_end_rate": spread([r["end_to_end_rate"] for r in rs]),
+        "server_cpu_us_per_message": spread([r.get("server", {}).get("cpu_us_per_message") for r in rs]),
+        "enqueue_to_delivery_p99_us": spread([r["enqueue_to_delivery"]["p99_us"] for r in rs]),
+        "thread_round_trip_us": spread([r["machine"]["thread_round_trip_us"] for r in rs]),
+    }))
+PY

@@ -286,6 +286,12 @@ TEST(loadgen, drives_laneqd_over_http_and_caf_with_sync_and_async_acks) {
       EXPECT_NEAR(per_receive * static_cast<double>(count("receive")),
                   static_cast<double>(messages), 0.5)
           << "nothing was redelivered, so the receives brought each message once";
+      const auto& self = o.at("loadgen").as_object();
+      EXPECT_NEAR(self.at("cpu_us_per_message").to_number<double>(),
+                  self.at("cpu_s").to_number<double>() * 1e6 / static_cast<double>(messages), 1e-6);
+      const auto& machine = o.at("machine").as_object();
+      EXPECT_GT(machine.at("cpu_loop_ns").to_number<double>(), 0.0);
+      EXPECT_GT(machine.at("thread_round_trip_us").to_number<double>(), 0.0);
     }
   }
   EXPECT_EQ(d.stop(), 0);
