@@ -125,6 +125,10 @@ class daemon {
     pid_ = -1;
     return rc;
   }
+  /// Sends `sig` (SIGSTOP freezes laneqd with its connections open; SIGCONT resumes it).
+  void signal(int sig) {
+    if (pid_ > 0) kill(pid_, sig);
+  }
   bool ready() const { return startup_error_.empty(); }
   const std::string& startup_error() const { return startup_error_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(http_port_); }
