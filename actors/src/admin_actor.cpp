@@ -399,7 +399,7 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
           return to_caf(error{errc::invalid_argument, "queue '" + name +
                                                           "' is a subscription of topic '" +
                                                           t->second + "'; drop the topic first"});
-        anon_send_exit(it->second.handle, caf::exit_reason::user_shutdown);
+        send_exit(it->second.handle, queue_deleted_reason(name));
         auto uid = it->second.uid;
         queues_.erase(it);
         // Every record of the incarnation in one write; its uid is never used again.

@@ -10,9 +10,8 @@ fairness_actor_impl::fairness_actor_impl(caf::actor_config& cfg, fairness_actor_
 
 // Handles to peers are strong references: drop them so no cycle outlives the actor.
 void fairness_actor_impl::on_exit() {
-  for (auto& p : pending_)
-    p.promise.deliver(
-        to_caf(error{errc::queue_deleted, "queue '" + fc_.queue_name + "' was deleted"}));
+  auto answer = to_caf(fc_.stopped->value_or(stopped_queue_error(fail_state(), fc_.queue_name)));
+  for (auto& p : pending_) p.promise.deliver(answer);
   pending_.clear();
   pending_deadlines_.clear();
   fc_.metrics->waiting_receives.store(pending_.size(), std::memory_order_relaxed);

@@ -181,4 +181,19 @@ error from_caf(const caf::error& e) {
   return error{errc::unavailable, "the broker did not answer: " + caf::to_string(e)};
 }
 
+caf::error queue_deleted_reason(const std::string& queue) {
+  return to_caf(error{errc::queue_deleted, "queue '" + queue + "' was deleted"});
+}
+
+error stopped_queue_error(const caf::error& reason, const std::string& queue) {
+  // An empty reason: the actor was destroyed without an exit (its last handle went away).
+  if (reason && reason.category() == caf::atom("laneq") &&
+      static_cast<errc>(reason.code()) == errc::queue_deleted)
+    return from_caf(reason);
+  auto why = !reason || reason == caf::make_error(caf::exit_reason::user_shutdown)
+                 ? std::string{"the broker is shutting down"}
+                 : caf::to_string(reason);
+  return error{errc::unavailable, "queue '" + queue + "' stopped before answering: " + why};
+}
+
 }  // namespace laneq

@@ -56,9 +56,10 @@ void queue_actor_impl::on_exit() {
   // Batches still being routed were stored: their answers need not wait for the groups.
   auto routing = std::move(routing_);
   for (auto& [batch, routed] : routing) routed();
-  for (auto& [batch, g] : acking_)
-    g->promise.deliver(
-        to_caf(error{errc::queue_deleted, "queue '" + qc_.spec.name() + "' was deleted"}));
+  auto stopped = stopped_queue_error(fail_state(), qc_.spec.name());
+  if (fairness_stopped_) *fairness_stopped_ = stopped;
+  auto answer = to_caf(stopped);
+  for (auto& [batch, g] : acking_) g->promise.deliver(answer);
   acking_.clear();
   fairness_ = nullptr;
   offers_.release();
@@ -750,6 +751,7 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
                            caf::actor_cast<queue_actor>(this),
                            qc_.store,
                            offers_};
+  fairness_stopped_ = fc.stopped;
   fairness_ = spawn<fairness_actor_impl, caf::linked>(std::move(fc));
   offers_.wake_up(fairness_);
   // A group that stops on its own was removed when it reported idle; one that fails takes the

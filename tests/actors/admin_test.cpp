@@ -135,6 +135,21 @@ TEST_F(admin, deleting_a_queue_answers_its_waiting_long_polls_with_queue_deleted
   EXPECT_TRUE(dropped->ok());
 }
 
+// A broker that shuts down answers the long polls waiting on its queues with unavailable: the
+// queue still exists, and a client must not take the shutdown for a deletion.
+TEST_F(admin, a_broker_shutdown_answers_waiting_long_polls_with_unavailable) {
+  auto q = make(queue_spec("plain"));
+  h.post(q, receive_atom_v, receive_request{1, 0, 5'000'000});
+  h.run();
+  EXPECT_EQ(stats_of(h, q).waiting_receives, 1u);
+  caf::anon_send_exit(registry(), caf::exit_reason::user_shutdown);  // what ~broker sends
+  h.run();
+  auto polled = h.collect<std::vector<delivery>>();
+  ASSERT_TRUE(polled.has_value()) << "the long poll is answered";
+  EXPECT_EQ(failure(*polled, errc::unavailable),
+            "queue 'plain' stopped before answering: the broker is shutting down");
+}
+
 // -- request limits and arguments -----------------------------------------------------------------
 
 // enqueue enforces the limits, naming the offending message and field; a failed batch enqueues

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <deque>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -29,6 +31,10 @@ struct fairness_actor_config {
   queue_actor queue;
   store_actor store;
   offer_box offers;  ///< where the queue's groups offer their heads
+  /// Written by the queue actor as it stops, before it lets go of this actor: the answer for the
+  /// receives still waiting (`stopped_queue_error`). Shared, because this actor may be destroyed
+  /// without ever handling the exit that its link sends.
+  std::shared_ptr<std::optional<error>> stopped = std::make_shared<std::optional<error>>();
 };
 
 class fairness_actor_impl : public fairness_actor::base {

@@ -381,6 +381,13 @@ caf::error to_caf(const error& e);
 /// Converts back; CAF's own errors (timeouts, dead actors) become `unavailable`.
 error from_caf(const caf::error& e);
 
+/// The exit reason with which the admin stops a queue's actors when the queue is deleted.
+caf::error queue_deleted_reason(const std::string& queue);
+/// What a call still waiting on a queue (a long poll, an ack) is answered when the queue's actors
+/// stop for `reason`: `queue_deleted` when the queue was deleted, otherwise `unavailable` (the
+/// broker is shutting down), so a client does not take a broker's shutdown for a deleted queue.
+error stopped_queue_error(const caf::error& reason, const std::string& queue);
+
 /// CAF's scheduler as laneq's programs run it (laneqd, the benchmarks, the load generator):
 /// `threads` workers (0: one per core; CAF's own default, max(4, cores), put a fifth of laneqd's
 /// CPU samples in task switches on a 2-core host) and no sleep-polling phase. A worker that runs

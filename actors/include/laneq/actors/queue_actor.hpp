@@ -137,6 +137,7 @@ class queue_actor_impl : public queue_actor::base {
 
   queue_actor_config qc_;
   fairness_actor fairness_;
+  std::shared_ptr<std::optional<error>> fairness_stopped_;  ///< fairness_actor_config::stopped
   offer_box offers_;  ///< shared by the fairness actor and the groups
   std::uint64_t next_id_ = 1;
   std::uint64_t next_seq_ = 1;
