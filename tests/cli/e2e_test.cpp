@@ -305,11 +305,10 @@ TEST(loadgen, a_laneqd_that_stops_answering_fails_the_run_instead_of_hanging_it)
   ASSERT_TRUE(d.ready()) << d.startup_error();
   auto out = d.dir().path() / "loadgen.out";
   auto err = d.dir().path() / "loadgen.err";
-  auto pid = laneq::test::spawn(
-      {LANEQ_LOADGEN_BIN, "--transport=caf", "--url=" + d.url(),
-       "--caf-port=" + std::to_string(d.caf_port()), "--messages=2000000", "--groups=20",
-       "--stall-s=1"},
-      out, err);
+  auto pid = laneq::test::spawn({LANEQ_LOADGEN_BIN, "--transport=caf", "--url=" + d.url(),
+                                 "--caf-port=" + std::to_string(d.caf_port()), "--messages=2000000",
+                                 "--groups=20", "--stall-s=1"},
+                                out, err);
   // Freeze laneqd once the run is under way: the progress line has counted an ack.
   const std::regex acking{"acked [1-9]"};
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
