@@ -468,7 +468,7 @@ struct shared_state {
   std::mutex backlog_mtx;
   std::condition_variable backlog_cv;
   std::atomic<std::uint32_t> waiting{0};
-  // Producer and consumer threads still running; main waits for them to end (see finish_threads).
+  // Producer and consumer threads still running; main waits for them (threads_ended_within).
   std::mutex threads_mtx;
   std::condition_variable threads_cv;
   std::size_t threads_running = 0;

@@ -71,9 +71,9 @@ for scenario, rs in runs.items():
         "summary": scenario,
         "runs": len(rs),
         "ok_runs": sum(1 for r in rs if r["ok"]),
-        "end_to_end_rate": spread([r["end_to_end_rate"] for r in rs]),
+        "end_to_end_rate": spread([r.get("end_to_end_rate") for r in rs]),
         "server_cpu_us_per_message": spread([r.get("server", {}).get("cpu_us_per_message") for r in rs]),
-        "enqueue_to_delivery_p99_us": spread([r["enqueue_to_delivery"]["p99_us"] for r in rs]),
-        "thread_round_trip_us": spread([r["machine"]["thread_round_trip_us"] for r in rs]),
+        "enqueue_to_delivery_p99_us": spread([r.get("enqueue_to_delivery", {}).get("p99_us") for r in rs]),
+        "thread_round_trip_us": spread([r.get("machine", {}).get("thread_round_trip_us") for r in rs]),
     }))
 PY
