@@ -186,10 +186,11 @@ caf::error queue_deleted_reason(const std::string& queue) {
 }
 
 error stopped_queue_error(const caf::error& reason, const std::string& queue) {
-  // An empty reason: the actor was destroyed without an exit (its last handle went away).
-  if (reason && reason.category() == caf::atom("laneq") &&
-      static_cast<errc>(reason.code()) == errc::queue_deleted)
-    return from_caf(reason);
+  // An empty reason: the actor was destroyed without an exit (its last handle went away), and
+  // CAF 0.17 must not be asked for an empty error's category.
+  if (reason) {
+    if (auto e = from_caf(reason); e.code == errc::queue_deleted) return e;
+  }
   auto why = !reason || reason == caf::make_error(caf::exit_reason::user_shutdown)
                  ? std::string{"the broker is shutting down"}
                  : caf::to_string(reason);
