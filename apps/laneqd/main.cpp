@@ -2,7 +2,7 @@
 // and topics, publishes the remote admin actor on its CAF port and serves the HTTP API until
 // SIGTERM/SIGINT (docs/operations.md).
 //
-//   laneqd [--config FILE] [--data-dir DIR] [--http-host IP] [--http-port N] [--caf-port N]
+//   laneqd [--config FILE] [--data-dir DIR] [--http-host IP] [--http-port N] [--caf-port N|any]
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -29,9 +29,10 @@ namespace {
 
 constexpr const char* usage_text =
     "usage: laneqd [--config FILE] [--data-dir DIR] [--http-host IP] [--http-port N] "
-    "[--caf-port N]\n"
+    "[--caf-port N|any]\n"
     "  no config: data directory ./laneq-data, HTTP on 127.0.0.1:7070, CAF on 127.0.0.1:7071\n"
-    "  --http-port 0 picks a free port; --caf-port 0 disables the CAF remote actors\n"
+    "  --http-port 0 and --caf-port any pick a free port; --caf-port 0 disables the CAF remote "
+    "actors\n"
     "  prints 'laneqd http_port=N', 'laneqd caf_port=N' and 'laneqd ready' once serving\n";
 
 int usage(const std::string& why) {
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
   std::string config_path;
   std::optional<std::string> data_dir, http_host;
   std::optional<std::uint16_t> http_port, caf_port;
+  bool caf_port_any = false;  // --caf-port any: publish on a port the OS picks
   for (int i = 1; i < argc; ++i) {
     std::string_view arg{argv[i]};
     if (arg == "--help" || arg == "-h") {
@@ -76,7 +78,9 @@ int main(int argc, char** argv) {
       if (!parse_port(val, port)) return usage("--http-port must be 0 to 65535");
       http_port = port;
     } else if (arg == "--caf-port") {
-      if (!parse_port(val, port)) return usage("--caf-port must be 0 to 65535");
+      caf_port_any = val == "any";
+      if (!caf_port_any && !parse_port(val, port))
+        return usage("--caf-port must be 0 to 65535 or 'any'");
       caf_port = port;
     } else {
       return usage("unknown option " + std::string{arg});
@@ -105,6 +109,7 @@ int main(int argc, char** argv) {
   if (http_host) cfg.http_host = *http_host;
   if (http_port) cfg.http_port = *http_port;
   if (caf_port) cfg.caf_port = *caf_port;
+  const bool publish_caf = cfg.caf_port != 0 || caf_port_any;
 
   // Signals first, so no thread started later takes SIGTERM with the default action.
   boost::asio::io_context signal_io;
@@ -116,7 +121,7 @@ int main(int argc, char** argv) {
 
   caf::actor_system_config caf_cfg;
   laneq::add_message_types(caf_cfg);
-  if (cfg.caf_port != 0) caf_cfg.load<caf::io::middleman>();
+  if (publish_caf) caf_cfg.load<caf::io::middleman>();
   laneq::tune_scheduler(caf_cfg, laneq::server::actor_threads_for(
                                      cfg.actor_threads, std::thread::hardware_concurrency()));
   caf::actor_system sys{caf_cfg};
@@ -156,7 +161,7 @@ int main(int argc, char** argv) {
   }
 
   laneq::remote_admin_actor remote;
-  if (cfg.caf_port != 0) {
+  if (publish_caf) {
     remote = laneq::spawn_remote_admin(sys, broker->admin());
     auto port = sys.middleman().publish(remote, cfg.caf_port, cfg.caf_host.c_str(), true);
     if (!port) {
