@@ -83,12 +83,14 @@ function(laneq_add_executable name)
   laneq_set_warnings(${name})
 endfunction()
 
-# laneq_add_gtest(<name> LABEL <label> [TIMEOUT <seconds>] SOURCES <cpp>... LINK <lib>...)
+# laneq_add_gtest(<name> LABEL <label> [TIMEOUT <seconds>] SOURCES <cpp>... LINK <lib>...
+#                 [PROPERTIES <prop> <value>...])
 # A GoogleTest executable whose tests are discovered when ctest runs (PRE_TEST:
 # nothing runs at build time, which matters under sanitizers). Every test gets a
 # TIMEOUT (default 300 s), and the ctest names are prefixed with "<label>." to keep suites apart.
+# PROPERTIES go to every discovered test (RUN_SERIAL TRUE, RESOURCE_LOCK <name>).
 function(laneq_add_gtest name)
-  cmake_parse_arguments(A "" "LABEL;TIMEOUT" "SOURCES;LINK;DEFINITIONS" ${ARGN})
+  cmake_parse_arguments(A "" "LABEL;TIMEOUT" "SOURCES;LINK;DEFINITIONS;PROPERTIES" ${ARGN})
   if(NOT A_TIMEOUT)
     set(A_TIMEOUT 300)
   endif()
@@ -100,5 +102,5 @@ function(laneq_add_gtest name)
     TEST_PREFIX "${A_LABEL}."
     DISCOVERY_MODE PRE_TEST
     DISCOVERY_TIMEOUT 60
-    PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "${A_LABEL}")
+    PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "${A_LABEL}" ${A_PROPERTIES})
 endfunction()

@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,6 +40,13 @@ struct child_options {
   /// true: the child's stdin is a pipe held open here, so a child that exits on EOF does not
   /// outlive a crashed test run; false: it inherits this process's stdin.
   bool stdin_pipe = false;
+  /// Not empty: the child's stderr goes to this file (created or truncated) instead, so what it
+  /// wrote (a sanitizer's report, say) can be read after it died.
+  std::string stderr_path{};
+  /// true: the child gets SIGKILL when the thread that started it ends (Linux
+  /// PR_SET_PDEATHSIG), so a child that does not watch its stdin cannot outlive a crashed test
+  /// either. Started with fork and exec instead of posix_spawn.
+  bool die_with_parent = false;
 };
 
 /// A child process whose stdout (and stderr, unless it is inherited) is read through a pipe.
@@ -57,35 +65,36 @@ class child_process {
     scanned_ = 0;
     eof_ = false;
     int in[2] = {-1, -1};
-    int out[2];
-    if (opt.stdin_pipe && ::pipe2(in, O_CLOEXEC) != 0)
-      return std::string{"pipe2: "} + std::strerror(errno);
-    if (::pipe2(out, O_CLOEXEC) != 0) {
-      auto why = std::string{"pipe2: "} + std::strerror(errno);
-      close_fd(in[0]);
-      close_fd(in[1]);
+    int out[2] = {-1, -1};
+    int err = -1;
+    auto fail = [&](std::string why) {
+      for (int fd : {in[0], in[1], out[0], out[1], err}) close_fd(fd);
       return why;
+    };
+    if (opt.stdin_pipe && ::pipe2(in, O_CLOEXEC) != 0)
+      return fail(std::string{"pipe2: "} + std::strerror(errno));
+    if (::pipe2(out, O_CLOEXEC) != 0) return fail(std::string{"pipe2: "} + std::strerror(errno));
+    if (!opt.stderr_path.empty()) {
+      err = ::open(opt.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (err < 0) return fail("open " + opt.stderr_path + ": " + std::strerror(errno));
+    } else if (opt.capture_stderr) {
+      err = ::fcntl(out[1], F_DUPFD_CLOEXEC, 0);
     }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    // dup2 clears O_CLOEXEC on the child's copies.
-    if (opt.stdin_pipe) posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
-    posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
-    if (opt.capture_stderr) posix_spawn_file_actions_adddup2(&fa, out[1], STDERR_FILENO);
     std::vector<std::string> all = argv;
     std::vector<char*> cargv;
     for (auto& a : all) cargv.push_back(a.data());
     cargv.push_back(nullptr);
     pid_t pid = -1;
-    int rc = ::posix_spawn(&pid, all.front().c_str(), &fa, nullptr, cargv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
+    auto spawned = opt.die_with_parent ? fork_exec(cargv, in[0], out[1], err, pid)
+                                       : spawn(cargv, in[0], out[1], err, pid);
     close_fd(in[0]);
     close_fd(out[1]);
+    close_fd(err);
     stdin_fd_ = in[1];
     out_fd_ = out[0];
-    if (rc != 0) {
+    if (!spawned.empty()) {
       close_pipes();
-      return "posix_spawn " + all.front() + ": " + std::strerror(rc);
+      return spawned;
     }
     pid_ = pid;
     return {};
@@ -146,6 +155,54 @@ class child_process {
  private:
   static void close_fd(int fd) {
     if (fd >= 0) ::close(fd);
+  }
+
+  /// posix_spawn with the child's stdin, stdout and stderr from these descriptors (-1: keep
+  /// ours). dup2 clears O_CLOEXEC on the child's copies.
+  static std::string spawn(std::vector<char*>& argv, int in, int out, int err, pid_t& pid) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (in >= 0) posix_spawn_file_actions_adddup2(&fa, in, STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, out, STDOUT_FILENO);
+    if (err >= 0) posix_spawn_file_actions_adddup2(&fa, err, STDERR_FILENO);
+    int rc = ::posix_spawn(&pid, argv.front(), &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) return std::string{"posix_spawn "} + argv.front() + ": " + std::strerror(rc);
+    return {};
+  }
+
+  /// fork and exec, the child asking for SIGKILL when its parent thread ends. Between fork and
+  /// exec the child makes system calls only (async-signal-safe); an exec failure comes back
+  /// through a close-on-exec pipe.
+  static std::string fork_exec(std::vector<char*>& argv, int in, int out, int err, pid_t& pid) {
+    int report[2];
+    if (::pipe2(report, O_CLOEXEC) != 0) return std::string{"pipe2: "} + std::strerror(errno);
+    pid_t parent = ::getpid();
+    pid = ::fork();
+    if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);  // the parent died before the prctl
+      if ((in >= 0 && ::dup2(in, STDIN_FILENO) < 0) || ::dup2(out, STDOUT_FILENO) < 0 ||
+          (err >= 0 && ::dup2(err, STDERR_FILENO) < 0))
+        ::_exit(127);
+      ::execve(argv.front(), argv.data(), environ);
+      int e = errno;
+      static_cast<void>(::write(report[1], &e, sizeof e));
+      ::_exit(127);
+    }
+    int e = pid < 0 ? errno : 0;
+    ::close(report[1]);
+    if (pid > 0) {
+      ssize_t got = 0;
+      while ((got = ::read(report[0], &e, sizeof e)) < 0 && errno == EINTR) {
+      }
+      if (got != static_cast<ssize_t>(sizeof e)) e = 0;  // exec succeeded: the pipe closed
+      if (e != 0) wait_exit(pid);
+    }
+    ::close(report[0]);
+    if (e != 0)
+      return std::string{pid < 0 ? "fork " : "exec "} + argv.front() + ": " + std::strerror(e);
+    return {};
   }
   void close_pipes() {
     close_fd(stdin_fd_);

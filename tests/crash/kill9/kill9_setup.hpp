@@ -1,5 +1,5 @@
-// What the kill -9 broker and its test driver agree on (RELIABILITY.md T3): the queues, the
-// message body format and the "ready" line the broker prints once its queues are published.
+// What the kill -9 test (RELIABILITY.md T3) and the laneqd it kills agree on: the queues (laneqd's
+// config file, made here) and the message body format.
 #pragma once
 
 #include <array>
@@ -9,7 +9,10 @@
 #include <string>
 #include <string_view>
 
+#include <boost/json.hpp>
+
 #include "laneq/queue_spec.hpp"
+#include "laneq/spec_json.hpp"
 
 namespace laneq::kill9 {
 
@@ -60,29 +63,17 @@ inline std::optional<parsed_body> parse_body(std::string_view body) {
   return out;
 }
 
-/// The broker's line once every queue is published: "ready <port> <port> <port>", one port per
-/// queue in `queue_names` order.
-inline std::string make_ready_line(const std::array<std::uint16_t, queue_count>& ports) {
-  std::string out = "ready";
-  for (auto p : ports) out += " " + std::to_string(p);
-  return out;
-}
-
-/// Parses `make_ready_line`'s output (without the newline); nullopt for anything else.
-inline std::optional<std::array<std::uint16_t, queue_count>> parse_ready_line(
-    std::string_view line) {
-  if (!line.starts_with("ready")) return std::nullopt;
-  line.remove_prefix(5);
-  std::array<std::uint16_t, queue_count> ports{};
-  for (auto& p : ports) {
-    if (!line.starts_with(" ")) return std::nullopt;
-    line.remove_prefix(1);
-    auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), p);
-    if (ec != std::errc{} || p == 0) return std::nullopt;
-    line.remove_prefix(static_cast<std::size_t>(end - line.data()));
-  }
-  if (!line.empty()) return std::nullopt;
-  return ports;
+/// laneqd's config file for the test: the queues of `spec_of`, the reclaim grace, loopback only.
+/// The ports come from the command line (`--http-port 0 --caf-port any`: the OS picks them).
+inline std::string make_config(std::int64_t reclaim_grace_ms) {
+  boost::json::object queues;
+  for (std::size_t i = 0; i < queue_count; ++i)
+    queues[queue_names[i]] = queue_spec_to_json(spec_of(i));
+  boost::json::object config{{"http", {{"host", "127.0.0.1"}}},
+                             {"caf", {{"host", "127.0.0.1"}}},
+                             {"reclaim_grace_ms", reclaim_grace_ms},
+                             {"queues", std::move(queues)}};
+  return boost::json::serialize(config);
 }
 
 }  // namespace laneq::kill9

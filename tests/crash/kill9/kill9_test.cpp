@@ -1,14 +1,17 @@
-// T3 of RELIABILITY.md: kill -9 under load, repeated, across a real process boundary. Starts
-// laneq_kill9_broker, drives producers and consumers through CAF remote actors for a random
-// 100-800 ms, kills the broker with SIGKILL, restarts it on the same data directory, and goes
-// on; after the last cycle it drains every queue, then checks the client-side journal
-// (checker.hpp) and prints the RELIABILITY.md headline.
+// T3 of RELIABILITY.md: kill -9 of laneqd under load, repeated, across a real process boundary.
+// Starts the real laneqd (apps/laneqd) with OS-picked ports, drives producers and consumers
+// through its CAF remote admin actor and the queue handles it gives out, for a random
+// 100-800 ms, kills it with SIGKILL (its exit status and stderr are judged: it must die of our
+// signal, with no sanitizer report, failed assertion or crash before), restarts it on the same
+// data directory, and goes on. After the last cycle it drains every queue until every lease has
+// run out and the reclaim grace has passed, then checks the client-side journal (checker.hpp),
+// asserts that the kills hit work in progress, and prints the RELIABILITY.md headline.
 //
 //   LANEQ_KILL9_SEED=<n>    rerun with that seed (the schedule; thread timing still varies)
 //   LANEQ_KILL9_CYCLES=<n>  crash-restart cycles (default 20; 5 in builds without NDEBUG)
-//   LANEQ_KILL9_GRACE_MS=<n> the brokers' reclaim grace (default 200; 0 turns the hold off)
+//   LANEQ_KILL9_GRACE_MS=<n> laneqd's reclaim grace (default 200; 0 turns the hold off)
 //   LANEQ_KILL9_JOURNAL=<path> also write the journal there (tab-separated)
-//   LANEQ_KILL9_BROKER=<path>  run another broker binary (default: the one built with this test)
+//   LANEQ_KILL9_LANEQD=<path>  run another laneqd binary (default: the one built with this test)
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -29,13 +32,14 @@
 #include "caf/all.hpp"
 #include "caf/io/all.hpp"
 
-#include "broker_process.hpp"
 #include "checker.hpp"
 #include "kill9_setup.hpp"
 #include "laneq/actors/broker.hpp"
+#include "laneq/actors/remote_admin.hpp"
+#include "laneqd_child.hpp"
 
-#ifndef LANEQ_KILL9_BROKER
-#error "LANEQ_KILL9_BROKER must name the laneq_kill9_broker binary"
+#ifndef LANEQD_BINARY
+#error "LANEQD_BINARY must name the laneqd binary"
 #endif
 
 namespace laneq::kill9 {
@@ -52,17 +56,22 @@ constexpr std::uint64_t cycles_default = 5;  // sanitizer builds are several tim
 
 /// The knobs of a run; every bound of the test in one place.
 struct settings {
-  std::string broker = LANEQ_KILL9_BROKER;  ///< the broker binary
+  std::string laneqd = LANEQD_BINARY;  ///< the daemon under test
   std::uint64_t seed = 0;
   std::uint64_t cycles = cycles_default;
   std::chrono::milliseconds load_min = 100ms;  ///< load before each kill: uniform in [min, max]
   std::chrono::milliseconds load_max = 800ms;
-  std::chrono::milliseconds grace = 200ms;   ///< the brokers' reclaim grace
+  std::chrono::milliseconds grace = 200ms;   ///< laneqd's reclaim grace
   std::chrono::milliseconds lease = 4000ms;  ///< outlives a kill and restart (about 2.3 s)
   std::chrono::milliseconds receive_wait = 20ms;
   caf::timespan request_timeout = std::chrono::seconds{2};
   std::chrono::milliseconds ready_timeout = 60s;
   std::chrono::seconds drain_timeout = 90s;
+  /// The drain's final receive starts this long after the checker's horizon (every lease not
+  /// confirmed acked ran out, the grace passed): slack for the clocks of different runs.
+  std::chrono::milliseconds drain_slack = 1000ms;
+  int ack_tries_max = 3;            ///< an unanswered ack is retried on the next run, up to this
+  int drain_ack_tries_max = 20;     ///< ... and in the drain, where laneqd stays up
   std::size_t keys_per_queue = 10;  ///< in each of the two ordered queues
   std::size_t enqueue_batch_max = 8;
   std::uint32_t receive_max = 4;
@@ -97,7 +106,7 @@ void write_journal(const std::string& path, const std::vector<event>& events) {
   std::cout << "kill9: journal written to " << path << "\n";
 }
 
-/// An ack whose answer never came; retried on the next broker run.
+/// An ack whose answer never came; retried on the next laneqd run (and in the drain).
 struct pending_ack {
   std::size_t queue = 0;
   lease_token lease;
@@ -105,58 +114,84 @@ struct pending_ack {
   int tries = 1;
 };
 
-/// The driver: broker processes, client threads and the journal.
+/// What the checker knows of the queues and laneqd's grace.
+checker_options options_for(const settings& s) {
+  checker_options opts;
+  for (std::size_t i = 0; i < queue_count; ++i) {
+    auto spec = spec_of(i);
+    opts.queues.push_back(queue_traits{spec.name(), spec.ordered_by_key(),
+                                       spec.delivery_mode() == delivery_durability::durable});
+  }
+  opts.reclaim_grace_us = std::chrono::duration_cast<std::chrono::microseconds>(s.grace).count();
+  return opts;
+}
+
+/// The driver: laneqd processes, client threads and the journal.
 class driver {
  public:
-  driver(caf::actor_system& sys, settings s) : sys_(sys), s_(s), rng_(s.seed) {
-    data_dir_ = (std::filesystem::temp_directory_path() /
-                 ("laneq-kill9-" + std::to_string(::getpid()) + "-" + std::to_string(s.seed)))
-                    .string();
-    std::filesystem::remove_all(data_dir_);
+  driver(caf::actor_system& sys, settings s)
+      : sys_(sys), s_(s), opts_(options_for(s)), rng_(s.seed) {
+    run_dir_ = (std::filesystem::temp_directory_path() /
+                ("laneq-kill9-" + std::to_string(::getpid()) + "-" + std::to_string(s.seed)))
+                   .string();
+    std::filesystem::remove_all(run_dir_);
+    std::filesystem::create_directories(run_dir_);
+    std::ofstream{config_path()} << make_config(s_.grace.count()) << "\n";
     pending_.resize(s_.consumers);
     next_n_.resize(queue_count);
   }
 
   ~driver() {
-    broker_.kill9();
-    if (keep_data_)
-      std::cout << "kill9: data directory kept: " << data_dir_ << "\n";
+    static_cast<void>(laneqd_.kill9());
+    if (keep_)
+      std::cout << "kill9: run directory kept (data, config, each laneqd's stderr): " << run_dir_
+                << "\n";
     else
-      std::filesystem::remove_all(data_dir_);
+      std::filesystem::remove_all(run_dir_);
   }
 
-  const std::string& data_dir() const { return data_dir_; }
-  void keep_data() { keep_data_ = true; }
+  void keep() { keep_ = true; }
   journal& log() { return journal_; }
+  const checker_options& options() const { return opts_; }
 
-  /// Starts the broker and connects; an empty string on success, else why not.
+  /// Starts laneqd, connects to its remote admin actor and looks the queues up; an empty
+  /// string on success, else why not.
   std::string start() {
     auto started_at = wall_us();
     auto t0 = std::chrono::steady_clock::now();
-    if (auto err = broker_.start(s_.broker, data_dir_, s_.grace.count(), s_.ready_timeout);
+    auto stderr_path = run_dir_ + "/laneqd-" + std::to_string(incarnation_ + 1) + ".stderr";
+    if (auto err = laneqd_.start(s_.laneqd, config_path(), run_dir_ + "/data", stderr_path,
+                                 s_.ready_timeout);
         !err.empty())
       return err;
     ++incarnation_;
     journal_.record(
         {.kind = event_kind::restart, .start_us = started_at, .incarnation = incarnation_});
+    // A failure to connect may be laneqd's: kill it and say how it ended.
+    auto failed = [this](const std::string& why) {
+      auto ended = laneqd_.kill9();
+      return why + (ended.empty() ? "" : "; " + ended);
+    };
+    auto admin = sys_.middleman().remote_actor<remote_admin_actor>("127.0.0.1", laneqd_.caf_port());
+    if (!admin)
+      return failed("remote_actor on CAF port " + std::to_string(laneqd_.caf_port()) + ": " +
+                    sys_.render(admin.error()));
+    admin_ = *admin;
+    caf::scoped_actor self{sys_};
     for (std::size_t i = 0; i < queue_count; ++i) {
-      auto port = broker_.ports()[i];
-      caf::expected<queue_api> q = caf::sec::runtime_error;
-      for (int attempt = 0; attempt < 20 && !q; ++attempt) {
-        q = sys_.middleman().remote_actor<queue_api>("127.0.0.1", port);
-        if (!q) std::this_thread::sleep_for(50ms);
-      }
-      if (!q)
-        return "remote_actor " + std::string{queue_names[i]} + " on port " + std::to_string(port) +
-               ": " + sys_.render(q.error());
-      queues_[i] = *q;
+      std::string why;
+      self->request(admin_, s_.ready_timeout, lookup_atom_v, std::string{queue_names[i]})
+          .receive([&](queue_api& q) { queues_[i] = std::move(q); },
+                   [&](caf::error& e) { why = to_string(from_caf(e)); });
+      if (!why.empty()) return failed("lookup " + std::string{queue_names[i]} + ": " + why);
     }
     startup_total_ += std::chrono::steady_clock::now() - t0;
     return {};
   }
 
-  /// One cycle: load for a random time, then kill -9 while the load runs.
-  void run_cycle() {
+  /// One cycle: load for a random time, then kill -9 while the load runs. Returns "" when
+  /// laneqd died of that kill with a clean stderr, else why not.
+  std::string run_cycle() {
     std::uniform_int_distribution<std::int64_t> load{s_.load_min.count(), s_.load_max.count()};
     auto load_ms = std::chrono::milliseconds{load(rng_)};
     std::atomic<bool> stop{false};
@@ -168,13 +203,23 @@ class driver {
         consume(static_cast<std::uint32_t>(c), seed, stop, false);
       });
     std::this_thread::sleep_for(load_ms);
-    broker_.kill9();  // under load: the threads are mid-request
+    auto ended = kill_laneqd();  // under load: the threads are mid-request
     stop = true;
     for (auto& t : threads) t.join();
+    return ended;
+  }
+
+  /// Journals the kill, then SIGKILLs laneqd and judges how it ended.
+  std::string kill_laneqd() {
+    journal_.record({.kind = event_kind::kill, .incarnation = incarnation_});
+    auto ended = laneqd_.kill9();
+    return ended.empty() ? ended : "run " + std::to_string(incarnation_) + ": " + ended;
   }
 
   /// After the last kill: restart, retry unanswered acks, and consume until every queue is
-  /// empty. Returns an empty string when drained, else what was left.
+  /// empty, nothing is in flight, every lease not confirmed acked has run out and the reclaim
+  /// grace has passed (`drain_horizon_us`); then a receive on every queue must find nothing.
+  /// Journals drain_end. Returns an empty string when drained, else what was left.
   std::string drain() {
     std::atomic<bool> stop{false};
     std::vector<std::thread> threads;
@@ -182,17 +227,24 @@ class driver {
       threads.emplace_back([this, c, seed = rng_(), &stop] {
         consume(static_cast<std::uint32_t>(c), seed, stop, true);
       });
+    auto slack = std::chrono::duration_cast<std::chrono::microseconds>(s_.drain_slack).count();
+    auto horizon = drain_horizon_us(journal_.events(), opts_) + slack;
     auto until = std::chrono::steady_clock::now() + s_.drain_timeout;
-    std::string left;
+    std::string left = "not drained";
     while (std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(200ms);
       left = leftovers();
-      if (left.empty()) break;
+      if (!left.empty() || wall_us() < horizon) continue;
+      // The drain's own deliveries count too: they may have moved the horizon.
+      horizon = drain_horizon_us(journal_.events(), opts_) + slack;
+      if (wall_us() >= horizon) break;
     }
     stop = true;
     for (auto& t : threads) t.join();
-    if (!left.empty()) return left;
-    // Empty by the stats; a receive after the grace must find nothing either.
+    if (!left.empty()) return left + (wall_us() < horizon ? " (leases still running)" : "");
+    // Empty by the stats; a receive now, after every lease and the grace, must find nothing.
+    journal_.record(
+        {.kind = event_kind::drain_end, .start_us = wall_us(), .incarnation = incarnation_});
     for (std::size_t i = 0; i < queue_count; ++i) {
       blocking_queue bq{sys_, queues_[i], s_.request_timeout};
       auto wait = std::chrono::duration_cast<std::chrono::microseconds>(s_.grace + 100ms);
@@ -208,11 +260,13 @@ class driver {
   std::chrono::steady_clock::duration startup_total() const { return startup_total_; }
 
  private:
+  std::string config_path() const { return run_dir_ + "/laneqd.json"; }
+
   std::int64_t lease_us() const {
     return std::chrono::duration_cast<std::chrono::microseconds>(s_.lease).count();
   }
 
-  /// Backlog and dead letters of every queue; empty when all are 0.
+  /// Backlog, messages in flight and dead letters of every queue; empty when all are 0.
   std::string leftovers() {
     std::string out;
     for (std::size_t i = 0; i < queue_count; ++i) {
@@ -220,7 +274,8 @@ class driver {
       auto st = bq.stats();
       if (!st) {
         out += std::string{queue_names[i]} + ": stats: " + to_string(st.err()) + "; ";
-      } else if (st.value().backlog != 0 || st.value().dead_letters != 0) {
+      } else if (st.value().backlog != 0 || st.value().in_flight != 0 ||
+                 st.value().dead_letters != 0) {
         out += std::string{queue_names[i]} + ": backlog " + std::to_string(st.value().backlog) +
                ", in flight " + std::to_string(st.value().in_flight) + ", dead letters " +
                std::to_string(st.value().dead_letters) + "; ";
@@ -233,6 +288,7 @@ class driver {
     std::mt19937_64 rng{seed};
     blocking_queue bq{sys_, queues_[qi], s_.request_timeout};
     auto inc = incarnation_;
+    std::string queue{queue_names[qi]};
     bool keyed = spec_of(qi).ordered_by_key();
     while (!stop) {
       if (outstanding_[qi].load() > s_.backlog_soft_max) {
@@ -249,13 +305,15 @@ class driver {
         m.body = body;
         if (keyed) m.headers.push_back(header_field{std::string{key_header}, k});
         batch.push_back(std::move(m));
+        journal_.record(
+            {.kind = event_kind::enqueue_sent, .queue = queue, .body = body, .incarnation = inc});
         bodies.push_back(std::move(body));
       }
       auto ids = bq.enqueue(std::move(batch));
       bool ok = ids && ids.value().size() == bodies.size();
       for (std::size_t i = 0; i < bodies.size(); ++i) {
         event e{.kind = ok ? event_kind::enqueue_ok : event_kind::enqueue_unknown,
-                .queue = std::string{queue_names[qi]},
+                .queue = queue,
                 .body = bodies[i],
                 .incarnation = inc};
         if (ok) e.id = ids.value()[i];
@@ -278,8 +336,8 @@ class driver {
   }
 
   /// Acks `acks` (queue qi) in one request and journals each outcome; unanswered ones go to
-  /// the consumer's pending list.
-  void ack(std::uint32_t c, std::size_t qi, std::vector<pending_ack> acks) {
+  /// the consumer's pending list while they have tries left.
+  void ack(std::uint32_t c, std::size_t qi, std::vector<pending_ack> acks, int tries_max) {
     if (acks.empty()) return;
     auto inc = incarnation_;
     std::string queue{queue_names[qi]};
@@ -319,10 +377,22 @@ class driver {
                        .consumer = c,
                        .request = requests[i]});
       if (kind == event_kind::ack_ok) --outstanding_[qi];
-      if (kind == event_kind::ack_unknown && acks[i].tries < 3) {
+      if (kind == event_kind::ack_unknown && acks[i].tries < tries_max) {
         ++acks[i].tries;
         pending_[c].push_back(std::move(acks[i]));
       }
+    }
+  }
+
+  /// Presents consumer c's unanswered acks again (fast delivery: a reclaim after a restart).
+  void retry_pending(std::uint32_t c, int tries_max) {
+    auto retry = std::move(pending_[c]);
+    pending_[c].clear();
+    for (std::size_t qi = 0; qi < queue_count; ++qi) {
+      std::vector<pending_ack> same;
+      for (auto& p : retry)
+        if (p.queue == qi) same.push_back(p);
+      ack(c, qi, std::move(same), tries_max);
     }
   }
 
@@ -330,23 +400,17 @@ class driver {
     std::mt19937_64 rng{seed};
     std::bernoulli_distribution abandon{draining ? 0.0 : s_.abandon_probability};
     std::bernoulli_distribution hold{draining ? 0.0 : s_.hold_probability};
-    // A worker that lost its broker presents its leases again (fast delivery: reclaim).
-    auto retry = std::move(pending_[c]);
-    pending_[c].clear();
-    for (std::size_t qi = 0; qi < queue_count; ++qi) {
-      std::vector<pending_ack> same;
-      for (auto& p : retry)
-        if (p.queue == qi) same.push_back(p);
-      ack(c, qi, std::move(same));
-    }
+    auto tries_max = draining ? s_.drain_ack_tries_max : s_.ack_tries_max;
+    retry_pending(c, tries_max);
     std::size_t qi = c % queue_count;
     while (!stop) {
+      if (draining) retry_pending(c, tries_max);  // laneqd stays up: every ack gets an answer
       qi = (qi + 1) % queue_count;
       blocking_queue bq{sys_, queues_[qi], s_.request_timeout};
       auto wait = std::chrono::duration_cast<std::chrono::microseconds>(s_.receive_wait);
       auto got = bq.receive(receive_request{s_.receive_max, lease_us(), wait.count()});
       if (!got) {
-        std::this_thread::sleep_for(5ms);  // the broker is gone; stop comes soon
+        std::this_thread::sleep_for(5ms);  // laneqd is gone; stop comes soon
         continue;
       }
       std::vector<pending_ack> acks;
@@ -356,16 +420,18 @@ class driver {
         acks.push_back(pending_ack{qi, d.lease, d.msg.body});
       }
       if (hold(rng)) std::this_thread::sleep_for(std::chrono::milliseconds{rng() % 30});
-      ack(static_cast<std::uint32_t>(c), qi, std::move(acks));
+      ack(static_cast<std::uint32_t>(c), qi, std::move(acks), tries_max);
     }
   }
 
   caf::actor_system& sys_;
   settings s_;
+  checker_options opts_;
   std::mt19937_64 rng_;
-  std::string data_dir_;
-  bool keep_data_ = false;
-  broker_process broker_;
+  std::string run_dir_;  ///< data/, laneqd.json, laneqd-<run>.stderr
+  bool keep_ = false;
+  laneqd_child laneqd_;
+  remote_admin_actor admin_;
   handles queues_;
   std::uint32_t incarnation_ = 0;
   journal journal_;
@@ -376,12 +442,12 @@ class driver {
   std::chrono::steady_clock::duration startup_total_{};
 };
 
-TEST(kill9, acknowledged_messages_survive_repeated_kill9_under_load) {
+TEST(kill9, acknowledged_messages_survive_repeated_kill9_of_laneqd_under_load) {
   settings s;
   s.seed = env_number("LANEQ_KILL9_SEED", std::random_device{}());
   s.cycles = env_number("LANEQ_KILL9_CYCLES", cycles_default);
   s.grace = std::chrono::milliseconds{env_number("LANEQ_KILL9_GRACE_MS", 200)};
-  if (const char* bin = std::getenv("LANEQ_KILL9_BROKER"); bin && *bin) s.broker = bin;
+  if (const char* bin = std::getenv("LANEQ_KILL9_LANEQD"); bin && *bin) s.laneqd = bin;
   ASSERT_GE(s.cycles, 1u);
   // A receive answer that arrives at all arrives before its lease can run out, so the journal
   // never records a delivery after the redelivery that replaced it.
@@ -390,7 +456,7 @@ TEST(kill9, acknowledged_messages_survive_repeated_kill9_under_load) {
                " LANEQ_KILL9_CYCLES=" + std::to_string(s.cycles) +
                " LANEQ_KILL9_GRACE_MS=" + std::to_string(s.grace.count()) + " " +
                ::testing::internal::GetArgvs().front() + " --gtest_filter=kill9.*";
-  std::cout << "kill9: seed " << s.seed << ", " << s.cycles << " cycles, broker " << s.broker
+  std::cout << "kill9: seed " << s.seed << ", " << s.cycles << " cycles, laneqd " << s.laneqd
             << "; rerun: " << rerun << std::endl;
 
   caf::actor_system_config cfg;
@@ -402,31 +468,27 @@ TEST(kill9, acknowledged_messages_survive_repeated_kill9_under_load) {
     driver d{sys, s};
     auto t0 = std::chrono::steady_clock::now();
     for (std::uint64_t i = 0; i < s.cycles; ++i) {
-      auto err = d.start();
-      if (!err.empty()) {
-        d.keep_data();
-        FAIL() << "cycle " << i + 1 << ": broker start failed: " << err << "\nrerun: " << rerun;
+      if (auto err = d.start(); !err.empty()) {
+        d.keep();
+        FAIL() << "cycle " << i + 1 << ": laneqd start failed: " << err << "\nrerun: " << rerun;
       }
-      d.run_cycle();
+      if (auto ended = d.run_cycle(); !ended.empty()) {
+        d.keep();
+        FAIL() << "cycle " << i + 1 << ": " << ended << "\nrerun: " << rerun;
+      }
     }
     auto t1 = std::chrono::steady_clock::now();
-    auto err = d.start();
-    if (!err.empty()) {
-      d.keep_data();
+    if (auto err = d.start(); !err.empty()) {
+      d.keep();
       FAIL() << "final start: " << err << "\nrerun: " << rerun;
     }
     auto left = d.drain();
     auto t2 = std::chrono::steady_clock::now();
     EXPECT_EQ(left, "") << "the queues did not drain; rerun: " << rerun;
+    auto ended = d.kill_laneqd();
+    EXPECT_EQ(ended, "") << "the drain's laneqd; rerun: " << rerun;
 
-    checker_options opts;
-    for (std::size_t i = 0; i < queue_count; ++i) {
-      auto spec = spec_of(i);
-      opts.queues.push_back(queue_traits{spec.name(), spec.ordered_by_key(),
-                                         spec.delivery_mode() == delivery_durability::durable});
-    }
-    opts.reclaim_grace_us = std::chrono::duration_cast<std::chrono::microseconds>(s.grace).count();
-    report = check(d.log().events(), opts);
+    report = check(d.log().events(), d.options());
     if (const char* path = std::getenv("LANEQ_KILL9_JOURNAL"); path && *path)
       write_journal(path, d.log().events());
     auto ms = [](auto dur) {
@@ -434,19 +496,25 @@ TEST(kill9, acknowledged_messages_survive_repeated_kill9_under_load) {
     };
     std::cout << render(s.cycles, report) << "  time: " << ms(t1 - t0) << " ms for " << s.cycles
               << " cycles (" << ms(t1 - t0) / static_cast<std::int64_t>(s.cycles)
-              << " ms per cycle; broker start and connect "
+              << " ms per cycle; laneqd start and connect "
               << ms(d.startup_total()) / static_cast<std::int64_t>(s.cycles + 1)
               << " ms each), drain " << ms(t2 - t1) << " ms\n"
               << "  seed " << s.seed << "; rerun: " << rerun << std::endl;
-    if (!report.clean() || !left.empty()) d.keep_data();
+    if (!report.clean() || !left.empty() || !ended.empty()) d.keep();
   }
   EXPECT_EQ(report.lost, 0u) << rerun;
   EXPECT_EQ(report.unexpected, 0u) << rerun;
   EXPECT_EQ(report.order_violations, 0u) << rerun;
   EXPECT_EQ(report.in_flight_violations, 0u) << rerun;
   EXPECT_EQ(report.duplicates_after_ack, 0u) << rerun;
+  EXPECT_EQ(report.acked_twice, 0u) << rerun;
+  EXPECT_EQ(report.drain_too_early, 0u) << "the harness judged too early; " << rerun;
   EXPECT_GT(report.acknowledged, 0u);
   EXPECT_EQ(report.restarts, s.cycles + 1);
+  EXPECT_EQ(report.kills, s.cycles + 1);
+  // The kills hit work in progress: a run that only killed an idle laneqd proves nothing.
+  EXPECT_GT(report.enqueues_cut_by_kill, 0u) << "no enqueue was in flight at any kill; " << rerun;
+  EXPECT_GT(report.leases_across_restart, 0u) << "no lease outlived its run; " << rerun;
 }
 
 }  // namespace
