@@ -132,7 +132,7 @@ class replay {
           break;
         case event_kind::drain_end: drain_end_ = e.start_us; break;
         case event_kind::ack_sent:
-          acked_leases_.insert(lease_key(e.lease));
+          first_acks_.try_emplace(lease_key(e.lease), e.seq);
           ack_sent_[e.request] = {e.seq, e.incarnation};
           break;
         case event_kind::enqueue_sent: sent_seqs_[{e.queue, e.body}] = e.seq; break;
@@ -174,6 +174,15 @@ class replay {
   bool before_kill(std::uint64_t seq, std::uint32_t run) const {
     auto k = kill_seqs_.find(run);
     return k != kill_seqs_.end() && seq < k->second;
+  }
+
+  /// Whether an ack of delivery `e`'s lease was sent while its run lived: before the run's
+  /// kill (any ack, when the journal has no kill for it). An ack sent after the kill never
+  /// reached that run: the lease outlived it.
+  bool acked_in_run(const event& e) const {
+    auto first = first_acks_.find(lease_key(e.lease));
+    if (first == first_acks_.end()) return false;
+    return !kill_seqs_.contains(e.incarnation) || before_kill(first->second, e.incarnation);
   }
 
   /// Coverage: enqueues and acks sent before their run's kill that got no OK answer.
@@ -271,9 +280,8 @@ class replay {
       ++(m.processed_run < e.incarnation ? r_.duplicates_after_restart : r_.duplicates_in_run);
     }
     if (m.delivered) ++r_.redeliveries;
-    if (auto next = starts_.find(e.incarnation + 1); next != starts_.end() &&
-                                                     e.deadline_us > next->second &&
-                                                     !acked_leases_.contains(lease_key(e.lease))) {
+    if (auto next = starts_.find(e.incarnation + 1);
+        next != starts_.end() && e.deadline_us > next->second && !acked_in_run(e)) {
       ++r_.leases_across_restart;
       if (auto* q = traits(e.queue); q && q->durable) ++r_.durable_leases_across_restart;
     }
@@ -381,7 +389,7 @@ class replay {
   std::map<std::uint32_t, std::int64_t> starts_;
   std::map<std::uint32_t, std::uint64_t> kill_seqs_;  ///< run -> journal position of its kill
   std::optional<std::int64_t> drain_end_;
-  std::set<lease_tuple> acked_leases_;  ///< leases an ack was sent for
+  std::map<lease_tuple, std::uint64_t> first_acks_;  ///< lease -> journal position of its first ack
   /// ack request -> (journal position, run) of its ack_sent
   std::map<std::uint64_t, std::pair<std::uint64_t, std::uint32_t>> ack_sent_;
   std::map<std::pair<std::string, std::string>, std::uint64_t> sent_seqs_;  ///< enqueue_sent

@@ -95,9 +95,9 @@ struct check_report {
   std::uint64_t duplicates_after_restart = 0;
   std::uint64_t duplicates_in_run = 0;
   /// Coverage (the kills hit work in progress): enqueues sent before the kill of their run that
-  /// never got an OK answer, acks likewise, and leases never acked whose deadline outlived their
-  /// broker run (the in-flight check across a restart has something to check), in all queues
-  /// and in durable ones.
+  /// never got an OK answer, acks likewise, and leases with no ack sent before their run's kill
+  /// whose deadline outlived the run (the in-flight check across a restart has something to
+  /// check), in all queues and in durable ones.
   std::uint64_t enqueues_cut_by_kill = 0;
   std::uint64_t acks_cut_by_kill = 0;
   std::uint64_t leases_across_restart = 0;

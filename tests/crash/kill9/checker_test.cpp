@@ -289,14 +289,20 @@ TEST(kill9_checker, only_work_sent_before_a_kill_counts_as_cut_by_it) {
   busy.sent("durable", "a", 2);
   busy.kill();
   busy.enqueue_unknown("durable", "a", 2);  // sent before the kill, no answer
+  busy.enqueued("plain", "p", 1, 3);
+  auto lp = busy.deliver("plain", "p", 1, 3, 20);
+  busy.ack("plain", "p", 1, lp, event_kind::ack_unknown);  // sent after the kill: counts too
   busy.restart(100'000);
   auto l1 = busy.deliver("durable", "a", 1, 1, 1'000'010);
   busy.ack("durable", "a", 1, l1, event_kind::ack_ok);
+  auto lp2 = busy.deliver("plain", "p", 1, 3, 1'000'020);
+  busy.ack("plain", "p", 1, lp2, event_kind::ack_ok);
   busy.drain_end(5'000'000);
   auto b = busy.check();
   EXPECT_TRUE(b.clean()) << render(1, b);
   EXPECT_EQ(b.enqueues_cut_by_kill, 1u);
-  EXPECT_EQ(b.leases_across_restart, 1u);
+  EXPECT_EQ(b.acks_cut_by_kill, 0u);  // the ack went out after the kill
+  EXPECT_EQ(b.leases_across_restart, 2u);
   EXPECT_EQ(b.durable_leases_across_restart, 1u);
   EXPECT_TRUE(b.kills_hit_work());
 }
