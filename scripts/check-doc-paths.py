@@ -15,8 +15,8 @@ Reads the given documents, or every tracked *.md file but the canaries in tests/
   extension, must name an existing path (globs such as `src/*.cpp` must match something). It may
   be written from the repository root, from the document's directory, from `tests/` (test files
   are cited as `unit/key_test.cpp`) or from an include directory (`laneq/codec.hpp`). A bare
-  file name with such an extension (`router.cpp`, `RELIABILITY.md`) must be the name of a file
-  somewhere in the repository.
+  name of a source file or a document (`router.cpp`, `README.md`; .md .cpp .hpp .h .cmake .sh
+  .py) must be the name of a file somewhere in the repository.
 
 The project briefs that live outside this repository (EXTERNAL below; docs/README.md lists
 them) may be cited by name.
@@ -43,6 +43,7 @@ CANARIES = "tests/docs/canary/"
 EXTENSIONS = ("md", "cpp", "hpp", "h", "cmake", "sh", "py", "json", "txt", "dict")
 INCLUDE_DIRS = ("libqueue/include", "actors/include", "apps/server/include", "apps/client/include")
 EXT_RE = "|".join(EXTENSIONS)
+BARE_RE = "md|cpp|hpp|h|cmake|sh|py"
 # A path-like token: letters, digits and _ . - * / (a glob or a directory is fine).
 TOKEN_RE = re.compile(r"(?<![\w./<>:@$-])(\.?[A-Za-z0-9_][A-Za-z0-9_.*/-]*)(?![\w/<>-])")
 LINK_RE = re.compile(r"\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)\)")
@@ -138,7 +139,9 @@ def check_tokens(root, doc, lineno, line, top, basenames, problems):
             continue
         has_ext = re.search(rf"\.({EXT_RE})$", token) is not None
         if "/" not in token:
-            if has_ext and token not in basenames and "*" not in token:
+            # A bare name: only a source file or a document is taken for a citation (a name such
+            # as laneqd.json is an example, not a file of the repository).
+            if re.search(rf"\.({BARE_RE})$", token) and token not in basenames and "*" not in token:
                 problems.append(f"{doc}:{lineno}: {token}: no file of that name in the repository")
             continue
         first = token.split("/", 1)[0]
