@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """run_examples.py: runs the shell examples of Markdown documents against a fresh laneqd.
 
-    python3 tests/docs/run_examples.py --bin-dir DIR [--root ROOT] [--discard-failed] FILE.md|GLOB...
+    python3 tests/docs/run_examples.py --bin-dir DIR [--root ROOT] [--discard-failed] [--verbose]
+                                       FILE.md|GLOB...
 
 The convention (docs/README.md, "Examples that run"):
 
@@ -149,7 +150,7 @@ def build_script(blocks, address):
     return "".join(parts), mapping
 
 
-def run_document(doc, root, bin_dir, keep_failed=True):
+def run_document(doc, root, bin_dir, keep_failed=True, verbose=False):
     """Returns (ok, report lines)."""
     path = os.path.join(root, doc)
     try:
@@ -216,6 +217,8 @@ def run_document(doc, root, bin_dir, keep_failed=True):
                        "the examples", log.rstrip()]
             return False, report
         report.append(f"{doc}: {len(runnable)} example block(s) passed in {took:.1f} s")
+        if verbose:
+            report += ["----- output -----", output.rstrip(), "-----"]
         ok = True
         return True, report
     finally:
@@ -250,6 +253,7 @@ def main(argv):
     ap.add_argument("--root", default=os.path.join(os.path.dirname(__file__), "..", ".."))
     ap.add_argument("--discard-failed", action="store_true",
                     help="remove a failed document's directory too (the canaries)")
+    ap.add_argument("--verbose", action="store_true", help="print what passing examples printed")
     ap.add_argument("docs", nargs="+")
     a = ap.parse_args(argv[1:])
     for tool in ("laneqd", "laneq"):
@@ -266,7 +270,8 @@ def main(argv):
         docs += [d for d in found if d not in docs]
     failed = []
     for doc in docs:
-        ok, report = run_document(doc, a.root, a.bin_dir, keep_failed=not a.discard_failed)
+        ok, report = run_document(doc, a.root, a.bin_dir, keep_failed=not a.discard_failed,
+                                  verbose=a.verbose)
         print("\n".join(report), flush=True)
         if not ok:
             failed.append(doc)
