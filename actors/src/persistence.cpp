@@ -85,6 +85,25 @@ std::string describe(const rocksdb::Status& s) {
   return s.ToString();
 }
 
+/// Creates the missing parent directories of the absolute path `dir`, as `mkdir -p` would. A
+/// component that exists but is not a directory is the caller's mistake (invalid_argument); any
+/// other failure is checkpoint_failed. Each error names the component.
+std::optional<error> create_parents(rocksdb::Env& env, const std::string& dir) {
+  for (auto slash = dir.find('/', 1); slash != std::string::npos;
+       slash = dir.find('/', slash + 1)) {
+    auto parent = dir.substr(0, slash);
+    if (parent.back() == '/') continue;  // "//" in the path
+    bool is_dir = false;
+    if (env.IsDirectory(parent, &is_dir).ok()) {
+      if (!is_dir) return error{errc::invalid_argument, "'" + parent + "' is not a directory"};
+      continue;
+    }
+    if (auto s = env.CreateDirIfMissing(parent); !s.ok())
+      return error{errc::checkpoint_failed, "cannot create '" + parent + "': " + describe(s)};
+  }
+  return std::nullopt;
+}
+
 // -- WAL tail check ------------------------------------------------------------------------------
 //
 // kTolerateCorruptedTailRecords treats a record whose length field points past the end of the
@@ -417,7 +436,8 @@ class persistence_impl : public store_actor::base {
 
   /// A RocksDB checkpoint of the live database in `dir` (hard links to the immutable files when
   /// `dir` is on the data directory's file system, copies otherwise; the WAL is copied). The open
-  /// batch is committed first, so every write answered before this request is in it.
+  /// batch is committed first, so every write answered before this request is in it. Missing
+  /// parents of `dir` are created.
   caf::result<checkpoint_info> on_checkpoint(const std::string& dir) {
     auto started = std::chrono::steady_clock::now();
     auto named = [&dir](std::string what) { return "checkpoint '" + dir + "': " + what; };
@@ -436,6 +456,7 @@ class persistence_impl : public store_actor::base {
                           named("its staging directory " + dir + ".tmp exists already")});
     if (!members_.empty()) commit();
     if (stats_.degraded || !db_) return storage_failed(named("store degraded: " + stats_.reason));
+    if (auto e = create_parents(*env, dir)) return to_caf(error{e->code, named(e->message)});
     rocksdb::Checkpoint* raw = nullptr;
     auto s = rocksdb::Checkpoint::Create(db_.get(), &raw);
     std::unique_ptr<rocksdb::Checkpoint> cp{raw};

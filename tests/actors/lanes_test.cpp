@@ -200,6 +200,22 @@ TEST(lanes, a_duplicate_within_the_window_gets_the_original_id_and_is_stored_now
   EXPECT_NE(later, first) << "the window is over";
 }
 
+// L8 with L7: a dedupe key is read at enqueue only and its value is kept with the window, so it
+// may read a header the queue does not store (docs/api.md, store_headers), across a restart too.
+TEST(lanes, a_dedupe_key_may_read_a_header_the_queue_does_not_store) {
+  harness h;
+  auto q = make_queue(h, queue_spec("orders")
+                             .dedupe({key::header("idempotency-key")}, 60s)
+                             .store_headers_deny({"Idempotency-Key"}));
+  auto first = put(h, q, event("a", hdrs({{"idempotency-key", "k1"}, {"account", "A"}})));
+  EXPECT_EQ(take_one(h, q).msg.headers, (hdrs({{"account", "A"}}))) << "the header is not stored";
+  ASSERT_TRUE(h.restart(test::with_grace(0s)).ok());
+  q = lookup(h, "orders");
+  EXPECT_EQ(put(h, q, event("b", hdrs({{"Idempotency-Key", "k1"}}))), first);
+  EXPECT_EQ(stats_of(h, q).deduplicated, 1u);
+  EXPECT_NE(put(h, q, event("c", hdrs({{"idempotency-key", "k2"}}))), first);
+}
+
 // L8: the window survives a restart; expired entries are forgotten and erased.
 TEST(lanes, the_dedupe_window_survives_a_restart) {
   harness h;

@@ -1,6 +1,7 @@
 // Online backup through a real laneqd process (docs/operations.md "Backup and restore"): a
 // checkpoint taken while a producer enqueues, served by a second laneqd started on it, and the
-// refusals (existing directory or staging directory, unwritable parent, relative path).
+// refusals (existing directory or staging directory, a file in the path, relative path), and
+// missing parent directories, which a checkpoint creates (as `mkdir -p`).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -181,15 +182,18 @@ TEST_F(backup_daemon, refusals_name_the_path_and_change_nothing) {
   EXPECT_TRUE(std::filesystem::exists(dir_ / "staged.tmp" / "keep"));
   EXPECT_FALSE(std::filesystem::exists(staged));
 
-  // A parent that is a file: the checkpoint cannot be written (root ignores permissions, so a
-  // read-only directory would not do).
+  // A parent that is a file: the client named a path that cannot be a directory, 400 naming
+  // both the checkpoint and the file in the way.
   std::ofstream{dir_ / "a-file"} << "x";
-  auto under_file = (dir_ / "a-file" / "cp").string();
+  auto under_file = (dir_ / "a-file" / "sub" / "cp").string();
   r = checkpoint(under_file);
-  EXPECT_EQ(r.status, 500u) << r.body;
-  EXPECT_EQ(r.code(), "checkpoint_failed");
-  EXPECT_EQ(r.number(), 19);
+  EXPECT_EQ(r.status, 400u) << r.body;
+  EXPECT_EQ(r.code(), "invalid_argument");
+  EXPECT_EQ(r.number(), 8);
   EXPECT_NE(r.message().find(under_file), std::string::npos) << r.body;
+  EXPECT_NE(r.message().find((dir_ / "a-file").string() + "' is not a directory"),
+            std::string::npos)
+      << r.body;
 
   r = checkpoint("relative/dir");
   EXPECT_EQ(r.status, 400u) << r.body;
@@ -199,6 +203,28 @@ TEST_F(backup_daemon, refusals_name_the_path_and_change_nothing) {
   EXPECT_EQ(get(port_, "/healthz").status, 200u);
   r = checkpoint((dir_ / "fine").string());
   EXPECT_EQ(r.status, 200u) << r.body;
+}
+
+// `laneq backup /var/lib/laneq-checkpoints/today` on a host where the parent does not exist yet
+// (README.md) used to answer 500 checkpoint_failed: the parents are created, as by `mkdir -p`.
+TEST_F(backup_daemon, a_checkpoint_creates_its_missing_parent_directories) {
+  ASSERT_EQ(put(port_, "/v1/queues/orders", "{}").status, 201u);
+  ASSERT_EQ(post(port_, "/v1/queues/orders/messages", R"({"body": "kept"})").status, 200u);
+  auto parent = dir_ / "checkpoints" / "daily";
+  auto cp = (parent / "today").string();
+  auto r = checkpoint(cp);
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_TRUE(std::filesystem::is_directory(parent));
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path{cp} / "CURRENT")) << r.body;
+  EXPECT_FALSE(std::filesystem::exists(cp + ".tmp"));
+
+  // A second laneqd serves the message from it.
+  laneqd_process restored;
+  ASSERT_EQ(restored.start({"--data-dir", cp, "--http-port", "0", "--caf-port", "0"}), "");
+  auto rport = read_port(restored);
+  ASSERT_NE(rport, 0) << restored.output();
+  EXPECT_TRUE(drain(rport, "orders").contains("kept"));
+  EXPECT_EQ(restored.stop(SIGTERM), 0) << restored.output(true);
 }
 
 }  // namespace

@@ -676,5 +676,29 @@ TEST(fair_scheduler, a_token_releases_one_waiter_not_all) {
   s.check_invariants();
 }
 
+// T4: while nobody receives, a bucket's wakes release no more waiters than it has tokens, so an
+// idle throttled queue does not show its waiters as ready (docs/design/throttling.md). Before
+// released waiters counted against their bucket, this run had 15 items ready at 8 s.
+TEST(fair_scheduler, an_idle_bucket_releases_no_more_waiters_than_it_has_tokens) {
+  fair_scheduler s{{throttle_spec{{}, 1.0, 2}}};
+  for (std::uint64_t i = 1; i <= 20; ++i) s.on_ready(item(i), t0);
+  EXPECT_EQ(drain(s, t0), (ids{1, 2}));
+  auto t = t0;
+  int wakes = 0;
+  while (t < t0 + 8s) {  // no receive: only the bucket's wakes
+    auto next = s.next_wakeup();
+    ASSERT_TRUE(next.has_value());
+    t = *next;
+    s.on_tick(t);
+    ++wakes;
+    EXPECT_LE(s.ready_size(), 2u) << "wake " << wakes;
+    s.check_invariants();
+  }
+  EXPECT_GE(wakes, 7);
+  EXPECT_EQ(s.ready_size(), 2u) << "the bucket is full: two tokens, two waiters released";
+  EXPECT_EQ(drain(s, t), (ids{3, 4}));
+  EXPECT_EQ(s.waiting_size(), 16u);
+}
+
 }  // namespace
 }  // namespace laneq
