@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include <sys/statvfs.h>
+
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
 #include <rocksdb/file_system.h>
@@ -25,6 +27,8 @@
 
 #include "caf/all.hpp"
 
+#include "laneq/actors/persistence_log.hpp"
+#include "laneq/actors/persistence_marker.hpp"
 #include "laneq/actors/persistence_memtable.hpp"
 #include "laneq/assert.hpp"
 #include "laneq/codec.hpp"
@@ -37,8 +41,9 @@ namespace {
 /// RocksDB's default.
 rocksdb::Options make_db_options(const persistence_options& opts) {
   rocksdb::Options o;
-  // The broker creates its data directory on first start.
-  o.create_if_missing = true;
+  // The broker creates its data directory on first start, and never a new database in a
+  // directory that holds files (open_db decides, store_marker::inspect_dir).
+  o.create_if_missing = false;
   // Fail on any inconsistency RocksDB can detect (at open and in the background) instead of
   // continuing on damaged data.
   o.paranoid_checks = true;
@@ -54,8 +59,16 @@ rocksdb::Options make_db_options(const persistence_options& opts) {
   o.use_fsync = false;
   // Never open by dropping data: a database that cannot be recovered in full must not start.
   o.best_efforts_recovery = false;
-  // A clean shutdown flushes memtables, so a restart does not replay a long WAL.
+  // The MANIFEST records every closed WAL and its size; an open with one of them missing or
+  // short fails. (RocksDB does not track the live WAL: LANEQ-COMMITTED covers it.)
+  o.track_and_verify_wals_in_manifest = true;
+  // A clean shutdown flushes memtables (persistence_impl::on_exit), so a restart does not replay
+  // a long WAL.
   o.avoid_flush_during_shutdown = false;
+  // An open keeps what it replays from the WAL in the memtable instead of writing it to a new
+  // table first: laneqd starts on a full disk (an open then needs only a new WAL and MANIFEST,
+  // measured on a 20 MiB tmpfs), and serves what it holds while the disk stays full.
+  o.avoid_flush_during_recovery = true;
   // Flush and compaction share two background threads: the broker host is small (2 cores).
   o.max_background_jobs = 2;
   // LZ4: cheap on CPU; message bodies are often text and compress well.
@@ -72,10 +85,11 @@ rocksdb::Options make_db_options(const persistence_options& opts) {
   o.allow_concurrent_memtable_write = false;
   // Tests pass a fault-injecting file system; production uses the default environment.
   if (opts.env) o.env = opts.env.get();
-  // RocksDB's own LOG file, next to the data, for diagnosing storage problems.
+  // RocksDB's LOG file, next to the data, for diagnosing storage problems, written by our own
+  // logger: RocksDB's stopped the process on a full disk (persistence_log.hpp). LOG is moved to
+  // LOG.old at 16 MiB.
   o.info_log_level = rocksdb::InfoLogLevel::INFO_LEVEL;
-  o.max_log_file_size = 16u << 20;  // rotate the LOG at 16 MiB
-  o.keep_log_file_num = 10;         // and keep at most 10 of them (default: 1000)
+  o.info_log = make_store_logger(opts.dir + "/LOG", 16u << 20, o.info_log_level);
   return o;
 }
 
@@ -224,27 +238,59 @@ rocksdb::Status check_tails(rocksdb::Env* env, const std::string& dir) {
 
 }  // namespace wal
 
-/// Opens the database at `dir` after checking its WAL tails; on success `db` holds it.
-rocksdb::Status open_db(const rocksdb::Options& o, const std::string& dir,
-                        std::unique_ptr<rocksdb::DB>& db) {
-  auto env = o.env ? o.env : rocksdb::Env::Default();
-  if (auto s = wal::check_tails(env, dir); !s.ok()) return s;
-  rocksdb::DB* raw = nullptr;
-  auto s = rocksdb::DB::Open(o, dir, &raw);
-  if (s.ok()) {
-    LANEQ_ASSERT(raw != nullptr, "DB::Open returned OK without a database");
-    db.reset(raw);
-  } else {
-    LANEQ_ASSERT(raw == nullptr, "DB::Open returned an error and a database");
-  }
-  return s;
-}
-
 /// Closes and deletes the database; returns Close's status.
 rocksdb::Status close_db(std::unique_ptr<rocksdb::DB>& db) {
   if (!db) return rocksdb::Status::OK();
   auto s = db->Close();
   db.reset();
+  return s;
+}
+
+/// The sequence a read-only open of `dir` reaches (it replays the WAL but writes and deletes
+/// nothing: a read-write open deletes table files its MANIFEST does not name before we could
+/// refuse).
+rocksdb::Status read_only_sequence(const rocksdb::Options& o, const std::string& dir,
+                                   std::uint64_t& seq) {
+  rocksdb::DB* raw = nullptr;
+  auto s = rocksdb::DB::OpenForReadOnly(o, dir, &raw);
+  std::unique_ptr<rocksdb::DB> db{raw};
+  if (!s.ok()) return s;
+  seq = db->GetLatestSequenceNumber();
+  return db->Close();
+}
+
+/// Opens the database at `dir` after checking its WAL tails; on success `db` holds it. A missing
+/// or empty directory gets a new database; one that holds files must be a complete store: it
+/// needs CURRENT, and it must reach the sequence its LANEQ-COMMITTED marker records (checked by a
+/// read-only open first, so a refused store is left as it was found).
+rocksdb::Status open_db(rocksdb::Options o, const std::string& dir,
+                        std::unique_ptr<rocksdb::DB>& db) {
+  auto env = o.env ? o.env : rocksdb::Env::Default();
+  store_marker::dir_state state{};
+  if (auto s = store_marker::inspect_dir(*env, dir, state); !s.ok()) return s;
+  std::optional<std::uint64_t> marked;
+  if (auto s = store_marker::read(*env, dir, marked); !s.ok()) return s;
+  if (auto s = wal::check_tails(env, dir); !s.ok()) return s;
+  if (marked) {
+    std::uint64_t seq = 0;
+    if (auto s = read_only_sequence(o, dir, seq); !s.ok()) return s;
+    if (auto s = store_marker::check_complete(dir, seq, *marked); !s.ok()) return s;
+  }
+  o.create_if_missing = state == store_marker::dir_state::empty;
+  if (o.create_if_missing) {  // before RocksDB's first LOG line
+    if (auto s = env->CreateDirIfMissing(dir); !s.ok()) return s;
+  }
+  rocksdb::DB* raw = nullptr;
+  auto s = rocksdb::DB::Open(o, dir, &raw);
+  if (!s.ok()) {
+    LANEQ_ASSERT(raw == nullptr, "DB::Open returned an error and a database");
+    return s;
+  }
+  LANEQ_ASSERT(raw != nullptr, "DB::Open returned OK without a database");
+  db.reset(raw);
+  // A new store, or one from before the marker: mark it now, so a later loss is seen.
+  if (!marked) s = store_marker::write(*env, dir, db->GetLatestSequenceNumber());
+  if (!s.ok()) (void)close_db(db);
   return s;
 }
 
@@ -288,7 +334,10 @@ class persistence_impl : public store_actor::base {
         },
         [this](scan_atom, const std::string& from, const std::string& to, std::uint32_t max)
             -> caf::result<std::vector<store_entry>> { return on_scan(from, to, max); },
-        [this](stats_atom) -> store_stats { return stats_; },
+        [this](stats_atom) -> store_stats {
+          measure_space(clock().now());
+          return stats_;
+        },
         [this](checkpoint_atom, const std::string& dir) -> caf::result<checkpoint_info> {
           return on_checkpoint(dir);
         },
@@ -305,6 +354,16 @@ class persistence_impl : public store_actor::base {
   void on_exit() override {
     // Answer the open batch's members before the database goes away.
     if (!members_.empty()) commit();
+    // A clean stop flushes the memtables (RocksDB flushes at Close only without a WAL), so a
+    // restart does not replay a long WAL, and marks everything as committed.
+    if (db_ && !stats_.degraded) {
+      auto flushed = db_->Flush(rocksdb::FlushOptions{});
+      if (flushed.ok())
+        mark_committed(true);
+      else
+        std::cerr << "laneq.persistence: flushing " << opts_.dir
+                  << " at shutdown failed: " << describe(flushed) << "\n";
+    }
     auto s = close_db(db_);
     if (!s.ok() && !stats_.degraded)
       std::cerr << "laneq.persistence: closing " << opts_.dir << " failed: " << describe(s) << "\n";
@@ -321,6 +380,9 @@ class persistence_impl : public store_actor::base {
       if (stats_.degraded) return storage_failed("store degraded: " + stats_.reason);
     }
     LANEQ_ASSERT(db_ != nullptr, "a healthy store has an open database");
+    if (w.admits) {
+      if (auto refused = check_space(w)) return *refused;
+    }
     // Add the write's operations under a save point, so a rejected write leaves nothing behind.
     batch_.SetSavePoint();
     std::size_t bytes = 0;
@@ -365,6 +427,38 @@ class persistence_impl : public store_actor::base {
         send(me, commit_atom_v, generation_);
     }
     return result;
+  }
+
+  /// Refuses an enqueue that would take the disk below its reserve (storage_failed, naming the
+  /// free and reserved bytes). Free space is measured at most every space_check_interval; the
+  /// bytes admitted since are counted against it.
+  std::optional<caf::error> check_space(const store_write& w) {
+    std::uint64_t bytes = 0;
+    for (const auto& op : w.ops) bytes += op.key.size() + op.value.size();
+    auto now = clock().now();
+    if (now - last_space_check_ >= space_check_interval) measure_space(now);
+    if (stats_.free_bytes >= stats_.reserve_bytes + admitted_since_check_ + bytes) {
+      admitted_since_check_ += bytes;
+      return std::nullopt;
+    }
+    ++stats_.refused_low_space;
+    return storage_failed(
+        "the disk holding " + opts_.dir + " has " + std::to_string(stats_.free_bytes >> 10) +
+        " KiB free, below its reserve of " + std::to_string(stats_.reserve_bytes >> 10) +
+        " KiB: new messages are refused until space returns (deliveries and "
+        "acks go on)");
+  }
+
+  void measure_space(caf::actor_clock::time_point now) {
+    last_space_check_ = now;
+    admitted_since_check_ = 0;
+    struct statvfs st {};
+    if (::statvfs(opts_.dir.c_str(), &st) != 0) return;  // keep the last figures
+    auto capacity = static_cast<std::uint64_t>(st.f_blocks) * st.f_frsize;
+    stats_.free_bytes = static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
+    stats_.reserve_bytes = opts_.reserve_bytes != 0
+                               ? opts_.reserve_bytes
+                               : std::min(store_reserve_bytes_max, capacity / 20);
   }
 
   void rollback() {
@@ -412,7 +506,21 @@ class persistence_impl : public store_actor::base {
     stats_.count_batch(members.size());
     stats_.count_commit(
         std::chrono::duration_cast<duration>(std::chrono::steady_clock::now() - started));
+    if (wo.sync) mark_committed(false);
     for (auto& p : members) p.deliver(caf::ok_atom_v);
+  }
+
+  /// Records the store's sequence in LANEQ-COMMITTED after a synced commit, at most once per
+  /// marker interval (or now, when `force`). A failure is reported, not fatal: the marker only
+  /// detects lost files later, and the next interval tries again.
+  void mark_committed(bool force) {
+    auto now = clock().now();
+    if (!force && now - last_mark_ < store_marker::interval) return;
+    last_mark_ = now;
+    auto env = db_opts_.env ? db_opts_.env : rocksdb::Env::Default();
+    if (auto s = store_marker::write(*env, opts_.dir, db_->GetLatestSequenceNumber()); !s.ok())
+      std::cerr << "laneq.persistence: cannot update " << store_marker::file_name << " in "
+                << opts_.dir << ": " << describe(s) << "\n";
   }
 
   caf::result<std::vector<store_entry>> on_scan(const std::string& from, const std::string& to,
@@ -527,6 +635,11 @@ class persistence_impl : public store_actor::base {
   // Recovery.
   bool reopen_armed_ = false;
   caf::actor_clock::time_point last_open_attempt_;
+  caf::actor_clock::time_point last_mark_;  ///< of LANEQ-COMMITTED
+  // Free space (check_space).
+  static constexpr auto space_check_interval = std::chrono::milliseconds(100);
+  caf::actor_clock::time_point last_space_check_;
+  std::uint64_t admitted_since_check_ = 0;
 };
 
 }  // namespace

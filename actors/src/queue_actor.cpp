@@ -492,7 +492,9 @@ void queue_actor_impl::persist_and_route(std::vector<placed> batch, std::vector<
   ops.reserve(ops.size() + batch.size() + 1);
   for (const auto& p : batch) ops.push_back(qc_.storage->put_message(p.lane, p.msg));
   for (auto& op : counters_op()) ops.push_back(std::move(op));
-  request(qc_.store, caf::infinite, write_atom_v, qc_.storage->write(std::move(ops)))
+  auto w = qc_.storage->write(std::move(ops));
+  w.admits = true;
+  request(qc_.store, caf::infinite, write_atom_v, std::move(w))
       .then(
           [this, batch = std::move(batch), finish](caf::ok_atom) mutable {
             route(std::move(batch), [finish]() mutable { finish(std::optional<error>{}); });

@@ -229,6 +229,15 @@ std::string server_metrics::render(const std::vector<queue_stats>& queues,
     out += "laneq_store_failed_batches_total " + std::to_string(store->failed_batches) + "\n";
     header(out, "laneq_store_degraded", "gauge", "1 while the store is degraded.");
     out += std::string{"laneq_store_degraded "} + (store->degraded ? "1" : "0") + "\n";
+    header(out, "laneq_store_free_bytes", "gauge",
+           "Free bytes on the data directory's file system (0 without a disk).");
+    out += "laneq_store_free_bytes " + std::to_string(store->free_bytes) + "\n";
+    header(out, "laneq_store_reserve_bytes", "gauge",
+           "Free space below which enqueues are refused (storage_failed).");
+    out += "laneq_store_reserve_bytes " + std::to_string(store->reserve_bytes) + "\n";
+    header(out, "laneq_store_refused_low_space_total", "counter",
+           "Enqueues refused because the disk was below its reserve.");
+    out += "laneq_store_refused_low_space_total " + std::to_string(store->refused_low_space) + "\n";
   }
   std::lock_guard guard{mtx_};
   header(out, "laneq_http_request_duration_seconds", "histogram",

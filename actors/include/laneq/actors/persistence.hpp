@@ -18,6 +18,9 @@ class Env;
 
 namespace laneq {
 
+/// The most a store keeps free by default (persistence_options::reserve_bytes).
+inline constexpr std::uint64_t store_reserve_bytes_max = 64u << 20;
+
 struct persistence_options {
   std::string dir;  ///< database directory, created if missing
   std::size_t batch_writes_max = limits::store_batch_writes_max;
@@ -26,6 +29,10 @@ struct persistence_options {
   /// as the writes already in the mailbox have joined).
   duration batch_linger = limits::store_batch_linger_default;
   duration reopen_interval = limits::store_reopen_interval;
+  /// Enqueues are refused while the data directory's file system has less free space than this,
+  /// so acks, deliveries and a restart keep room to write; 0: a twentieth of the file system,
+  /// at most store_reserve_bytes_max.
+  std::uint64_t reserve_bytes = 0;
   /// RocksDB environment (tests: a fault-injecting file system); null for the default.
   std::shared_ptr<rocksdb::Env> env;
 };

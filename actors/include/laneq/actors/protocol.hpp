@@ -65,10 +65,13 @@ struct store_op {
 };
 
 /// A write: operations committed together. `sync`: durable against power loss before the answer
-/// (false: durable against a process crash only, ARCHITECTURE.md §4).
+/// (false: durable against a process crash only, ARCHITECTURE.md §4). `admits`: the write adds
+/// new messages (an enqueue); the persistence actor refuses it while the disk is below its free
+/// space reserve, so acks, deliveries and restarts keep the room they need (persistence.md).
 struct store_write {
   std::vector<store_op> ops;
   bool sync = true;
+  bool admits = false;
 };
 
 /// One key and value read back by a scan.
@@ -96,6 +99,11 @@ struct store_stats {
   std::uint64_t commit_sum_us = 0;
   bool degraded = false;  ///< the last batch failed and the store has not reopened since
   std::string reason;     ///< why it is degraded
+  /// The data directory's file system: free bytes when last measured, and the reserve below
+  /// which enqueues are refused (0 for a store without a disk).
+  std::uint64_t free_bytes = 0;
+  std::uint64_t reserve_bytes = 0;
+  std::uint64_t refused_low_space = 0;  ///< enqueue writes refused below the reserve
 
   /// Counts a committed batch of `batch_writes` write requests in `batch_histogram`.
   void count_batch(std::size_t batch_writes) {
@@ -236,7 +244,7 @@ auto inspect(Inspector& f, store_op& x) {
 }
 template <class Inspector>
 auto inspect(Inspector& f, store_write& x) {
-  return f(x.ops, x.sync);
+  return f(x.ops, x.sync, x.admits);
 }
 template <class Inspector>
 auto inspect(Inspector& f, store_entry& x) {
@@ -245,7 +253,8 @@ auto inspect(Inspector& f, store_entry& x) {
 template <class Inspector>
 auto inspect(Inspector& f, store_stats& x) {
   return f(x.batches, x.writes, x.ops, x.bytes, x.syncs, x.failed_batches, x.reopens,
-           x.batch_histogram, x.commit_histogram, x.commit_sum_us, x.degraded, x.reason);
+           x.batch_histogram, x.commit_histogram, x.commit_sum_us, x.degraded, x.reason,
+           x.free_bytes, x.reserve_bytes, x.refused_low_space);
 }
 template <class Inspector>
 auto inspect(Inspector& f, fairness_backlog& x) {
