@@ -442,11 +442,13 @@ class persistence_impl : public store_actor::base {
       return std::nullopt;
     }
     ++stats_.refused_low_space;
-    return storage_failed(
-        "the disk holding " + opts_.dir + " has " + std::to_string(stats_.free_bytes >> 10) +
-        " KiB free, below its reserve of " + std::to_string(stats_.reserve_bytes >> 10) +
-        " KiB: new messages are refused until space returns (deliveries and "
-        "acks go on)");
+    auto kib = [](std::uint64_t b) { return std::to_string(b >> 10) + " KiB"; };
+    auto free_now = stats_.free_bytes - std::min(stats_.free_bytes, admitted_since_check_);
+    return storage_failed("the disk holding " + opts_.dir + " has about " + kib(free_now) +
+                          " free, and this enqueue of " + kib(bytes) +
+                          " would leave less than its reserve of " + kib(stats_.reserve_bytes) +
+                          ": new messages are refused until space returns (deliveries and acks "
+                          "go on)");
   }
 
   void measure_space(caf::actor_clock::time_point now) {
