@@ -8,7 +8,7 @@
 //   'Q' uid                    queue record: the spec (without its hook)
 //   'C' uid                    counters: next message id, next arrival seq, next dead-letter order
 //   'M' uid lane(16) seq       message record; one lane per ordering group, lane 0 = unordered
-//   'D' uid order              dead letter (dead-letter list order)
+//   'D' uid order              dead letter (dead-letter list order), with its stored lane
 //   'E' uid message-id         lease record (delivery durability `durable` only)
 //   'U' uid dedupe-key         dedupe record: the first message's id and when it was seen
 //   'T' topic-name             topic record: the queues it fans out into
