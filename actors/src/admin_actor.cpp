@@ -403,12 +403,9 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
         auto uid = it->second.uid;
         queues_.erase(it);
         // Every record of the incarnation in one write; its uid is never used again.
-        std::vector<store_op> ops{{store_op::kind::erase, codec::queue_key(uid), {}}};
-        for (auto t :
-             {codec::tag::counters, codec::tag::message, codec::tag::dead, codec::tag::lease}) {
-          auto [from, to] = codec::queue_range(t, uid);
+        std::vector<store_op> ops;
+        for (auto& [from, to] : codec::queue_ranges(uid))
           ops.push_back({store_op::kind::erase_range, std::move(from), std::move(to)});
-        }
         auto promise = make_response_promise<caf::ok_atom>();
         request(ac_.store, caf::infinite, write_atom_v, store_write{std::move(ops), true})
             .then([promise](caf::ok_atom) mutable { promise.deliver(caf::ok_atom_v); },

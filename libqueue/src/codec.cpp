@@ -368,6 +368,13 @@ std::pair<std::string, std::string> queue_range(tag t, std::uint64_t uid) {
   return {key_prefix(t, uid), key_prefix(t, uid + 1)};
 }
 
+std::vector<std::pair<std::string, std::string>> queue_ranges(std::uint64_t uid) {
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(queue_tags.size());
+  for (auto t : queue_tags) out.push_back(queue_range(t, uid));
+  return out;
+}
+
 std::pair<std::string, std::string> lane_range(std::uint64_t uid, const lane_id& lane,
                                                message_seq after) {
   auto first = message_key(uid, lane, message_seq{after.value + 1});
