@@ -120,6 +120,30 @@ TEST_F(admin, a_queue_can_be_looked_up_listed_described_and_deleted) {
   EXPECT_EQ(stats_of(h, reborn.value().first).enqueued, 0u);
 }
 
+// A conflicting create names each setting that differs, with both values, and no other.
+TEST_F(admin, spec_conflict_names_each_setting_that_differs) {
+  make(queue_spec("jobs").lease(30s).max_attempts(5));
+  auto settings = h.create(queue_spec("jobs").lease(60s).max_attempts(3));
+  auto m = failure(settings, errc::spec_conflict);
+  EXPECT_NE(m.find("queue 'jobs' exists with another spec"), std::string::npos) << m;
+  EXPECT_NE(m.find("lease_ms (existing 30000, requested 60000)"), std::string::npos) << m;
+  EXPECT_NE(m.find("max_attempts (existing 5, requested 3)"), std::string::npos) << m;
+  for (const char* same : {"ordering", "throttles", "delivery_durability", "sync_writes",
+                           "store_headers", "dedupe", "on_enqueue"})
+    EXPECT_EQ(m.find(same), std::string::npos) << same << " is the same: " << m;
+  auto ordering = h.create(queue_spec("jobs")
+                               .ordered_by({key::header("account")})
+                               .lease(30s)
+                               .max_attempts(5)
+                               .delivery(delivery_durability::durable));
+  m = failure(ordering, errc::spec_conflict);
+  EXPECT_NE(m.find("ordering.mode (existing none, requested key)"), std::string::npos) << m;
+  EXPECT_NE(m.find("delivery_durability (existing fast, requested durable)"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("the ordering key is fixed when a queue is created"), std::string::npos) << m;
+  EXPECT_EQ(m.find("lease_ms"), std::string::npos) << m;
+}
+
 /// Every key in the store, whatever its kind.
 std::vector<std::string> every_key(harness& h) {
   auto entries = h.ask<std::vector<store_entry>>(h.store(), scan_atom_v, std::string{},

@@ -450,6 +450,32 @@ TEST_F(topic_fixture, topics_are_validated_and_survive_a_restart) {
       h.ask<std::vector<topic_spec>>(h.brk().admin(), topic_atom_v, list_atom_v).value().empty());
 }
 
+// An unknown topic is topic_not_found (not queue_not_found) for a lookup, a publish and a drop,
+// naming the topic; a conflicting create names the queues of both definitions.
+TEST_F(topic_fixture, an_unknown_topic_is_topic_not_found_and_a_conflict_names_both_definitions) {
+  harness h;
+  make_queues(h);
+  auto admin = h.brk().admin();
+  std::string nope{"acme/nope"};
+  auto found = h.ask<topic_spec>(admin, topic_atom_v, lookup_atom_v, nope);
+  auto published = publish(h, nope, {order("c1", "A")});
+  auto dropped = h.ask<caf::ok_atom>(admin, topic_atom_v, drop_atom_v, nope);
+  for (const auto* e :
+       {found.ok() ? nullptr : &found.err(), published.ok() ? nullptr : &published.err(),
+        dropped.ok() ? nullptr : &dropped.err()}) {
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(to_string(e->code), "topic_not_found") << to_string(*e);
+    EXPECT_EQ(e->message, "no topic named 'acme/nope'");
+  }
+  auto other = create_topic(h, topic_spec("acme/orders").fan_out({"acme/audit"}));
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.err().code, errc::spec_conflict);
+  EXPECT_NE(other.err().message.find("queues differ (existing [acme/by-customer, acme/by-account, "
+                                     "acme/audit], requested [acme/audit])"),
+            std::string::npos)
+      << other.err().message;
+}
+
 // L3: the key function is not stored: after a restart the queue waits for it, then goes on in
 // order.
 TEST(lanes, a_queue_with_a_key_function_waits_for_it_after_a_restart) {
