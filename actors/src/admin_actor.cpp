@@ -186,8 +186,16 @@ caf::result<bool> admin_actor_impl::create_topic(topic_spec& spec) {
   }
   if (auto it = topics_.find(spec.name()); it != topics_.end()) {
     if (it->second == spec) return false;
-    return to_caf(error{errc::spec_conflict,
-                        "topic '" + spec.name() + "' exists with other queues; drop it first"});
+    auto list = [](const topic_spec& t) {
+      std::string out;
+      for (const auto& q : t.queues()) out += (out.empty() ? "" : ", ") + q;
+      return "[" + out + "]";
+    };
+    return to_caf(error{errc::spec_conflict, "topic '" + spec.name() +
+                                                 "' exists with other queues: queues differ "
+                                                 "(existing " +
+                                                 list(it->second) + ", requested " + list(spec) +
+                                                 "); drop it first"});
   }
   if (topics_.size() >= limits::topics_max)
     return to_caf(
@@ -336,14 +344,15 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
               return {queue_api{have.handle}, false};
             }
           }
-          std::string what =
-              have.spec.same_ordering(spec)
-                  ? "settings differ (lease, max_attempts, throttles, delivery, sync or hook)"
-                  : "the ordering differs; the ordering key is fixed when a queue is "
-                    "created (existing: " +
-                        have.spec.describe() + ")";
-          return to_caf(error{errc::spec_conflict,
-                              "queue '" + spec.name() + "' exists with another spec: " + what});
+          std::string what;
+          for (const auto& d : have.spec.differences(spec)) what += (what.empty() ? "" : ", ") + d;
+          if (!have.spec.same_ordering(spec))
+            what += "; the ordering key is fixed when a queue is created (existing: " +
+                    have.spec.describe() + ")";
+          return to_caf(error{errc::spec_conflict, "queue '" + spec.name() +
+                                                       "' exists with another spec: settings "
+                                                       "differ: " +
+                                                       what});
         }
         if (queues_.size() >= limits::queues_max)
           return to_caf(error{errc::limit_exceeded,
@@ -403,12 +412,9 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
         auto uid = it->second.uid;
         queues_.erase(it);
         // Every record of the incarnation in one write; its uid is never used again.
-        std::vector<store_op> ops{{store_op::kind::erase, codec::queue_key(uid), {}}};
-        for (auto t :
-             {codec::tag::counters, codec::tag::message, codec::tag::dead, codec::tag::lease}) {
-          auto [from, to] = codec::queue_range(t, uid);
+        std::vector<store_op> ops;
+        for (auto& [from, to] : codec::queue_ranges(uid))
           ops.push_back({store_op::kind::erase_range, std::move(from), std::move(to)});
-        }
         auto promise = make_response_promise<caf::ok_atom>();
         request(ac_.store, caf::infinite, write_atom_v, store_write{std::move(ops), true})
             .then([promise](caf::ok_atom) mutable { promise.deliver(caf::ok_atom_v); },
@@ -422,7 +428,7 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
       [this](topic_atom, lookup_atom, const std::string& name) -> caf::result<topic_spec> {
         auto it = topics_.find(name);
         if (it == topics_.end())
-          return to_caf(error{errc::queue_not_found, "no topic named '" + name + "'"});
+          return to_caf(error{errc::topic_not_found, "no topic named '" + name + "'"});
         return it->second;
       },
       [this](topic_atom, list_atom) {
@@ -433,7 +439,7 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
       [this](topic_atom, drop_atom, const std::string& name) -> caf::result<caf::ok_atom> {
         auto it = topics_.find(name);
         if (it == topics_.end())
-          return to_caf(error{errc::queue_not_found, "no topic named '" + name + "'"});
+          return to_caf(error{errc::topic_not_found, "no topic named '" + name + "'"});
         for (const auto& q : it->second.queues()) topic_of_queue_.erase(q);
         topics_.erase(it);
         auto promise = make_response_promise<caf::ok_atom>();
@@ -452,14 +458,14 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
              std::vector<outgoing_message>& batch) -> caf::result<std::vector<topic_enqueued>> {
         auto it = topics_.find(name);
         if (it == topics_.end())
-          return to_caf(error{errc::queue_not_found, "no topic named '" + name + "'"});
+          return to_caf(error{errc::topic_not_found, "no topic named '" + name + "'"});
         auto promise = make_response_promise<std::vector<topic_enqueued>>();
         if (publishing_) {
           publishes_.push_back([this, name, batch = std::move(batch), promise]() mutable {
             auto t = topics_.find(name);
             if (t == topics_.end()) {
               promise.deliver(
-                  to_caf(error{errc::queue_not_found, "no topic named '" + name + "'"}));
+                  to_caf(error{errc::topic_not_found, "no topic named '" + name + "'"}));
               publish_next();
               return;
             }

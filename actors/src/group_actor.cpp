@@ -42,6 +42,7 @@ std::vector<store_op> group_actor_impl::apply(group_effects fx) {
   if (fx.updated) ops.push_back(st.put_message(gc_.lane, *fx.updated));
   if (!fx.dead_letters.empty()) {
     queue_metrics::add(m.dead_lettered, fx.dead_letters.size());
+    for (auto& dl : fx.dead_letters) dl.keep_lane(gc_.lane.bytes);  // lanes.md L7
     send(gc_.queue, dead_atom_v, std::move(fx.dead_letters));
   }
   if (fx.fetch) fetch(*fx.fetch);

@@ -219,16 +219,11 @@ void queue_actor_impl::finish_recovery(recovery& r) {
   queue_metrics::add(qc_.metrics->recovered, r.messages);
   bool hold = !st.durable && st.reclaim_grace > duration{0};
   for (auto& [bytes, lane] : r.lanes) {
-    // Every message of a lane has the same placement; the head's stands for all of them.
+    // The lane's messages become one group under the lane they were stored under; the head
+    // names its key (lanes.md L7).
     auto& head = lane.window.front();
-    auto where = place(qc_.spec, head);
-    if (!where || !where.value().ordered) {
-      // A key function that no longer places the stored head (it must not, lanes.md L3): the
-      // lane still becomes one group, under a key no placement produces ("\xFE" + lane id).
-      std::string key(1, '\xFE');
-      key.append(bytes.begin(), bytes.end());
-      where = placement{true, std::move(key), tenant_queue(qc_.spec.name())};
-    }
+    codec::lane_id stored{bytes};
+    auto where = stored_placement(head, stored);
     group_recovery gr;
     group_id id{};
     if (auto it = r.leases.find(head.id); it != r.leases.end() && it->second.seq == head.seq) {
@@ -237,7 +232,7 @@ void queue_actor_impl::finish_recovery(recovery& r) {
       id = it->second.lease.group;  // the token keeps naming its group after the restart
     }
     if (hold) gr.hold_until = t + st.reclaim_grace;
-    auto& g = group_for(where.value().group_key, where.value().ordering_key, id);
+    auto& g = group_for(where.group_key, where.ordering_key, stored, id);
     if (hold) {
       reclaimable_.emplace(head.id, g.id);
       g.reclaim_head = head.id;
@@ -473,6 +468,28 @@ queue_actor_impl::placed queue_actor_impl::placed_at(message m, placement where)
   return placed{std::move(m), std::move(where), lane, group};
 }
 
+placement queue_actor_impl::stored_placement(const message& m, const codec::lane_id& lane) const {
+  if (lane.unordered()) return placement{};
+  auto where = place(qc_.spec, m);
+  if (where && where.value().ordered && lane_of(where.value()) == lane)
+    return std::move(where).value();
+  // A key function that answers otherwise now, or read a header the queue does not store: the
+  // message keeps its lane, named by a key no placement produces ("\xFE" + lane id).
+  std::string key(1, '\xFE');
+  key.append(lane.bytes.begin(), lane.bytes.end());
+  auto label = where && where.value().ordered ? std::move(where.value().ordering_key)
+                                              : tenant_queue(qc_.spec.name());
+  return placement{true, std::move(key), std::move(label)};
+}
+
+queue_actor_impl::placed queue_actor_impl::placed_under(message m,
+                                                        const codec::lane_id& lane) const {
+  auto where = stored_placement(m, lane);
+  auto it = group_by_lane_.find(lane.bytes);
+  auto group = it == group_by_lane_.end() ? group_id{} : it->second;
+  return placed{std::move(m), std::move(where), lane, group};
+}
+
 std::vector<store_op> queue_actor_impl::counters_op() const {
   codec::counters_record c{next_id_, next_seq_, next_dead_letter_};
   return {store_op{store_op::kind::put, codec::counters_key(qc_.storage->uid),
@@ -505,13 +522,15 @@ void queue_actor_impl::persist_and_route(std::vector<placed> batch, std::vector<
 }
 
 queue_actor_impl::group_entry& queue_actor_impl::group_for(const std::string& key,
-                                                           const std::string& label, group_id id) {
+                                                           const std::string& label,
+                                                           const codec::lane_id& lane,
+                                                           group_id id) {
   auto it = group_by_key_.find(key);
   if (it != group_by_key_.end()) return groups_.at(it->second);
-  auto lane = codec::make_lane_id(qc_.spec.name(), key);
   if (auto same = group_by_lane_.find(lane.bytes); same != group_by_lane_.end()) {
-    // Two keys with one lane id (a SHA-256 prefix collision) are one group: their messages
-    // share a store lane, so they merge, never split (lanes.md L6).
+    // Two keys with one lane id (a SHA-256 prefix collision, or a stored lane named by a key no
+    // placement produces) are one group: their messages share a store lane, so they merge, never
+    // split (lanes.md L6).
     auto& g = groups_.at(same->second);
     g.keys.push_back(key);
     group_by_key_.emplace(key, g.id);
@@ -630,7 +649,7 @@ void queue_actor_impl::route(std::vector<placed> batch, std::function<void()> ro
     }
     // The group placed with the message, unless it stopped since (its key has a new one now).
     auto* live = p.group ? find_group(p.group) : nullptr;
-    auto& g = live ? *live : group_for(p.where.group_key, p.where.ordering_key);
+    auto& g = live ? *live : group_for(p.where.group_key, p.where.ordering_key, p.lane);
     wake(g);
     ++g.routed;
     if (g.inbox.leave(std::move(p.msg)) && !g.wake_due) {
@@ -903,19 +922,24 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
           m.seq = message_seq{next_seq_++};
           m.attempts = 0;
           m.not_before = m.delay_until;
-          // The lane again from the stored envelope, by the same function (lanes.md L7).
-          auto where = place(qc_.spec, m);
-          if (!where) {
-            // A key function that no longer finds the key: nothing is redriven.
-            for (auto& [o, dl] : taken) {
-              dead_letter_order_[dl.msg.id] = o;
-              dead_letters_.emplace(o, std::move(dl));
+          // Back to the lane it was stored under (lanes.md L7). A dead letter stored before
+          // records kept their lane: the lane again from the stored envelope.
+          codec::lane_id lane{taken.back().second.lane};
+          if (!taken.back().second.lane_known) {
+            auto where = place(qc_.spec, m);
+            if (!where) {
+              // A key function that no longer finds the key: nothing is redriven.
+              for (auto& [o, dl] : taken) {
+                dead_letter_order_[dl.msg.id] = o;
+                dead_letters_.emplace(o, std::move(dl));
+              }
+              auto err = where.err();
+              err.message = "redrive of message " + std::to_string(m.id.value) + ": " + err.message;
+              return to_caf(err);
             }
-            auto err = where.err();
-            err.message = "redrive of message " + std::to_string(m.id.value) + ": " + err.message;
-            return to_caf(err);
+            lane = lane_of(where.value());
           }
-          batch.push_back(placed_at(std::move(m), std::move(where).value()));
+          batch.push_back(placed_under(std::move(m), lane));
         }
         auto n = static_cast<std::uint64_t>(batch.size());
         if (n == 0) return std::uint64_t{0};
@@ -956,10 +980,9 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
         std::vector<store_op> ops;
         for (auto& dl : dls) {
           auto order = next_dead_letter_++;
-          // A key function that no longer places the stored message leaves its live record
-          // (it comes back after a restart: at least once, never lost).
-          if (auto where = place(qc_.spec, dl.msg))
-            ops.push_back(qc_.storage->erase_message(lane_of(where.value()), dl.msg.seq));
+          // The live record goes from the lane it was stored under (lanes.md L7).
+          LANEQ_ASSERT(dl.lane_known, "a group or the fairness actor names a dead letter's lane");
+          ops.push_back(qc_.storage->erase_message(codec::lane_id{dl.lane}, dl.msg.seq));
           ops.push_back(store_op{store_op::kind::put, codec::dead_key(qc_.storage->uid, order),
                                  codec::encode_dead_letter(dl)});
           dead_letter_order_[dl.msg.id] = order;

@@ -6,6 +6,8 @@
 // carries its number, group and send time in its body, so the consumers measure
 // enqueue-to-delivery and enqueue-to-ack latency on the same clock and check that each message
 // is acked once and that a group's messages are delivered in order. See benchmarks/README.md.
+// --mode=backlog only fills the queue: N messages left waiting, and laneqd's RSS before and after
+// (what a deep backlog costs in memory; no consumers).
 #include <unistd.h>
 #include <algorithm>
 #include <atomic>
@@ -17,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -43,6 +46,7 @@ namespace {
 // -- options ------------------------------------------------------------------------------------
 
 struct options {
+  std::string mode = "flow";       ///< flow (produce and consume) | backlog (produce only)
   std::string transport = "http";  ///< http | caf
   std::string url = "http://127.0.0.1:7070";
   std::string token;
@@ -68,7 +72,8 @@ struct options {
 };
 
 void usage(std::ostream& o) {
-  o << "usage: laneq_loadgen [--transport=http|caf] [--url=http://127.0.0.1:7070] [--token=T]\n"
+  o << "usage: laneq_loadgen [--mode=flow|backlog] [--transport=http|caf]\n"
+       "         [--url=http://127.0.0.1:7070] [--token=T]\n"
        "         [--caf-host=127.0.0.1] [--caf-port=7071] [--queue=NAME] [--messages=N]\n"
        "         [--size=BYTES] [--groups=K (0: unordered)] [--consumers=C] [--batch=B]\n"
        "         [--in-flight=P (enqueue batches in flight)]\n"
@@ -111,7 +116,13 @@ bool parse_options(int argc, char** argv, options& o, std::string& err) {
       return true;
     };
     bool ok = true;
-    if (name == "transport") {
+    if (name == "mode") {
+      o.mode = val;
+      if (val != "flow" && val != "backlog") {
+        err = "--mode wants flow or backlog";
+        return false;
+      }
+    } else if (name == "transport") {
       o.transport = val;
       if (val != "http" && val != "caf") {
         err = "--transport wants http or caf";
@@ -729,6 +740,72 @@ json::object percentiles(std::vector<std::int64_t>& v) {
   return o;
 }
 
+/// --mode=backlog: fills the queue with `messages` waiting messages over the producer's
+/// `--in-flight` connections, consumes nothing, and reports laneqd's RSS before and after: what
+/// a deep backlog holds in memory (benchmarks/README.md, "Backlog memory").
+int run_backlog(options o, const std::function<std::unique_ptr<transport>()>& make,
+                const std::function<void()>& drop_queue) {
+  o.max_backlog = 0;  // nothing is acked: the producer must not wait for acks
+  shared_state st(o);
+  std::vector<std::unique_ptr<transport>> conns;
+  for (std::uint32_t i = 0; i < o.in_flight; ++i) conns.push_back(make());
+  std::vector<call_log> calls(o.in_flight);
+  auto before = sample_process(o.server_pid);
+  auto t0 = now_ns();
+  std::vector<std::thread> threads;
+  st.threads_running = o.in_flight;
+  for (std::uint32_t i = 0; i < o.in_flight; ++i)
+    threads.emplace_back([&, i] {
+      producer(st, *conns[i], t0, i, calls[i]);
+      st.thread_ended();
+    });
+  while (!st.threads_ended_within(std::chrono::seconds(1)))
+    if (o.progress) {
+      auto s = sample_process(o.server_pid);
+      std::fprintf(stderr, "\r[loadgen backlog] sent %" PRIu64 "  server rss %d MB   ",
+                   st.sent.load(), static_cast<int>(s.rss_mb));
+    }
+  for (auto& t : threads) t.join();
+  if (o.progress) std::fprintf(stderr, "\n");
+  auto after = sample_process(o.server_pid);
+  auto enq_s = static_cast<double>(st.last_send_done_ns - t0) / 1e9;
+  conns.clear();
+  if (!o.keep) drop_queue();
+
+  call_log all;
+  for (auto& c : calls)
+    all.enqueue_us.insert(all.enqueue_us.end(), c.enqueue_us.begin(), c.enqueue_us.end());
+  auto sent = st.sent.load();
+  bool ok = st.first_error.empty() && sent == o.messages && before.ok && after.ok;
+  json::object out;
+  out["ok"] = ok;
+  if (!st.first_error.empty()) out["error"] = st.first_error;
+  if (!before.ok || !after.ok) out["error"] = "cannot read /proc/" + std::to_string(o.server_pid);
+  out["mode"] = "backlog";
+  out["transport"] = o.transport;
+  out["queue"] = o.queue;
+  out["messages"] = o.messages;
+  out["body_bytes"] = o.size;
+  out["groups"] = o.groups;
+  out["durability"] = o.durability;
+  out["producer_batch"] = o.batch;
+  out["producer_in_flight"] = o.in_flight;
+  out["enqueued"] = sent;
+  out["enqueue_rate"] = enq_s > 0 ? static_cast<double>(sent) / enq_s : 0.0;
+  out["duration_s"] = enq_s;
+  out["enqueue"] = percentiles(all.enqueue_us);
+  json::object srv;
+  srv["pid"] = o.server_pid;
+  srv["rss_mb_before"] = before.rss_mb;
+  srv["rss_mb_after"] = after.rss_mb;
+  srv["rss_mb_hwm"] = after.hwm_mb;
+  srv["rss_bytes_per_message"] =
+      sent > 0 ? (after.rss_mb - before.rss_mb) * 1024 * 1024 / static_cast<double>(sent) : 0.0;
+  out["server"] = std::move(srv);
+  std::cout << json::serialize(out) << std::endl;
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -737,6 +814,11 @@ int main(int argc, char** argv) {
   if (!parse_options(argc, argv, o, err)) {
     std::cerr << "laneq_loadgen: " << err << "\n";
     usage(std::cerr);
+    return 2;
+  }
+  if (o.mode == "backlog" && o.server_pid == 0) {
+    std::cerr << "laneq_loadgen: --mode=backlog needs --server-pid (laneqd's RSS is read from "
+                 "/proc/PID/status)\n";
     return 2;
   }
   if (o.queue.empty())
@@ -795,6 +877,17 @@ int main(int argc, char** argv) {
     if (o.transport == "caf") return std::make_unique<caf_transport>(sys, caf_queue);
     return std::make_unique<http_transport>(ep.value(), o);
   };
+  auto drop_queue = [&] {
+    if (o.transport == "caf") {
+      caf::scoped_actor self{sys};
+      self->request(caf_admin, std::chrono::seconds(30), laneq::drop_atom_v, o.queue)
+          .receive([](caf::ok_atom) {}, [](caf::error&) {});
+    } else {
+      laneq::client::http_client c(ep.value(), {o.token, std::chrono::milliseconds(30'000)});
+      (void)c.delete_queue(o.queue);
+    }
+  };
+  if (o.mode == "backlog") return run_backlog(o, make, drop_queue);
 
   auto machine = probe_machine();
   shared_state st(o);
@@ -886,16 +979,7 @@ int main(int argc, char** argv) {
   conns.clear();
 
   // Clean up the queue unless asked to keep it.
-  if (!o.keep) {
-    if (o.transport == "caf") {
-      caf::scoped_actor self{sys};
-      self->request(caf_admin, std::chrono::seconds(30), laneq::drop_atom_v, o.queue)
-          .receive([](caf::ok_atom) {}, [](caf::error&) {});
-    } else {
-      laneq::client::http_client c(ep.value(), {o.token, std::chrono::milliseconds(30'000)});
-      (void)c.delete_queue(o.queue);
-    }
-  }
+  if (!o.keep) drop_queue();
 
   std::vector<std::int64_t> all_deliver, all_ack;
   for (auto& l : logs) {

@@ -223,6 +223,9 @@ result<std::vector<key_component>> get_components(reader& r) {
   return out;
 }
 
+/// The bit of a dead-letter record's reason byte that says the record carries its lane.
+constexpr std::uint8_t dead_letter_lane_flag = 0x80;
+
 void put_lane(writer& w, const lane_id& lane) {
   w.raw(std::string_view{reinterpret_cast<const char*>(lane.bytes.data()), lane.bytes.size()});
 }
@@ -363,6 +366,13 @@ std::pair<std::string, std::string> tag_range(tag t) {
 std::pair<std::string, std::string> queue_range(tag t, std::uint64_t uid) {
   // uid + 1 cannot overflow in practice (uids count queue creations from 1).
   return {key_prefix(t, uid), key_prefix(t, uid + 1)};
+}
+
+std::vector<std::pair<std::string, std::string>> queue_ranges(std::uint64_t uid) {
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(queue_tags.size());
+  for (auto t : queue_tags) out.push_back(queue_range(t, uid));
+  return out;
 }
 
 std::pair<std::string, std::string> lane_range(std::uint64_t uid, const lane_id& lane,
@@ -532,8 +542,11 @@ result<counters_record> decode_counters(std::string_view record) {
 
 std::string encode_dead_letter(const dead_letter& d) {
   writer w{sealed};
-  w.u8(static_cast<std::uint8_t>(d.reason));
+  // The reason byte's top bit says that the stored lane follows the time (a record written
+  // before dead letters kept their lane has no lane and the bit clear).
+  w.u8(static_cast<std::uint8_t>(d.reason) | (d.lane_known ? dead_letter_lane_flag : 0));
   w.i64(d.at.us);
+  if (d.lane_known) put_lane(w, lane_id{d.lane});
   put_message(w, d.msg);
   return seal(w);
 }
@@ -543,10 +556,13 @@ result<dead_letter> decode_dead_letter(std::string_view record) {
   if (!payload) return payload.err();
   reader r{payload.value()};
   dead_letter d;
-  auto reason = r.uint(1);
+  auto flags = r.uint(1);
+  auto reason = flags & ~std::uint64_t{dead_letter_lane_flag};
   if (reason < 1 || reason > 2) return corrupt("dead letter", "unknown reason");
   d.reason = static_cast<dead_letter_reason>(reason);
   d.at = timestamp{r.i64()};
+  d.lane_known = (flags & dead_letter_lane_flag) != 0;
+  if (d.lane_known) d.lane = get_lane(r).bytes;
   auto m = get_message(r);
   if (!m) return m.err();
   d.msg = std::move(m).value();

@@ -24,6 +24,7 @@ std::string_view to_string(errc x) {
     case errc::route_not_found: return "route_not_found";
     case errc::already_exists: return "already_exists";
     case errc::checkpoint_failed: return "checkpoint_failed";
+    case errc::topic_not_found: return "topic_not_found";
   }
   return "unknown_error";
 }
@@ -51,6 +52,7 @@ std::string_view describe(errc x) {
     case errc::route_not_found: return "no such endpoint or method";
     case errc::already_exists: return "the target path exists already";
     case errc::checkpoint_failed: return "the checkpoint could not be written";
+    case errc::topic_not_found: return "no topic with that name";
   }
   return "unknown error";
 }

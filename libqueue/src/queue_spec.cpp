@@ -391,11 +391,52 @@ bool queue_spec::same_ordering(const queue_spec& other) const {
 }
 
 bool queue_spec::same_definition(const queue_spec& other) const {
-  return name_ == other.name_ && same_ordering(other) && lease_ == other.lease_ &&
-         max_attempts_ == other.max_attempts_ && throttles_ == other.throttles_ &&
-         delivery_ == other.delivery_ && sync_ == other.sync_ &&
-         header_policy_ == other.header_policy_ && same_names(header_list_, other.header_list_) &&
-         dedupe_ == other.dedupe_ && static_cast<bool>(hook_) == static_cast<bool>(other.hook_);
+  return name_ == other.name_ && differences(other).empty();
+}
+
+namespace {
+std::string describe_components(const std::vector<key_component>& cs) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += cs[i].describe();
+  }
+  return out + "]";
+}
+
+/// Adds `field (existing a, requested b)` to `out` when the values differ.
+template <class T>
+void compare(std::vector<std::string>& out, const char* field, const T& a, const T& b) {
+  if (a == b) return;
+  auto text = [](const T& x) {
+    if constexpr (std::is_arithmetic_v<T>)
+      return std::to_string(x);
+    else
+      return std::string{x};
+  };
+  out.push_back(std::string{field} + " (existing " + text(a) + ", requested " + text(b) + ")");
+}
+}  // namespace
+
+std::vector<std::string> queue_spec::differences(const queue_spec& requested) const {
+  const auto& r = requested;
+  std::vector<std::string> out;
+  compare(out, "ordering.mode", to_string(ordering_), to_string(r.ordering_));
+  if (!(key_ == r.key_))
+    compare(out, "ordering.key", describe_components(key_), describe_components(r.key_));
+  compare(out, "ordering.when_key_missing", to_string(missing_), to_string(r.missing_));
+  compare(out, "lease_ms", lease_.count() / 1000, r.lease_.count() / 1000);
+  compare(out, "max_attempts", max_attempts_, r.max_attempts_);
+  if (!(throttles_ == r.throttles_)) out.emplace_back("throttles");
+  compare(out, "delivery_durability", to_string(delivery_), to_string(r.delivery_));
+  compare(out, "sync_writes", std::string_view{sync_ ? "true" : "false"},
+          std::string_view{r.sync_ ? "true" : "false"});
+  if (header_policy_ != r.header_policy_ || !same_names(header_list_, r.header_list_))
+    out.emplace_back("store_headers");
+  if (!(dedupe_ == r.dedupe_)) out.emplace_back("dedupe");
+  compare(out, "on_enqueue hook", std::string_view{hook_ ? "set" : "none"},
+          std::string_view{r.hook_ ? "set" : "none"});
+  return out;
 }
 
 std::string queue_spec::describe() const {

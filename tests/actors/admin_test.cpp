@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <set>
 #include <tuple>
 
 #include "actor_test_helpers.hpp"
@@ -117,6 +118,64 @@ TEST_F(admin, a_queue_can_be_looked_up_listed_described_and_deleted) {
   EXPECT_TRUE(reborn.value().second) << "a deleted name is free again, with any spec";
   EXPECT_NE(reborn.value().first, alpha);
   EXPECT_EQ(stats_of(h, reborn.value().first).enqueued, 0u);
+}
+
+// A conflicting create names each setting that differs, with both values, and no other.
+TEST_F(admin, spec_conflict_names_each_setting_that_differs) {
+  make(queue_spec("jobs").lease(30s).max_attempts(5));
+  auto settings = h.create(queue_spec("jobs").lease(60s).max_attempts(3));
+  auto m = failure(settings, errc::spec_conflict);
+  EXPECT_NE(m.find("queue 'jobs' exists with another spec"), std::string::npos) << m;
+  EXPECT_NE(m.find("lease_ms (existing 30000, requested 60000)"), std::string::npos) << m;
+  EXPECT_NE(m.find("max_attempts (existing 5, requested 3)"), std::string::npos) << m;
+  for (const char* same : {"ordering", "throttles", "delivery_durability", "sync_writes",
+                           "store_headers", "dedupe", "on_enqueue"})
+    EXPECT_EQ(m.find(same), std::string::npos) << same << " is the same: " << m;
+  auto ordering = h.create(queue_spec("jobs")
+                               .ordered_by({key::header("account")})
+                               .lease(30s)
+                               .max_attempts(5)
+                               .delivery(delivery_durability::durable));
+  m = failure(ordering, errc::spec_conflict);
+  EXPECT_NE(m.find("ordering.mode (existing none, requested key)"), std::string::npos) << m;
+  EXPECT_NE(m.find("delivery_durability (existing fast, requested durable)"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("the ordering key is fixed when a queue is created"), std::string::npos) << m;
+  EXPECT_EQ(m.find("lease_ms"), std::string::npos) << m;
+}
+
+/// Every key in the store, whatever its kind.
+std::vector<std::string> every_key(harness& h) {
+  auto entries = h.ask<std::vector<store_entry>>(h.store(), scan_atom_v, std::string{},
+                                                 std::string(4, '\xFF'), limits::store_scan_max);
+  EXPECT_TRUE(entries.ok());
+  std::vector<std::string> out;
+  if (entries.ok())
+    for (auto& e : entries.value()) out.push_back(std::move(e.key));
+  return out;
+}
+
+// A deleted queue leaves no record behind: its spec, counters, messages (ordered and unordered),
+// dead letters, leases and dedupe entries all go in the delete's one write (codec::queue_ranges).
+TEST_F(admin, a_deleted_queue_leaves_no_key_in_the_store) {
+  auto q = make(queue_spec("doomed")
+                    .ordered_by({key::header("account")})
+                    .when_ordering_key_missing(missing_ordering_key::unordered)
+                    .dedupe({key::header("idempotency-key")}, 60s)
+                    .delivery(delivery_durability::durable));
+  put(h, q, msg("A1", hdrs({{"account", "A"}, {"idempotency-key", "k1"}})));
+  put(h, q, msg("B1", hdrs({{"account", "B"}, {"idempotency-key", "k2"}})));
+  put(h, q, msg("none", hdrs({{"idempotency-key", "k3"}})));
+  auto leased = take(h, q, 10);
+  ASSERT_EQ(leased.size(), 3u);
+  ASSERT_TRUE(h.nack(q, leased.at(1).lease, 0us, true).ok());
+  std::set<char> kinds;
+  for (const auto& k : every_key(h)) kinds.insert(k.at(0));
+  EXPECT_EQ(kinds, (std::set<char>{'A', 'C', 'D', 'E', 'M', 'Q', 'U'}))
+      << "every kind of queue record is there before the delete";
+  ASSERT_TRUE(drop("doomed").ok());
+  for (const auto& k : every_key(h))
+    EXPECT_EQ(k.at(0), 'A') << "a key of the deleted queue is left: tag '" << k.at(0) << "'";
 }
 
 // Deleting a queue answers the long polls waiting on it with queue_deleted.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -174,6 +175,96 @@ TEST(lanes, redrive_resolves_the_same_lane_from_the_stored_envelope) {
   auto again = take_one(h, q);
   EXPECT_EQ(again.msg.id, id);
   EXPECT_EQ(again.ordering_key, d.ordering_key);
+}
+
+/// A key function whose answer the test changes: "k" and the current version.
+key_component versioned_fn(std::shared_ptr<int> version) {
+  return key::function("versioned", [version](const message&) -> std::optional<std::string> {
+    return "k" + std::to_string(*version);
+  });
+}
+
+/// A key function reading a header the queue does not store (lanes.md L7: read at enqueue).
+key_component tenant_header_fn() {
+  return key::function("tenant_of", [](const message& m) -> std::optional<std::string> {
+    if (auto* v = header_value(m.headers, "x-tenant")) return *v;
+    return std::nullopt;
+  });
+}
+
+queue_spec tenant_spec() {
+  return queue_spec("orders")
+      .ordered_by({tenant_header_fn()})
+      .when_ordering_key_missing(missing_ordering_key::keyless_lane)
+      .store_headers_deny({"x-tenant"});
+}
+
+// L7: a dead letter keeps the lane it was stored under; a redrive returns it there, whatever the
+// key function answers now.
+TEST(lanes, a_redrive_returns_to_its_stored_lane_even_if_the_key_function_changed) {
+  harness h;
+  auto version = std::make_shared<int>(1);
+  auto q = make_queue(h, queue_spec("orders").ordered_by({versioned_fn(version)}).max_attempts(1));
+  auto id = put(h, q, event("m1"));
+  auto before = stored_lanes(h);
+  ASSERT_EQ(before.size(), 1u);
+  auto lane = before.begin()->second;
+  EXPECT_EQ(lane, codec::make_lane_id("orders", encode_key(key_values{{"k1"}})));
+  auto d = take_one(h, q);
+  *version = 2;
+  ASSERT_TRUE(h.nack(q, d.lease, 0s, true).ok());
+  EXPECT_TRUE(stored_lanes(h).empty()) << "the dead-letter move erased the stored record";
+  ASSERT_EQ(h.redrive(q, {id}).value(), 1u);
+  auto after = stored_lanes(h);
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after.begin()->second, lane) << "back under the lane it was stored under";
+  auto again = take_one(h, q);
+  EXPECT_EQ(again.msg.id, id);
+  ASSERT_TRUE(h.ack(q, again.lease).ok());
+  EXPECT_TRUE(stored_lanes(h).empty()) << "the ack erased it from its stored lane";
+}
+
+// L7: a dead-lettered message whose key function no longer places it (the header it read is not
+// stored) leaves its live lane: it does not come back after a restart.
+TEST(lanes, a_dead_lettered_message_does_not_come_back_after_a_restart) {
+  harness h;
+  auto q = make_queue(h, tenant_spec());
+  auto id = put(h, q, event("m1", hdrs({{"x-tenant", "t1"}})));
+  auto d = take_one(h, q);
+  EXPECT_EQ(d.ordering_key, "t1");
+  ASSERT_TRUE(h.nack(q, d.lease, 0s, true).ok());
+  EXPECT_TRUE(stored_lanes(h).empty()) << "the dead-letter move erased the stored record";
+  ASSERT_TRUE(h.restart(test::with_grace(0s)).ok());
+  q = lookup(h, "orders");
+  ASSERT_TRUE(h.create_flagged(tenant_spec()).ok());
+  EXPECT_TRUE(take(h, q, 10).empty()) << "the dead letter is not live again";
+  auto dls = h.dead_letters(q);
+  ASSERT_TRUE(dls.ok());
+  ASSERT_EQ(dls.value().size(), 1u);
+  EXPECT_EQ(dls.value()[0].msg.id, id);
+  ASSERT_EQ(h.redrive(q, {id}).value(), 1u);
+  auto lanes = stored_lanes(h);
+  ASSERT_EQ(lanes.size(), 1u);
+  EXPECT_EQ(lanes.begin()->second, codec::make_lane_id("orders", encode_key(key_values{{"t1"}})))
+      << "a dead letter read back after a restart keeps its lane";
+}
+
+// L7: recovery files a lane's messages under the lane they were stored under, so an ack after a
+// restart erases the stored record even when the key function no longer places it.
+TEST(lanes, a_recovered_message_is_acked_under_its_stored_lane) {
+  harness h;
+  auto q = make_queue(h, tenant_spec());
+  put(h, q, event("m1", hdrs({{"x-tenant", "t1"}})));
+  ASSERT_TRUE(h.restart(test::with_grace(0s)).ok());
+  q = lookup(h, "orders");
+  ASSERT_TRUE(h.create_flagged(tenant_spec()).ok());
+  auto d = take_one(h, q);
+  ASSERT_TRUE(h.ack(q, d.lease).ok());
+  EXPECT_TRUE(stored_lanes(h).empty()) << "the ack erased the record under its stored lane";
+  ASSERT_TRUE(h.restart(test::with_grace(0s)).ok());
+  q = lookup(h, "orders");
+  ASSERT_TRUE(h.create_flagged(tenant_spec()).ok());
+  EXPECT_TRUE(take(h, q, 10).empty()) << "an acked message does not come back";
 }
 
 // L8: a duplicate within the window is answered with the original id and stored nowhere.
@@ -357,6 +448,32 @@ TEST_F(topic_fixture, topics_are_validated_and_survive_a_restart) {
   ASSERT_TRUE(h.restart(test::with_grace(0s)).ok());
   EXPECT_TRUE(
       h.ask<std::vector<topic_spec>>(h.brk().admin(), topic_atom_v, list_atom_v).value().empty());
+}
+
+// An unknown topic is topic_not_found (not queue_not_found) for a lookup, a publish and a drop,
+// naming the topic; a conflicting create names the queues of both definitions.
+TEST_F(topic_fixture, an_unknown_topic_is_topic_not_found_and_a_conflict_names_both_definitions) {
+  harness h;
+  make_queues(h);
+  auto admin = h.brk().admin();
+  std::string nope{"acme/nope"};
+  auto found = h.ask<topic_spec>(admin, topic_atom_v, lookup_atom_v, nope);
+  auto published = publish(h, nope, {order("c1", "A")});
+  auto dropped = h.ask<caf::ok_atom>(admin, topic_atom_v, drop_atom_v, nope);
+  for (const auto* e :
+       {found.ok() ? nullptr : &found.err(), published.ok() ? nullptr : &published.err(),
+        dropped.ok() ? nullptr : &dropped.err()}) {
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(to_string(e->code), "topic_not_found") << to_string(*e);
+    EXPECT_EQ(e->message, "no topic named 'acme/nope'");
+  }
+  auto other = create_topic(h, topic_spec("acme/orders").fan_out({"acme/audit"}));
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.err().code, errc::spec_conflict);
+  EXPECT_NE(other.err().message.find("queues differ (existing [acme/by-customer, acme/by-account, "
+                                     "acme/audit], requested [acme/audit])"),
+            std::string::npos)
+      << other.err().message;
 }
 
 // L3: the key function is not stored: after a restart the queue waits for it, then goes on in

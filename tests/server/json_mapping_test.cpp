@@ -328,7 +328,7 @@ TEST(json_mapping, message_answers_are_valid_json_that_reads_back_exactly) {
 }
 
 TEST(json_mapping, every_error_number_has_a_status_and_a_numbered_body) {
-  for (int n = 1; n <= 17; ++n) {
+  for (int n = 1; n <= 20; ++n) {
     auto code = static_cast<errc>(static_cast<std::uint8_t>(n));
     auto status = http_status(code);
     EXPECT_TRUE(status >= 400 && status < 600) << n;
@@ -340,6 +340,7 @@ TEST(json_mapping, every_error_number_has_a_status_and_a_numbered_body) {
   }
   EXPECT_EQ(http_status(errc::invalid_argument), 400u);
   EXPECT_EQ(http_status(errc::queue_not_found), 404u);
+  EXPECT_EQ(http_status(errc::topic_not_found), 404u);
   EXPECT_EQ(http_status(errc::lease_not_found), 404u);
   EXPECT_EQ(http_status(errc::lease_expired), 404u);
   EXPECT_EQ(http_status(errc::spec_conflict), 409u);

@@ -274,12 +274,12 @@ TEST(laneqd_process, the_remote_admin_serves_topics_over_caf) {
     auto gone = ask(std::type_identity<topic_spec>{}, topic_atom_v, describe_atom_v,
                     std::string{"payments"});
     ASSERT_FALSE(gone.ok());
-    EXPECT_EQ(gone.err().code, errc::queue_not_found);
+    EXPECT_EQ(gone.err().code, errc::topic_not_found);
     EXPECT_EQ(get(http_port, "/v1/queues/audit").status, 200u);  // the queues stay
     auto unknown = ask(std::type_identity<std::vector<topic_enqueued>>{}, publish_atom_v,
                        std::string{"payments"}, batch);
     ASSERT_FALSE(unknown.ok());
-    EXPECT_EQ(unknown.err().code, errc::queue_not_found);
+    EXPECT_EQ(unknown.err().code, errc::topic_not_found);
   }
   EXPECT_EQ(p.stop(SIGTERM), 0) << p.output(true);
   std::filesystem::remove_all(dir);

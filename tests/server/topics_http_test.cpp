@@ -81,14 +81,18 @@ TEST_F(http_topics, get_list_and_delete_topics) {
   auto g = get(port(), "/v1/topics/t1");
   ASSERT_EQ(g.status, 200u) << g.body;
   EXPECT_EQ(str(g.obj().at("spec").as_object().at("queues").as_array()[0]), "a");
-  EXPECT_EQ(get(port(), "/v1/topics/none").status, 404u);
+  auto none = get(port(), "/v1/topics/none");
+  EXPECT_EQ(none.status, 404u);
+  EXPECT_EQ(none.code(), "topic_not_found") << none.body;
   // A queue in a topic cannot be deleted; once the topic is gone it can.
   EXPECT_NE(del(port(), "/v1/queues/a").status, 200u);
   auto d = del(port(), "/v1/topics/t1");
   ASSERT_EQ(d.status, 200u) << d.body;
   EXPECT_EQ(str(d.obj().at("deleted")), "t1");
   EXPECT_EQ(get(port(), "/v1/topics/t1").status, 404u);
-  EXPECT_EQ(del(port(), "/v1/topics/t1").status, 404u);
+  auto gone = del(port(), "/v1/topics/t1");
+  EXPECT_EQ(gone.status, 404u);
+  EXPECT_EQ(gone.code(), "topic_not_found") << gone.body;
   EXPECT_EQ(del(port(), "/v1/queues/a").status, 200u);
   auto bad_method = post(port(), "/v1/topics/t2", "{}");
   EXPECT_EQ(bad_method.status, 405u);
@@ -121,6 +125,7 @@ TEST_F(http_topics, publish_answers_the_ids_per_queue_and_lands_in_every_queue) 
   EXPECT_EQ(backlog("b"), 3u);
   auto none = post(port(), "/v1/topics/none/messages", R"({"body": "x"})");
   EXPECT_EQ(none.status, 404u) << none.body;
+  EXPECT_EQ(none.code(), "topic_not_found") << none.body;
   auto malformed = post(port(), "/v1/topics/events/messages", R"({"bdy": "x"})");
   EXPECT_EQ(malformed.status, 400u) << malformed.body;
 }

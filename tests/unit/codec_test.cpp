@@ -717,12 +717,39 @@ TEST(codec, dead_letters_round_trip) {
     d.msg = sample(rng);
     d.reason = i % 2 ? dead_letter_reason::requested : dead_letter_reason::max_attempts;
     d.at = timestamp{static_cast<std::int64_t>(rng() >> 1)};
+    d.lane_known = i % 3 != 0;
+    if (d.lane_known)
+      for (auto& b : d.lane) b = static_cast<std::uint8_t>(rng());
     auto back = codec::decode_dead_letter(codec::encode_dead_letter(d));
     ASSERT_TRUE(back.ok()) << to_string(back.err());
     EXPECT_EQ(back.value().msg, d.msg);
     EXPECT_EQ(back.value().reason, d.reason);
     EXPECT_EQ(back.value().at, d.at);
+    EXPECT_EQ(back.value().lane_known, d.lane_known);
+    EXPECT_EQ(back.value().lane, d.lane);
   }
+}
+
+// A dead letter keeps the lane it was stored under (lanes.md L7); a record written before dead
+// letters kept their lane (no flag bit, no lane bytes) still decodes, its lane unknown.
+TEST(codec, a_dead_letter_keeps_its_lane_and_an_old_record_without_one_still_decodes) {
+  dead_letter d{test::make_message(5), dead_letter_reason::requested, timestamp::from_ms(3)};
+  d.lane = codec::make_lane_id("q", "key").bytes;
+  d.lane_known = true;
+  auto body = body_of(codec::encode_dead_letter(d));
+  ASSERT_EQ(static_cast<std::uint8_t>(body[0]), 0x82) << "reason 2 with the lane flag";
+  EXPECT_EQ(body.substr(9, 16), std::string(d.lane.begin(), d.lane.end()));
+  auto old_body = body;
+  old_body[0] = static_cast<char>(dead_letter_reason::requested);
+  old_body.erase(9, 16);
+  auto old = codec::decode_dead_letter(reseal(old_body));
+  ASSERT_TRUE(old.ok()) << to_string(old.err());
+  EXPECT_FALSE(old.value().lane_known);
+  EXPECT_EQ(old.value().msg, d.msg);
+  EXPECT_EQ(old.value().at, d.at);
+  EXPECT_EQ(old.value().reason, d.reason);
+  d.lane_known = false;
+  EXPECT_EQ(body_of(codec::encode_dead_letter(d)), old_body) << "without a lane: the old layout";
 }
 
 TEST(codec, every_damaged_dead_letter_record_is_detected) {

@@ -770,6 +770,7 @@ unsigned http_status(errc code) {
     case errc::invalid_argument: return 400;
     case errc::spec_conflict: return 409;
     case errc::queue_not_found:
+    case errc::topic_not_found:
     case errc::lease_not_found:
     case errc::lease_expired:
     case errc::dead_letter_not_found:

@@ -8,7 +8,7 @@
 //   'Q' uid                    queue record: the spec (without its hook)
 //   'C' uid                    counters: next message id, next arrival seq, next dead-letter order
 //   'M' uid lane(16) seq       message record; one lane per ordering group, lane 0 = unordered
-//   'D' uid order              dead letter (dead-letter list order)
+//   'D' uid order              dead letter (dead-letter list order), with its stored lane
 //   'E' uid message-id         lease record (delivery durability `durable` only)
 //   'U' uid dedupe-key         dedupe record: the first message's id and when it was seen
 //   'T' topic-name             topic record: the queues it fans out into
@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "laneq/error.hpp"
 #include "laneq/group_state.hpp"
@@ -75,9 +76,17 @@ std::string lease_key(std::uint64_t uid, message_id id);
 std::string dedupe_key(std::uint64_t uid, std::string_view key);
 std::string topic_key(std::string_view name);
 
+/// The tags of a queue's records: every key that starts with one of them and the queue's uid
+/// belongs to that queue. The one list of what "every record of a queue" is: a new kind of
+/// queue record is added here, and a deleted queue leaves none behind.
+inline constexpr std::array<tag, 6> queue_tags{tag::queue, tag::counters, tag::message,
+                                               tag::dead,  tag::lease,    tag::dedupe};
+
 /// [first, last) of every key with this tag (and uid, for queue data).
 std::pair<std::string, std::string> tag_range(tag t);
 std::pair<std::string, std::string> queue_range(tag t, std::uint64_t uid);
+/// Every record of a queue: `queue_range` of each of `queue_tags`.
+std::vector<std::pair<std::string, std::string>> queue_ranges(std::uint64_t uid);
 /// [first, last) of one lane's messages with seq > `after`.
 std::pair<std::string, std::string> lane_range(std::uint64_t uid, const lane_id& lane,
                                                message_seq after);
@@ -90,7 +99,7 @@ struct message_key_parts {
 result<message_key_parts> parse_message_key(std::string_view key);
 /// The dedupe key in a `dedupe_key`.
 result<std::string> parse_dedupe_key(std::string_view key);
-/// The uid in any 'Q', 'C', 'M', 'D', 'E' or 'U' key.
+/// The uid in any key of a `queue_tags` tag.
 result<std::uint64_t> parse_uid(std::string_view key);
 /// The dead-letter order in a `dead_key`.
 result<std::uint64_t> parse_dead_order(std::string_view key);

@@ -34,6 +34,7 @@ enum class errc : std::uint8_t {
   route_not_found = 17,    ///< no such HTTP endpoint or method (HTTP 404/405)
   already_exists = 18,     ///< the target (a checkpoint directory) exists already; names the path
   checkpoint_failed = 19,  ///< the checkpoint could not be written; names the path and the cause
+  topic_not_found = 20,    ///< no topic with that name
 };
 
 /// Name of an error number, as used in the HTTP API (`"lease_not_found"`).

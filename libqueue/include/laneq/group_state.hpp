@@ -3,6 +3,7 @@
 // delivery in flight. Every input takes `now` and returns effects for the actor to carry out.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,11 +31,22 @@ struct dead_letter {
   message msg;
   dead_letter_reason reason = dead_letter_reason::max_attempts;
   timestamp at;
+  /// The store lane the message was stored under (`codec::lane_id`'s bytes; all zero:
+  /// unordered). The dead-letter move and a redrive use it, never a lane worked out again from
+  /// the message (docs/design/lanes.md L7).
+  std::array<std::uint8_t, 16> lane{};
+  /// False only for a record written before dead letters kept their lane (codec.hpp).
+  bool lane_known = false;
+
+  void keep_lane(const std::array<std::uint8_t, 16>& stored) {
+    lane = stored;
+    lane_known = true;
+  }
 };
 
 template <class Inspector>
 auto inspect(Inspector& f, dead_letter& x) {
-  return f(x.msg, x.reason, x.at);
+  return f(x.msg, x.reason, x.at, x.lane, x.lane_known);
 }
 
 /// What a consumer asks for when it gives a message back.

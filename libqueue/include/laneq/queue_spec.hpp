@@ -138,8 +138,13 @@ class queue_spec {
   std::vector<error> validate() const;
 
   /// True when both specs define the same queue (everything but the hook's identity; whether a
-  /// hook is present does count).
+  /// hook is present does count): `differences` is empty and the names are equal.
   bool same_definition(const queue_spec& other) const;
+
+  /// Each setting in which `requested` differs from this spec, named by its JSON field (docs/
+  /// api.md), with both values where they are short: `lease_ms (existing 30000, requested
+  /// 60000)`. The one list of what makes two definitions of a queue differ.
+  std::vector<std::string> differences(const queue_spec& requested) const;
 
   /// True when the ordering (mode, key, missing-key policy) is the same.
   bool same_ordering(const queue_spec& other) const;

@@ -106,13 +106,20 @@ class queue_actor_impl : public queue_actor::base {
   /// it woke has taken its messages (`route_receipt`), so an answer given then is seen by any
   /// later receive (a busy group's arrivals are behind a head already offered).
   void route(std::vector<placed> batch, std::function<void()> routed);
+  /// The group of `lane`, made if none lives. `key` names it for later lookups: a key whose lane
+  /// is `lane` (a placement's group key) or one no placement produces (`stored_placement`).
   group_entry& group_for(const std::string& key, const std::string& label,
-                         group_id id = group_id{});
+                         const codec::lane_id& lane, group_id id = group_id{});
   /// The lane of `where`'s key, and its live group if there is one (0: none).
   std::pair<codec::lane_id, group_id> lane_and_group(const placement& where) const;
   codec::lane_id lane_of(const placement& where) const;
   /// `m` with its placement, lane and live group (`placed`).
   placed placed_at(message m, placement where) const;
+  /// The placement of a message stored under `lane`: its key's when the key still resolves to
+  /// that lane, else one that keeps the stored lane (docs/design/lanes.md L7).
+  placement stored_placement(const message& m, const codec::lane_id& lane) const;
+  /// `m` placed under the lane it was stored under, with that lane's live group (`placed`).
+  placed placed_under(message m, const codec::lane_id& lane) const;
   std::vector<store_op> counters_op() const;
   /// Reads every record of one kind of this queue, page by page; `each` may stop it with an
   /// error, and `done` gets the outcome.

@@ -17,7 +17,7 @@ namespace laneq {
 ///   topics (docs/design/lanes.md L9-L11):
 ///     (topic, create, name, spec JSON `{"queues": [...]}`) -> newly created; invalid_spec names
 ///       every broken rule (a missing queue too), spec_conflict other queues under the name
-///     (topic, list) -> every topic; (topic, describe, name) -> the topic (queue_not_found)
+///     (topic, list) -> every topic; (topic, describe, name) -> the topic (topic_not_found)
 ///     (topic, drop, name) -> ok; the queues and their messages stay
 ///     (publish, topic name, batch) -> per queue the ids, in one store write (all or nothing)
 using remote_admin_actor =

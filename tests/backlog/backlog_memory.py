@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""backlog_memory.py: laneqd's RSS with a deep backlog, through laneq_loadgen --mode=backlog.
+
+    python3 tests/backlog/backlog_memory.py --bin-dir DIR (unordered|ordered)
+
+Starts a fresh laneqd from DIR (`--data-dir TMP/data --http-port 0 --caf-port 0`), fills one
+queue with waiting messages (nothing consumes them) by `laneq_loadgen --mode=backlog`, and checks
+the report (issue 22 §6; the figures: benchmarks/README.md, "Backlog memory"):
+
+- unordered: two fills of 20,000 messages of 1 KiB. Each report names laneqd's pid and its RSS
+  before and after; the RSS after the first fill is above the RSS before it, and the RSS after
+  the second fill (twice the backlog) is above the RSS after the first.
+- ordered: one fill of 5,000 messages in 100 groups reports the same figures.
+
+Behaviour only: no timing and no fixed RSS number. Exit 0 when every check holds, 1 otherwise
+(each failed check is printed), 2 on misuse. The ctest tests are backlog_memory.unordered and
+backlog_memory.ordered.
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+START_TIMEOUT_S = 60
+
+
+class Laneqd:
+    """A laneqd on a port the OS picked, with its own data directory."""
+
+    def __init__(self, bin_dir, tmp):
+        self.out_path = os.path.join(tmp, "laneqd.out")
+        with open(self.out_path, "wb") as out, open(os.path.join(tmp, "laneqd.err"), "wb") as err:
+            self.proc = subprocess.Popen(
+                [os.path.join(bin_dir, "laneqd"), "--data-dir", os.path.join(tmp, "data"),
+                 "--http-port", "0", "--caf-port", "0"], stdout=out, stderr=err)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        text = b""
+        while b"laneqd ready\n" not in text:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("laneqd did not start: " + text.decode(errors="replace"))
+            time.sleep(0.02)
+            with open(self.out_path, "rb") as f:
+                text = f.read()
+        self.url = "http://127.0.0.1:%s" % re.search(rb"^laneqd http_port=(\d+)$", text,
+                                                      re.M).group(1).decode()
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=120)
+
+
+def fill(bin_dir, d, messages, groups):
+    """Runs the backlog mode against `d`; its JSON report."""
+    r = subprocess.run(
+        [os.path.join(bin_dir, "laneq_loadgen"), "--mode=backlog", "--url=" + d.url,
+         "--server-pid=%d" % d.proc.pid, "--messages=%d" % messages, "--size=1024",
+         "--groups=%d" % groups, "--batch=200", "--keep", "--no-progress"],
+        capture_output=True, text=True, timeout=600)
+    print(r.stdout.strip())
+    if r.returncode != 0:
+        raise RuntimeError("laneq_loadgen exited %d: %s%s" % (r.returncode, r.stdout, r.stderr))
+    return json.loads(r.stdout)
+
+
+class Checks:
+    def __init__(self):
+        self.failed = 0
+
+    def expect(self, ok, what):
+        print(("ok   " if ok else "FAIL ") + what)
+        self.failed += 0 if ok else 1
+
+
+def check_report(c, report, d, messages, groups):
+    c.expect(report.get("ok") is True, "the report says ok")
+    c.expect(report.get("mode") == "backlog", "the report is a backlog report")
+    c.expect(report.get("enqueued") == messages, "%d messages enqueued" % messages)
+    c.expect(report.get("groups") == groups, "%d groups" % groups)
+    s = report.get("server", {})
+    c.expect(s.get("pid") == d.proc.pid, "the report names laneqd's pid")
+    c.expect(s.get("rss_mb_before", 0) > 0, "laneqd's RSS before the fill is reported")
+    c.expect(s.get("rss_mb_after", 0) > 0, "laneqd's RSS after the fill is reported")
+    return s
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--bin-dir", required=True)
+    p.add_argument("kind", choices=["unordered", "ordered"])
+    a = p.parse_args()
+    c = Checks()
+    with tempfile.TemporaryDirectory(prefix="laneq-backlog-") as tmp:
+        d = Laneqd(a.bin_dir, tmp)
+        try:
+            if a.kind == "unordered":
+                first = check_report(c, fill(a.bin_dir, d, 20000, 0), d, 20000, 0)
+                c.expect(first.get("rss_mb_after", 0) > first.get("rss_mb_before", 0),
+                         "a backlog of 20,000 messages of 1 KiB holds memory")
+                c.expect(first.get("rss_bytes_per_message", 0) > 0,
+                         "bytes per waiting message are reported")
+                second = check_report(c, fill(a.bin_dir, d, 20000, 0), d, 20000, 0)
+                c.expect(second.get("rss_mb_after", 0) > first.get("rss_mb_after", 0),
+                         "twice the backlog holds more than the first fill")
+            else:
+                check_report(c, fill(a.bin_dir, d, 5000, 100), d, 5000, 100)
+        finally:
+            rc = d.stop()
+        c.expect(rc == 0, "laneqd exits 0 on SIGTERM")
+    print("backlog_memory.%s: %s" % (a.kind, "FAILED (%d)" % c.failed if c.failed else "passed"))
+    return 1 if c.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
