@@ -40,5 +40,78 @@ TEST_F(http_hardening, a_header_name_that_is_not_an_http_token_is_refused_and_no
   EXPECT_EQ(ok.status, 200u) << ok.body;
 }
 
+/// Reads one answer to a HEAD request on `c` (a header, no body whatever its Content-Length).
+reply read_head_answer(client& c, beast::flat_buffer& buf) {
+  http::response_parser<http::empty_body> parser;
+  parser.skip(true);
+  http::read(c.stream(), buf, parser);
+  reply r;
+  r.status = parser.get().result_int();
+  for (const auto& f : parser.get())
+    r.headers.emplace_back(std::string{f.name_string()}, f.value());
+  return r;
+}
+
+/// Reads one ordinary answer on `c` through `buf`.
+reply read_answer(client& c, beast::flat_buffer& buf) {
+  http::response<http::string_body> res;
+  http::read(c.stream(), buf, res);
+  reply r;
+  r.status = res.result_int();
+  r.body = res.body();
+  return r;
+}
+
+TEST_F(http_hardening, head_answers_carry_no_body_so_the_connection_stays_usable) {
+  ASSERT_EQ(put(port(), "/v1/queues/q", "{}").status, 201u);
+  client c{port()};
+  // A path with GET, a path without it, and a path that does not exist; then a GET.
+  c.send_raw(
+      "HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+      "HEAD /v1/queues/q/messages HTTP/1.1\r\nHost: x\r\n\r\n"
+      "HEAD /nothing HTTP/1.1\r\nHost: x\r\n\r\n"
+      "GET /v1/queues/q HTTP/1.1\r\nHost: x\r\n\r\n");
+  beast::flat_buffer buf;
+  auto health = read_head_answer(c, buf);
+  EXPECT_EQ(health.status, 200u);
+  EXPECT_NE(health.header("Content-Length"), "");
+  EXPECT_EQ(read_head_answer(c, buf).status, 405u);
+  EXPECT_EQ(read_head_answer(c, buf).status, 404u);
+  auto after = read_answer(c, buf);
+  EXPECT_EQ(after.status, 200u) << after.body;
+  EXPECT_NE(after.body.find("\"name\":\"q\""), std::string::npos) << after.body;
+}
+
+TEST_F(http_hardening, expect_100_continue_is_answered_before_the_body_is_sent) {
+  ASSERT_EQ(put(port(), "/v1/queues/q", "{}").status, 201u);
+  client c{port()};
+  const std::string body = R"({"body": "x"})";
+  c.send_raw(
+      "POST /v1/queues/q/messages HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+      "Content-Type: application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n");
+  // Only the header is sent: a server that waits for the body never answers (until its idle
+  // timeout closes the connection, which fails the read).
+  beast::flat_buffer buf;
+  http::response_parser<http::empty_body> interim;
+  http::read_header(c.stream(), buf, interim);
+  EXPECT_EQ(interim.get().result_int(), 100u);
+  c.send_raw(body);
+  auto r = read_answer(c, buf);
+  EXPECT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(enqueued("q"), 1);
+}
+
+TEST_F(http_hardening, expect_100_continue_with_a_body_over_the_limit_is_refused_at_once) {
+  client c{port()};
+  c.send_raw(
+      "POST /v1/queues/q/messages HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+      "Content-Length: " +
+      std::to_string(http_limits{}.body_bytes + 1) + "\r\n\r\n");
+  beast::flat_buffer buf;
+  auto r = read_answer(c, buf);
+  EXPECT_EQ(r.status, 413u) << r.body;
+}
+
 }  // namespace
 }  // namespace laneq::server::test
