@@ -113,5 +113,33 @@ TEST_F(http_hardening, expect_100_continue_with_a_body_over_the_limit_is_refused
   EXPECT_EQ(r.status, 413u) << r.body;
 }
 
+// A long poll whose client closed its connection must not keep the message it is handed: the
+// message goes back at once, and the next receiver gets it within its own long poll (the lease
+// the gone client took is 10 minutes, far beyond that poll).
+TEST_F(http_hardening, a_long_poll_whose_client_left_gives_its_message_back_at_once) {
+  ASSERT_EQ(put(port(), "/v1/queues/q", "{}").status, 201u);
+  auto waiting = [&] {
+    auto r = get(port(), "/v1/queues/q");
+    return r.obj().at("stats").as_object().at("waiting_receives").to_number<std::int64_t>();
+  };
+  {
+    client gone{port()};
+    const std::string body = R"({"max": 1, "wait_ms": 20000, "lease_ms": 600000})";
+    gone.send_raw(
+        "POST /v1/queues/q/receive HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        "application/json\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body);
+    while (waiting() != 1) std::this_thread::sleep_for(10ms);
+    gone.stream().socket().close();
+  }
+  auto sent = post(port(), "/v1/queues/q/messages", R"({"body": "x"})");
+  ASSERT_EQ(sent.status, 200u) << sent.body;
+  auto r = post(port(), "/v1/queues/q/receive", R"({"max": 1, "wait_ms": 20000})");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  const auto& msgs = r.obj().at("messages").as_array();
+  ASSERT_EQ(msgs.size(), 1u) << "the message stayed leased to the client that left";
+  EXPECT_EQ(msgs[0].as_object().at("body").as_string(), "x");
+}
+
 }  // namespace
 }  // namespace laneq::server::test

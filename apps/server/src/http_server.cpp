@@ -1,7 +1,10 @@
 // The Beast HTTP listener (apps/server/include/laneq/server/http_server.hpp).
 #include "laneq/server/http_server.hpp"
 
+#include <sys/socket.h>
+
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -161,6 +164,7 @@ class session : public std::enable_shared_from_this<session> {
       void operator()(http_response resp) const {
         std::lock_guard guard{sh->mtx};
         if (!sh->open) {
+          if (resp.abandon) resp.abandon();
           --sh->in_flight;
           if (sh->in_flight == 0) sh->idle.notify_all();
           return;
@@ -180,6 +184,12 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void write(http_response r, bool counted) {
+    if (counted && client_gone()) {
+      // Nobody reads this answer: what it handed out (a receive's leases) goes back at once.
+      if (r.abandon) r.abandon();
+      sh_->request_done();
+      return close();
+    }
     if (head_) return write_head(std::move(r), counted);
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(r.status), version_);
@@ -215,6 +225,14 @@ class session : public std::enable_shared_from_this<session> {
                         if (ec || res->need_eof()) return self->close();
                         self->read();
                       });
+  }
+
+  /// Whether the client closed the connection (or it broke) while its request ran: the socket
+  /// reads as ended. Pipelined bytes waiting to be read do not count.
+  bool client_gone() {
+    char byte = 0;
+    auto n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
   }
 
   void close() {
