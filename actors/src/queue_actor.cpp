@@ -7,6 +7,7 @@
 
 #include "laneq/actors/fairness_actor.hpp"
 #include "laneq/actors/group_actor.hpp"
+#include "laneq/header_name.hpp"
 
 namespace laneq {
 
@@ -23,6 +24,23 @@ std::string field(std::size_t i, const char* name) {
   return out;
 }
 
+/// `s` with bytes outside printable ASCII as `\xNN`, for an error message.
+std::string printable(std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c >= ' ' && c < 0x7f) {
+      out += ch;
+    } else {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
 /// Checks one outgoing message against the limits header.
 std::optional<error> check_message(const outgoing_message& m, std::size_t i) {
   if (m.body.size() > limits::body_bytes_max)
@@ -34,6 +52,10 @@ std::optional<error> check_message(const outgoing_message& m, std::size_t i) {
   for (const auto& h : m.headers) {
     if (h.name.empty())
       return error{errc::invalid_argument, field(i, "headers") + " has an empty header name"};
+    if (!is_header_name(h.name))
+      return error{errc::invalid_argument,
+                   field(i, "headers") + " name '" + printable(h.name.substr(0, 64)) +
+                       "' is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~)"};
     if (h.name.size() > limits::header_name_bytes_max ||
         h.value.size() > limits::header_value_bytes_max)
       return limit(field(i, "headers") + " '" + h.name.substr(0, 64) +

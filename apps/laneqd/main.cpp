@@ -110,6 +110,15 @@ int main(int argc, char** argv) {
   if (http_port) cfg.http_port = *http_port;
   if (caf_port) cfg.caf_port = *caf_port;
   const bool publish_caf = cfg.caf_port != 0 || caf_port_any;
+  if (auto exposed = laneq::server::anonymous_listener(cfg)) {
+    if (!cfg.allow_anonymous) {
+      std::cerr << "laneqd: refusing to start: " << *exposed
+                << ". Configure tokens, listen on 127.0.0.1, or set \"allow_anonymous\": true in "
+                   "the config.\n";
+      return 2;
+    }
+    std::cerr << "laneqd: WARNING: " << *exposed << " (allow_anonymous is set).\n";
+  }
 
   // Signals first, so no thread started later takes SIGTERM with the default action.
   boost::asio::io_context signal_io;

@@ -4,6 +4,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include "laneq/header_name.hpp"
+
 namespace laneq {
 
 std::string_view to_string(ordering_mode x) {
@@ -198,12 +200,6 @@ bool valid_name_char(char c) {
          c == '_' || c == '.';
 }
 
-// RFC 9110 token characters, the only ones a header name may hold.
-bool valid_header_char(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  return std::string_view{"!#$%&'*+-.^_`|~"}.find(c) != std::string_view::npos;
-}
-
 class rule_checker {
  public:
   explicit rule_checker(const std::string& queue) : queue_(queue) {}
@@ -230,12 +226,8 @@ class rule_checker {
           } else if (c.name().size() > limits::header_name_bytes_max) {
             fail(f, "header name is longer than " + std::to_string(limits::header_name_bytes_max) +
                         " bytes");
-          } else {
-            for (char ch : c.name())
-              if (!valid_header_char(ch)) {
-                fail(f, "header name '" + c.name() + "' has a character not allowed in a header");
-                break;
-              }
+          } else if (!is_header_name(c.name())) {
+            fail(f, "header name '" + c.name() + "' has a character not allowed in a header");
           }
           break;
         case key_component::kind::json:
@@ -349,9 +341,7 @@ std::vector<error> queue_spec::validate() const {
       r.fail(f, "at most " + std::to_string(limits::stored_header_names_max) + " names allowed");
     for (std::size_t i = 0; i < header_list_.size(); ++i) {
       const auto& n = header_list_[i];
-      bool ok = !n.empty() && n.size() <= limits::header_name_bytes_max;
-      for (char ch : n) ok = ok && valid_header_char(ch);
-      if (!ok)
+      if (n.size() > limits::header_name_bytes_max || !is_header_name(n))
         r.fail(f + "[" + std::to_string(i) + "]",
                "'" + n.substr(0, 64) + "' is not a header name (1 to " +
                    std::to_string(limits::header_name_bytes_max) + " token characters)");

@@ -285,5 +285,48 @@ TEST(laneqd_process, the_remote_admin_serves_topics_over_caf) {
   std::filesystem::remove_all(dir);
 }
 
+// Listening beyond loopback with no token lets anyone on the network use every queue: laneqd
+// refuses unless the config says allow_anonymous, and then says so loudly.
+TEST(laneqd_process, a_non_loopback_listener_without_tokens_needs_allow_anonymous) {
+  auto dir = temp_dir("anon");
+  {
+    laneqd_process p;
+    ASSERT_EQ(p.start({"--data-dir", (dir / "db").string(), "--http-host", "0.0.0.0", "--http-port",
+                       "0", "--caf-port", "0"}),
+              "");
+    auto code = p.wait();
+    const auto& out = p.output(true);
+    EXPECT_EQ(code, 2) << out;
+    EXPECT_NE(out.find("0.0.0.0"), std::string::npos) << out;
+    EXPECT_NE(out.find("allow_anonymous"), std::string::npos) << out;
+    EXPECT_EQ(out.find("laneqd ready"), std::string::npos) << out;
+  }
+  auto write_config = [&](const std::string& name, const std::string& extra) {
+    auto cfg = dir / name;
+    std::ofstream{cfg} << R"({"data_dir": ")" << (dir / "db").string()
+                       << R"(", "http": {"host": "0.0.0.0", "port": 0}, "caf": {"port": 0})"
+                       << extra << "}";
+    return cfg.string();
+  };
+  {
+    laneqd_process p;
+    ASSERT_EQ(p.start({"--config", write_config("anon.json", R"(, "allow_anonymous": true)")}), "");
+    ASSERT_NE(read_port(p), 0) << p.output();
+    EXPECT_NE(p.output().find("WARNING"), std::string::npos) << p.output();
+    EXPECT_EQ(p.stop(SIGTERM), 0) << p.output(true);
+  }
+  {
+    laneqd_process p;
+    ASSERT_EQ(p.start({"--config",
+                       write_config("tokens.json", R"(, "tokens": [{"token": "a-token-0123456789",
+                                                                  "tenant": "*"}])")}),
+              "");
+    ASSERT_NE(read_port(p), 0) << p.output();
+    EXPECT_EQ(p.output().find("WARNING"), std::string::npos) << p.output();
+    EXPECT_EQ(p.stop(SIGTERM), 0) << p.output(true);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace laneq::server::test

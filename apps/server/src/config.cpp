@@ -179,10 +179,11 @@ parsed_config config_from_json(const json::value& v) {
     return out;
   }
   auto& c = out.config;
-  r.known(*root,
-          {"data_dir", "http", "caf", "sync", "reclaim_grace_ms", "group_window",
-           "group_window_max", "window_budget_mb", "limits", "tokens", "queues", "topics"},
-          "");
+  r.known(
+      *root,
+      {"data_dir", "http", "caf", "sync", "reclaim_grace_ms", "group_window", "group_window_max",
+       "window_budget_mb", "limits", "tokens", "allow_anonymous", "queues", "topics"},
+      "");
   r.string(*root, "data_dir", "", c.data_dir);
   if (const auto* h = root->if_contains("http")) {
     if (const auto* o = r.object(*h, "http")) {
@@ -219,11 +220,22 @@ parsed_config config_from_json(const json::value& v) {
   if (const auto* l = root->if_contains("limits"))
     if (const auto* o = r.object(*l, "limits")) read_limits(r, *o, c.limits);
   if (const auto* t = root->if_contains("tokens")) read_tokens(r, *t, c.tokens);
+  r.boolean(*root, "allow_anonymous", "", c.allow_anonymous);
   if (const auto* q = root->if_contains("queues")) read_queues(r, out.errors, *q, c.queues);
   if (const auto* t = root->if_contains("topics")) read_topics(r, out.errors, *t, c.topics);
   if (c.caf_port != 0 && c.caf_port == c.http_port && c.caf_host == c.http_host)
     r.fail("caf.port", "is the same as http.port");
   return out;
+}
+
+std::optional<std::string> anonymous_listener(const server_config& c) {
+  if (!c.tokens.empty()) return std::nullopt;
+  boost::system::error_code ec;
+  auto addr = boost::asio::ip::make_address(c.http_host, ec);
+  if (!ec && addr.is_loopback()) return std::nullopt;
+  return "HTTP listens on " + c.http_host +
+         ", which is not a loopback address, and no tokens are configured: anyone who reaches "
+         "it may use every queue";
 }
 
 std::size_t actor_threads_for(std::size_t configured, unsigned cores) {

@@ -1,7 +1,10 @@
 // The Beast HTTP listener (apps/server/include/laneq/server/http_server.hpp).
 #include "laneq/server/http_server.hpp"
 
+#include <sys/socket.h>
+
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -63,50 +66,86 @@ class session : public std::enable_shared_from_this<session> {
  private:
   void read() {
     if (sh_->stopping) return close();
+    head_ = false;
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(sh_->limits.header_bytes));
     parser_->body_limit(sh_->limits.body_bytes);
     stream_.expires_after(http_bounds::idle_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&session::on_header, shared_from_this()));
+  }
+
+  /// Answers a failed read; false when there was nothing to answer (the caller carries on).
+  bool failed(beast::error_code ec) {
+    if (!ec) return false;
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+        ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
+        ec == asio::error::eof) {
+      close();
+    } else if (ec == http::error::header_limit) {
+      answer_now(error{errc::limit_exceeded, "the request line and header fields exceed " +
+                                                 std::to_string(sh_->limits.header_bytes) +
+                                                 " bytes"});
+    } else if (ec == http::error::body_limit) {
+      answer_now(body_too_large());
+    } else {
+      answer_now(error{errc::invalid_argument, "malformed HTTP request: " + ec.message()});
+    }
+    return true;
+  }
+
+  /// Whether the head has more fields or a longer target than the limits allow.
+  std::optional<error> head_out_of_bounds(const http::request<http::string_body>& req) const {
+    std::size_t fields = 0;
+    for (auto it = req.begin(); it != req.end(); ++it) ++fields;
+    if (fields > sh_->limits.header_count)
+      return error{errc::limit_exceeded, "the request has " + std::to_string(fields) +
+                                             " header fields, at most " +
+                                             std::to_string(sh_->limits.header_count) + " allowed"};
+    if (req.target().size() > sh_->limits.target_bytes)
+      return error{errc::limit_exceeded, "the request target exceeds " +
+                                             std::to_string(sh_->limits.target_bytes) + " bytes"};
+    return std::nullopt;
+  }
+
+  error body_too_large() const {
+    return error{errc::limit_exceeded,
+                 "the request body exceeds " + std::to_string(sh_->limits.body_bytes) + " bytes"};
+  }
+
+  /// The head is in: a client that sent `Expect: 100-continue` waits for `100 Continue` (or a
+  /// final answer) before it sends the body.
+  void on_header(beast::error_code ec, std::size_t) {
+    if (failed(ec)) return;
+    auto& req = parser_->get();
+    version_ = req.version();
+    keep_alive_ = req.keep_alive();
+    if (auto e = head_out_of_bounds(req)) return answer_now(*e);
+    if (auto e = req.find(http::field::expect);
+        e == req.end() || !beast::iequals(e->value(), "100-continue") || version_ < 11)
+      return read_body();
+    if (auto n = parser_->content_length(); n && *n > sh_->limits.body_bytes)
+      return answer_now(body_too_large());
+    auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
+    http::async_write(stream_, *cont,
+                      [self = shared_from_this(), cont](beast::error_code wec, std::size_t) {
+                        if (wec) return self->close();
+                        self->read_body();
+                      });
+  }
+
+  void read_body() {
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&session::on_read, shared_from_this()));
   }
 
   void on_read(beast::error_code ec, std::size_t) {
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
-        ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
-        ec == asio::error::eof)
-      return close();
-    if (ec == http::error::header_limit)
-      return answer_now(
-          error{errc::limit_exceeded, "the request line and header fields exceed " +
-                                          std::to_string(sh_->limits.header_bytes) + " bytes"},
-          false);
-    if (ec == http::error::body_limit)
-      return answer_now(
-          error{errc::limit_exceeded,
-                "the request body exceeds " + std::to_string(sh_->limits.body_bytes) + " bytes"},
-          false);
-    if (ec)
-      return answer_now(error{errc::invalid_argument, "malformed HTTP request: " + ec.message()},
-                        false);
+    if (failed(ec)) return;
     auto& req = parser_->get();
-    version_ = req.version();
-    keep_alive_ = req.keep_alive();
-    std::size_t fields = 0;
-    for (auto it = req.begin(); it != req.end(); ++it) ++fields;
-    if (fields > sh_->limits.header_count)
-      return answer_now(
-          error{errc::limit_exceeded, "the request has " + std::to_string(fields) +
-                                          " header fields, at most " +
-                                          std::to_string(sh_->limits.header_count) + " allowed"},
-          false);
-    if (req.target().size() > sh_->limits.target_bytes)
-      return answer_now(
-          error{errc::limit_exceeded, "the request target exceeds " +
-                                          std::to_string(sh_->limits.target_bytes) + " bytes"},
-          false);
     http_request r;
-    r.method = std::string{req.method_string()};
+    // HEAD is answered as GET without the body (`write`), so the framing stays right.
+    head_ = req.method() == http::verb::head;
+    r.method = head_ ? std::string{"GET"} : std::string{req.method_string()};
     r.target = std::string{req.target()};
     if (auto a = req.find(http::field::authorization); a != req.end())
       r.authorization = std::string{a->value()};
@@ -125,6 +164,7 @@ class session : public std::enable_shared_from_this<session> {
       void operator()(http_response resp) const {
         std::lock_guard guard{sh->mtx};
         if (!sh->open) {
+          if (resp.abandon) resp.abandon();
           --sh->in_flight;
           if (sh->in_flight == 0) sh->idle.notify_all();
           return;
@@ -137,21 +177,47 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   /// Answers a request the router never saw (bad framing or limits); the connection closes.
-  void answer_now(const error& e, bool keep) {
-    keep_alive_ = keep;
+  void answer_now(const error& e) {
+    keep_alive_ = false;
     if (version_ == 0) version_ = 11;
     write(error_response(e), false);
   }
 
   void write(http_response r, bool counted) {
+    if (counted && client_gone()) {
+      // Nobody reads this answer: what it handed out (a receive's leases) goes back at once.
+      if (r.abandon) r.abandon();
+      sh_->request_done();
+      return close();
+    }
+    if (head_) return write_head(std::move(r), counted);
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(r.status), version_);
-    res->set(http::field::server, "laneqd");
-    res->set(http::field::content_type, r.content_type);
-    for (auto& [k, v] : r.headers) res->set(k, v);
-    res->keep_alive(keep_alive_ && !sh_->stopping);
+    set_fields(*res, r);
     res->body() = r.take_body();
     res->prepare_payload();
+    send(res, counted);
+  }
+
+  /// The answer to a HEAD request: GET's header fields, its Content-Length, no body.
+  void write_head(http_response r, bool counted) {
+    auto res = std::make_shared<http::response<http::empty_body>>(
+        static_cast<http::status>(r.status), version_);
+    set_fields(*res, r);
+    res->content_length(r.take_body().size());
+    send(res, counted);
+  }
+
+  template <class Body>
+  void set_fields(http::response<Body>& res, const http_response& r) {
+    res.set(http::field::server, "laneqd");
+    res.set(http::field::content_type, r.content_type);
+    for (const auto& [k, v] : r.headers) res.set(k, v);
+    res.keep_alive(keep_alive_ && !sh_->stopping);
+  }
+
+  template <class Response>
+  void send(const std::shared_ptr<Response>& res, bool counted) {
     stream_.expires_after(http_bounds::idle_timeout);
     http::async_write(stream_, *res,
                       [self = shared_from_this(), res, counted](beast::error_code ec, std::size_t) {
@@ -159,6 +225,14 @@ class session : public std::enable_shared_from_this<session> {
                         if (ec || res->need_eof()) return self->close();
                         self->read();
                       });
+  }
+
+  /// Whether the client closed the connection (or it broke) while its request ran: the socket
+  /// reads as ended. Pipelined bytes waiting to be read do not count.
+  bool client_gone() {
+    char byte = 0;
+    auto n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
   }
 
   void close() {
@@ -175,6 +249,7 @@ class session : public std::enable_shared_from_this<session> {
   std::weak_ptr<asio::io_context> io_;
   unsigned version_ = 11;
   bool keep_alive_ = true;
+  bool head_ = false;  ///< the request being answered is a HEAD
 };
 
 class listener : public std::enable_shared_from_this<listener> {

@@ -97,9 +97,13 @@ struct call {
   gateway* watcher = nullptr;  ///< the gateway that bounds its wait, if any
   std::uint64_t watch_id = 0;
 
-  /// Answers the call; later answers (a reply after the gateway failed it late) are dropped.
+  /// Answers the call; later answers (a reply after the gateway failed it late) are dropped,
+  /// and what they handed out is given back (`http_response::abandon`).
   void finish(http_response resp) {
-    if (!done) return;
+    if (!done) {
+      if (resp.abandon) resp.abandon();  // nobody waits for it any more
+      return;
+    }
     if (watcher != nullptr) watcher->forget(watch_id);
     watcher = nullptr;
     auto secs = std::chrono::duration<double>(steady::now() - started).count();
@@ -354,6 +358,38 @@ template <class F, class... Args>
 void ask_queue(gateway_pool& gw, const call_ptr& c, std::string name, F convert, Args&&... args) {
   ask_queue_within(gw, c, std::move(name), c->st->call_timeout, std::move(convert),
                    std::forward<Args>(args)...);
+}
+
+/// Leases for the client of a receive: its answer renders the deliveries on the I/O thread, and
+/// if the client has gone when the answer is to be written, each message is nacked back to `q`
+/// at once (an attempt counted, as for an expired lease) instead of staying leased to nobody.
+http_response deliveries_answer(queue_api q, std::vector<delivery> ds) {
+  auto shared = std::make_shared<std::vector<delivery>>(std::move(ds));
+  http_response r;
+  r.render = [shared] { return deliveries_json(*shared); };
+  r.abandon = [q = std::move(q), shared] {
+    for (const auto& d : *shared)
+      caf::anon_send(q, nack_atom_v, d.lease, nack_request{nack_kind::retry, 0});
+  };
+  return r;
+}
+
+/// A receive: as `ask_queue_within`, the wait bounded by the call timeout beyond the long poll.
+void ask_receive(gateway_pool& gw, const call_ptr& c, std::string name, receive_request req) {
+  gw.run([c, name = std::move(name), req](gateway& self) {
+    self.watch(c, steady::now() + c->st->call_timeout + std::chrono::microseconds{req.wait_us});
+    self.request(c->st->admin, caf::infinite, lookup_atom_v, name)
+        .then(
+            [&self, c, req](queue_api& q) {
+              self.request(q, caf::infinite, receive_atom_v, req)
+                  .then(
+                      [c, q](std::vector<delivery>& ds) {
+                        c->finish(deliveries_answer(q, std::move(ds)));
+                      },
+                      fail_call(c));
+            },
+            fail_call(c));
+  });
 }
 
 /// `{key: v}`.
@@ -612,12 +648,7 @@ void router::handle(http_request req, respond_fn done) {
         return c->fail(
             error{errc::limit_exceeded, "max is " + std::to_string(rr.value().max) + ", at most " +
                                             std::to_string(st.limits.batch) + " allowed"});
-      return ask_queue_within(
-          gw, c, name, st.call_timeout + std::chrono::microseconds{rr.value().wait_us},
-          [](std::vector<delivery>& ds) {
-            return json_text{[ds = std::move(ds)] { return deliveries_json(ds); }};
-          },
-          receive_atom_v, rr.value());
+      return ask_receive(gw, c, name, rr.value());
     }
     case route::ack: {
       auto ll = leases_from_json(obj, st.limits.batch);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,8 +51,10 @@ struct server_config {
   std::size_t actor_threads = 0;  ///< CAF scheduler threads; 0: see actor_threads_for
   http_limits limits;
   std::vector<token_config> tokens;  ///< empty: no authentication
-  std::vector<queue_spec> queues;    ///< created (or found identical) at start
-  std::vector<topic_spec> topics;    ///< created (or found identical) after the queues
+  /// Serve HTTP without tokens on an address other than loopback (else laneqd refuses to start).
+  bool allow_anonymous = false;
+  std::vector<queue_spec> queues;  ///< created (or found identical) at start
+  std::vector<topic_spec> topics;  ///< created (or found identical) after the queues
 };
 
 /// A config with every error found; `errors` empty means valid.
@@ -65,6 +68,11 @@ struct parsed_config {
 /// `queues.orders: queue 'orders': lease_ms: ...`, `topics.orders: topic 'orders': queues: ...`).
 parsed_config parse_config(std::string_view text);
 parsed_config config_from_json(const boost::json::value& v);
+
+/// When no token is configured and HTTP listens on an address other than loopback: a sentence
+/// that names the address and says that anyone who reaches it may use every queue. Nothing
+/// otherwise. laneqd refuses to start on it unless `allow_anonymous`, and warns when it is set.
+std::optional<std::string> anonymous_listener(const server_config& c);
 
 /// The CAF scheduler threads laneqd runs: `configured` if set, otherwise one fewer than the
 /// host's `cores`, at least 1. The core left over is for laneqd's own busy threads: the store

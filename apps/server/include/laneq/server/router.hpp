@@ -39,6 +39,9 @@ struct http_response {
   /// written out where the response is sent, on the connection's I/O thread, not on the CAF
   /// worker that answered, which every actor of the broker shares (benchmarks/README.md).
   std::function<std::string()> render;
+  /// When set, called instead of sending the answer when its client is gone (it closed the
+  /// connection while the call ran): a receive gives back the messages it leased.
+  std::function<void()> abandon;
 
   /// The body: `render`'s text when it is set, else `body`. Call once.
   std::string take_body() { return render ? render() : std::move(body); }

@@ -1,0 +1,145 @@
+// The HTTP front end against hostile or careless clients (issue 22, parts 5 and 6): header names
+// that are not tokens, HEAD and `Expect: 100-continue` framing, long polls whose client left,
+// paged group listings, and connection bounds. An in-process server over an in-memory broker.
+#include <gtest/gtest.h>
+
+#include "server_test_support.hpp"
+
+namespace laneq::server::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class http_hardening : public ::testing::Test {
+ protected:
+  in_process_server srv_;
+  std::uint16_t port() const { return srv_.port(); }
+
+  std::int64_t enqueued(const std::string& q) {
+    auto r = get(port(), "/v1/queues/" + q);
+    EXPECT_EQ(r.status, 200u) << r.body;
+    return r.obj().at("stats").as_object().at("enqueued").to_number<std::int64_t>();
+  }
+};
+
+TEST_F(http_hardening, a_header_name_that_is_not_an_http_token_is_refused_and_not_stored) {
+  ASSERT_EQ(put(port(), "/v1/queues/q", "{}").status, 201u);
+  for (const std::string name : {"X\\r\\nInjected", "a b", "x:y", "caf\\u00e9", "(x)"}) {
+    auto r = post(port(), "/v1/queues/q/messages",
+                  R"({"body": "x", "headers": {")" + name + R"(": "v"}})");
+    EXPECT_EQ(r.status, 400u) << name << ": " << r.body;
+    EXPECT_EQ(r.code(), "invalid_argument") << name;
+  }
+  ASSERT_EQ(put(port(), "/v1/topics/t", R"({"queues": ["q"]})").status, 201u);
+  auto pub = post(port(), "/v1/topics/t/messages", R"({"body": "x", "headers": {"X\r\nY": "v"}})");
+  EXPECT_EQ(pub.status, 400u) << pub.body;
+  EXPECT_EQ(enqueued("q"), 0);
+  // Every token character is allowed.
+  auto ok = post(port(), "/v1/queues/q/messages",
+                 R"({"body": "x", "headers": {"Az09!#$%&'*+-.^_`|~": "v"}})");
+  EXPECT_EQ(ok.status, 200u) << ok.body;
+}
+
+/// Reads one answer to a HEAD request on `c` (a header, no body whatever its Content-Length).
+reply read_head_answer(client& c, beast::flat_buffer& buf) {
+  http::response_parser<http::empty_body> parser;
+  parser.skip(true);
+  http::read(c.stream(), buf, parser);
+  reply r;
+  r.status = parser.get().result_int();
+  for (const auto& f : parser.get())
+    r.headers.emplace_back(std::string{f.name_string()}, f.value());
+  return r;
+}
+
+/// Reads one ordinary answer on `c` through `buf`.
+reply read_answer(client& c, beast::flat_buffer& buf) {
+  http::response<http::string_body> res;
+  http::read(c.stream(), buf, res);
+  reply r;
+  r.status = res.result_int();
+  r.body = res.body();
+  return r;
+}
+
+TEST_F(http_hardening, head_answers_carry_no_body_so_the_connection_stays_usable) {
+  ASSERT_EQ(put(port(), "/v1/queues/q", "{}").status, 201u);
+  client c{port()};
+  // A path with GET, a path without it, and a path that does not exist; then a GET.
+  c.send_raw(
+      "HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+      "HEAD /v1/queues/q/messages HTTP/1.1\r\nHost: x\r\n\r\n"
+      "HEAD /nothing HTTP/1.1\r\nHost: x\r\n\r\n"
+      "GET /v1/queues/q HTTP/1.1\r\nHost: x\r\n\r\n");
+  beast::flat_buffer buf;
+  auto health = read_head_answer(c, buf);
+  EXPECT_EQ(health.status, 200u);
+  EXPECT_NE(health.header("Content-Length"), "");
+  EXPECT_EQ(read_head_answer(c, buf).status, 405u);
+  EXPECT_EQ(read_head_answer(c, buf).status, 404u);
+  auto after = read_answer(c, buf);
+  EXPECT_EQ(after.status, 200u) << after.body;
+  EXPECT_NE(after.body.find("\"name\":\"q\""), std::string::npos) << after.body;
+}
+
+TEST_F(http_hardening, expect_100_continue_is_answered_before_the_body_is_sent) {
+  ASSERT_EQ(put(port(), "/v1/queues/q", "{}").status, 201u);
+  client c{port()};
+  const std::string body = R"({"body": "x"})";
+  c.send_raw(
+      "POST /v1/queues/q/messages HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+      "Content-Type: application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n");
+  // Only the header is sent: a server that waits for the body never answers (until its idle
+  // timeout closes the connection, which fails the read).
+  beast::flat_buffer buf;
+  http::response_parser<http::empty_body> interim;
+  http::read_header(c.stream(), buf, interim);
+  EXPECT_EQ(interim.get().result_int(), 100u);
+  c.send_raw(body);
+  auto r = read_answer(c, buf);
+  EXPECT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(enqueued("q"), 1);
+}
+
+TEST_F(http_hardening, expect_100_continue_with_a_body_over_the_limit_is_refused_at_once) {
+  client c{port()};
+  c.send_raw(
+      "POST /v1/queues/q/messages HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+      "Content-Length: " +
+      std::to_string(http_limits{}.body_bytes + 1) + "\r\n\r\n");
+  beast::flat_buffer buf;
+  auto r = read_answer(c, buf);
+  EXPECT_EQ(r.status, 413u) << r.body;
+}
+
+// A long poll whose client closed its connection must not keep the message it is handed: the
+// message goes back at once, and the next receiver gets it within its own long poll (the lease
+// the gone client took is 10 minutes, far beyond that poll).
+TEST_F(http_hardening, a_long_poll_whose_client_left_gives_its_message_back_at_once) {
+  ASSERT_EQ(put(port(), "/v1/queues/q", "{}").status, 201u);
+  auto waiting = [&] {
+    auto r = get(port(), "/v1/queues/q");
+    return r.obj().at("stats").as_object().at("waiting_receives").to_number<std::int64_t>();
+  };
+  {
+    client gone{port()};
+    const std::string body = R"({"max": 1, "wait_ms": 20000, "lease_ms": 600000})";
+    gone.send_raw(
+        "POST /v1/queues/q/receive HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        "application/json\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body);
+    while (waiting() != 1) std::this_thread::sleep_for(10ms);
+    gone.stream().socket().close();
+  }
+  auto sent = post(port(), "/v1/queues/q/messages", R"({"body": "x"})");
+  ASSERT_EQ(sent.status, 200u) << sent.body;
+  auto r = post(port(), "/v1/queues/q/receive", R"({"max": 1, "wait_ms": 20000})");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  const auto& msgs = r.obj().at("messages").as_array();
+  ASSERT_EQ(msgs.size(), 1u) << "the message stayed leased to the client that left";
+  EXPECT_EQ(msgs[0].as_object().at("body").as_string(), "x");
+}
+
+}  // namespace
+}  // namespace laneq::server::test
