@@ -52,6 +52,7 @@ queue_actor admin_actor_impl::spawn_queue(const queue_spec& spec, std::uint64_t 
   st->epoch = epoch_;
   st->nonces = nonces_;
   st->reclaim_grace = ac_.reclaim_grace;
+  st->store_retry = ac_.store_retry;
   st->lease_default = spec.lease_duration();
   queue_actor_config qc{
       ac_.ctx, std::make_shared<queue_metrics>(), spec, ac_.store, std::move(st), hook_missing};

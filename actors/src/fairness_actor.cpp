@@ -119,7 +119,7 @@ std::vector<store_op> fairness_actor_impl::retry_or_dead_letter(message m, durat
     queue_metrics::add(fc_.metrics->dead_lettered);
     std::vector<dead_letter> dl{dead_letter{std::move(m), reason, t}};
     dl.front().keep_lane(codec::lane_id{}.bytes);  // stored unordered (lanes.md L7)
-    send(fc_.queue, dead_atom_v, std::move(dl));   // the queue actor records the move
+    caf::anon_send(fc_.queue, dead_atom_v, std::move(dl));  // the queue actor records the move
     return {};
   }
   m.not_before = t + retry_after;

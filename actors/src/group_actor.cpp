@@ -26,7 +26,7 @@ void group_actor_impl::check() {
 #endif
 }
 
-std::vector<store_op> group_actor_impl::apply(group_effects fx) {
+std::vector<store_op> group_actor_impl::apply(group_effects fx, write_done moved) {
   auto& m = *gc_.metrics;
   const auto& st = *gc_.storage;
   std::vector<store_op> ops;
@@ -34,7 +34,7 @@ std::vector<store_op> group_actor_impl::apply(group_effects fx) {
     if (held_) {
       held_ = std::move(fx.offer);  // still in the reclaim grace
     } else {
-      offer(std::move(*fx.offer));
+      next_ = std::move(fx.offer);  // offered once this change is durable (offer_when_settled)
     }
   }
   for (auto seq : fx.removed) ops.push_back(st.erase_message(gc_.lane, seq));
@@ -43,7 +43,23 @@ std::vector<store_op> group_actor_impl::apply(group_effects fx) {
   if (!fx.dead_letters.empty()) {
     queue_metrics::add(m.dead_lettered, fx.dead_letters.size());
     for (auto& dl : fx.dead_letters) dl.keep_lane(gc_.lane.bytes);  // lanes.md L7
-    send(gc_.queue, dead_atom_v, std::move(fx.dead_letters));
+    // The next head waits for the move too: a move lost in a power loss would bring the message
+    // back as live after its successor ran.
+    ++moves_pending_;
+    request(gc_.queue, caf::infinite, dead_atom_v, std::move(fx.dead_letters))
+        .then(
+            [this, moved](caf::ok_atom) {
+              --moves_pending_;
+              if (moved) moved(std::nullopt);
+              offer_when_settled();
+            },
+            [this, moved](caf::error& e) {
+              --moves_pending_;
+              if (moved) moved(from_caf(e));
+              offer_when_settled();
+            });
+  } else if (moved) {
+    moved(std::nullopt);
   }
   if (fx.fetch) fetch(*fx.fetch);
   if (fx.idle) idle_due_ = true;
@@ -96,30 +112,91 @@ bool group_actor_impl::may_grow() const {
 void group_actor_impl::report_idle() {
   // Not while a client still waits for one of this group's writes: the queue actor stops an
   // idle group, and a stopped group could no longer answer.
-  if (!idle_due_ || writes_pending_ > 0) return;
+  if (!idle_due_ || settling()) return;
   idle_due_ = false;
   if (state_.backlog() == 0 && state_.current_phase() == group_state::phase::empty)
     send(gc_.queue, idle_atom_v, gc_.id, state_.received_total());
 }
 
-void group_actor_impl::write(std::vector<store_op> ops) {
-  if (!ops.empty()) caf::anon_send(gc_.store, write_atom_v, gc_.storage->write(std::move(ops)));
+void group_actor_impl::write(std::vector<store_op> ops, write_done answered) {
+  if (ops.empty()) {
+    if (answered) answered(std::nullopt);
+    offer_when_settled();
+    return;
+  }
+  if (!parked_.empty()) {
+    // An earlier write failed and waits for its retry: this one goes with it, in order.
+    for (auto& op : ops) parked_.push_back(std::move(op));
+    if (answered)
+      answered(error{errc::storage_failed,
+                     "queue '" + gc_.storage->name +
+                         "': the store failed an earlier write, which is retried"});
+    return;
+  }
+  auto n = first_unsettled_ + unsettled_.size();
+  unsettled_.push_back(unsettled_write{ops});
+  request(gc_.store, caf::infinite, write_atom_v, gc_.storage->write(std::move(ops)))
+      .then(
+          [this, n, answered](caf::ok_atom) {
+            if (answered) answered(std::nullopt);
+            on_written(n, true);
+          },
+          [this, n, answered](caf::error& e) {
+            if (answered) answered(storage_error(gc_.storage->name, e));
+            on_written(n, false);
+          });
+}
+
+void group_actor_impl::on_written(std::uint64_t n, bool ok) {
+  auto& w = unsettled_.at(n - first_unsettled_);
+  w.answered = true;
+  w.ok = ok;
+  while (!unsettled_.empty() && unsettled_.front().answered && unsettled_.front().ok) {
+    unsettled_.pop_front();
+    ++first_unsettled_;
+  }
+  for (const auto& u : unsettled_)
+    if (!u.answered) return;  // a retry waits for every write sent before it
+  if (!unsettled_.empty()) {
+    // The first failed: it goes again with everything after it, in order (a later write that
+    // succeeded is applied again after it, so the store ends as the group left it).
+    for (auto& u : unsettled_)
+      for (auto& op : u.ops) parked_.push_back(std::move(op));
+    first_unsettled_ += unsettled_.size();
+    unsettled_.clear();
+    delayed_send(caf::actor_cast<group_actor>(this), gc_.storage->store_retry, write_atom_v);
+  }
+  offer_when_settled();
+}
+
+void group_actor_impl::retry_writes() {
+  auto ops = std::move(parked_);
+  parked_.clear();
+  write(std::move(ops));
+}
+
+void group_actor_impl::offer_when_settled() {
+  if (!settling() && next_) {
+    auto head = std::move(*next_);
+    next_.reset();
+    offer(std::move(head));
+  }
   report_idle();
 }
 
 template <class T>
 caf::result<T> group_actor_impl::write_then(std::vector<store_op> ops, T answer) {
   if (ops.empty()) {
-    report_idle();
+    offer_when_settled();
     return answer;
   }
   auto promise = make_response_promise<T>();
-  ++writes_pending_;
-  answer_when_durable(this, gc_.store, *gc_.storage, std::move(ops), promise, std::move(answer),
-                      [this] {
-                        --writes_pending_;
-                        report_idle();
-                      });
+  write(std::move(ops), [promise, answer](std::optional<error> e) mutable {
+    if (e)
+      promise.deliver(to_caf(*e));
+    else
+      promise.deliver(answer);
+  });
   return promise;
 }
 
@@ -219,9 +296,9 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
       [this](release_atom) {
         const turn now{*this};
         if (!held_) return;
-        auto head = std::move(*held_);
+        next_ = std::move(*held_);
         held_.reset();
-        offer(std::move(head));
+        offer_when_settled();
       },
       [this](fetch_atom) {
         const turn now{*this};
@@ -237,12 +314,16 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
           receipt.failed(index, fx.err());
           return;
         }
-        // The group moves on at once (its next head is offered before the receipt goes). The
-        // queue actor writes the erase together with the rest of the ack batch and confirms the
-        // ack once it is durable, so a confirmed ack is never followed by a redelivery after a
-        // crash.
-        receipt.acked(index, end_attempt(lease, apply(std::move(fx).value())));
-        report_idle();
+        // The group writes the erase and records the ack in the receipt once it is durable (the
+        // queue actor then confirms it), so a confirmed ack is never followed by a redelivery
+        // after a crash; the next head waits for it too (offer_when_settled).
+        write(end_attempt(lease, apply(std::move(fx).value())),
+              [receipt, index](std::optional<error> e) {
+                if (e)
+                  receipt.failed(index, std::move(*e));
+                else
+                  receipt.acked(index, {});
+              });
       },
       [this](nack_atom, const lease_token& lease,
              const nack_request& req) -> caf::result<caf::ok_atom> {
@@ -253,7 +334,18 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
         auto fx = state_.on_nack(lease, req.kind, duration{req.retry_after_us}, t, may_grow());
         if (!fx) return to_caf(fx.err());
         queue_metrics::add(gc_.metrics->nacked);
-        return write_then(end_attempt(lease, apply(std::move(fx).value())), caf::ok_atom_v);
+        if (fx.value().dead_letters.empty())
+          return write_then(end_attempt(lease, apply(std::move(fx).value())), caf::ok_atom_v);
+        // A dead letter: the answer waits for the move (the queue actor writes it).
+        auto promise = make_response_promise<caf::ok_atom>();
+        auto moved = [promise](std::optional<error> e) mutable {
+          if (e)
+            promise.deliver(to_caf(*e));
+          else
+            promise.deliver(caf::ok_atom_v);
+        };
+        write(end_attempt(lease, apply(std::move(fx).value(), moved)));
+        return promise;
       },
       [this](extend_atom, const lease_token& lease, std::int64_t by_us) -> caf::result<timestamp> {
         const turn now{*this};
@@ -279,6 +371,10 @@ group_actor_impl::behavior_type group_actor_impl::make_behavior() {
         // A watch that fires for an earlier lease, or before an extended deadline, is stale.
         const turn now{*this};
         if (state_.lease() == lease) expire_if_due(now.at);
+      },
+      [this](write_atom) {
+        const turn now{*this};
+        retry_writes();
       },
       [this](stop_atom) { quit(); },
   };

@@ -996,9 +996,11 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
         return promise;
       },
       [this](groups_atom, bool blocked_only) { return describe_groups(blocked_only); },
-      [this](dead_atom, std::vector<dead_letter>& dls) {
-        // The move is not waited for: if it is lost, the message is still stored as live and
-        // comes back after a restart (at least once), never lost.
+      [this](dead_atom, std::vector<dead_letter>& dls) -> caf::result<caf::ok_atom> {
+        // Answered once the move is durable: the group holds its next head until then, so a move
+        // lost in a power loss never brings the message back after its successor ran. If the
+        // move fails, the message is still stored as live and comes back after a restart (at
+        // least once), never lost.
         std::vector<store_op> ops;
         for (auto& dl : dls) {
           auto order = next_dead_letter_++;
@@ -1010,11 +1012,14 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
           dead_letter_order_[dl.msg.id] = order;
           dead_letters_.emplace(order, std::move(dl));
         }
-        run_or_hold([this, ops = std::move(ops)]() mutable {
+        auto promise = make_response_promise<caf::ok_atom>();
+        run_or_hold([this, promise, ops = std::move(ops)]() mutable {
           // Counters as of the write, so a held write never stores older ones.
           for (auto& op : counters_op()) ops.push_back(std::move(op));
-          caf::anon_send(qc_.store, write_atom_v, qc_.storage->write(std::move(ops)));
+          answer_when_durable(this, qc_.store, *qc_.storage, std::move(ops), promise,
+                              caf::ok_atom_v, [] {});
         });
+        return promise;
       },
       [this](idle_atom, group_id id, std::uint64_t received) { on_idle(id, received); },
       [this](tick_atom) { end_lingers(); },

@@ -81,9 +81,11 @@ TEST_P(BrokerFault, no_write_is_acknowledged_while_the_disk_fails_and_the_broker
       EXPECT_NE(health.value().reason.find("out of space"), std::string::npos)
           << health.value().reason;
     }
-    // What the broker holds in memory is still served: the next head of the group.
+    // Receives are still served; group A's next head waits until the erase of a0, retried by
+    // its group, is durable (a power loss must not bring a0 back after a1 ran).
     auto next = client.receive({1, 0, 0});
     ASSERT_TRUE(next.ok()) << next.err().message;
+    EXPECT_TRUE(next.value().empty()) << "a1 was delivered before the erase of a0 was durable";
 
     fs_->clear_fault();
     // The store reopens by itself; then writes are acknowledged again.
@@ -120,8 +122,11 @@ TEST_P(BrokerFault, no_write_is_acknowledged_while_the_disk_fails_and_the_broker
       ASSERT_TRUE(client.ack(d.lease).ok());
     }
   }
+  // a0's ack was answered storage_failed, but its group retries the erase once the store is
+  // back: like an ack that was never answered, it may have taken effect.
   for (const auto& body : acknowledged)
-    EXPECT_TRUE(seen.count(body)) << "acknowledged enqueue '" << body << "' was lost";
+    EXPECT_TRUE(seen.count(body) || body == "a0")
+        << "acknowledged enqueue '" << body << "' was lost";
   for (const auto& body : seen)
     EXPECT_TRUE(acknowledged.count(body) || body == "lost") << "unexpected '" << body << "'";
 }

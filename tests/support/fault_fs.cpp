@@ -115,8 +115,29 @@ std::uint64_t fault_fs::injected_failures() const {
 }
 
 void fault_fs::lose_power() {
+  {
+    std::lock_guard<std::mutex> guard{mu_};
+    lost_ = true;
+  }
+  released_.notify_all();
+}
+
+void fault_fs::hold_syncs() {
   std::lock_guard<std::mutex> guard{mu_};
-  lost_ = true;
+  syncs_held_ = true;
+}
+
+void fault_fs::release_syncs() {
+  {
+    std::lock_guard<std::mutex> guard{mu_};
+    syncs_held_ = false;
+  }
+  released_.notify_all();
+}
+
+std::uint64_t fault_fs::syncs_waiting() const {
+  std::lock_guard<std::mutex> guard{mu_};
+  return syncs_waiting_;
 }
 
 std::uint64_t fault_fs::drop_unsynced() {
@@ -145,6 +166,7 @@ std::uint64_t fault_fs::drop_unsynced() {
   }
   std::lock_guard<std::mutex> guard{mu_};
   lost_ = false;
+  syncs_held_ = false;
   return dropped;
 }
 
@@ -181,7 +203,12 @@ IOStatus fault_fs::check_write() {
 }
 
 IOStatus fault_fs::check_sync() {
-  std::lock_guard<std::mutex> guard{mu_};
+  std::unique_lock<std::mutex> lock{mu_};
+  if (syncs_held_ && !lost_) {
+    ++syncs_waiting_;
+    released_.wait(lock, [this] { return !syncs_held_ || lost_; });
+    --syncs_waiting_;
+  }
   if (lost_) return IOStatus::IOError("fault_fs: power lost");
   return fault_status_locked();
 }

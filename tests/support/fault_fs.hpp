@@ -22,6 +22,7 @@
 //   disabled by our options) is refused.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -80,6 +81,16 @@ class fault_fs : public rocksdb::FileSystemWrapper {
   /// Successful Sync/Fsync calls so far.
   std::uint64_t syncs() const;
 
+  // -- holding syncs ---------------------------------------------------------------------------
+
+  /// From now on every Sync/Fsync waits (the bytes are written, not yet durable) until
+  /// `release_syncs()` or `lose_power()`; so a test can act while a write waits for its sync.
+  void hold_syncs();
+  /// Lets the held syncs go on (they fail if the power went out meanwhile).
+  void release_syncs();
+  /// How many syncs wait now because of `hold_syncs()`.
+  std::uint64_t syncs_waiting() const;
+
   // -- FileSystem overrides --------------------------------------------------------------------
 
   rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
@@ -137,6 +148,9 @@ class fault_fs : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus fault_status_locked();  // requires mu_
 
   mutable std::mutex mu_;
+  std::condition_variable released_;  ///< syncs no longer held, or the power went out
+  bool syncs_held_ = false;
+  std::uint64_t syncs_waiting_ = 0;
   std::map<std::string, std::shared_ptr<file_state>> files_;  ///< by path, renames followed
   bool lost_ = false;
   fault_kind fault_ = fault_kind::none;

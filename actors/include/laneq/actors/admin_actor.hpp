@@ -25,6 +25,8 @@ struct admin_actor_config {
   std::size_t group_window = limits::group_window_default;
   std::size_t group_window_max = limits::group_window_max_default;
   window_budget_ptr window_budget;  ///< shared by every queue's groups
+  /// How long a queue's actors wait before they send a failed store write again.
+  duration store_retry = limits::store_reopen_interval;
 };
 
 class admin_actor_impl : public admin_actor::base {

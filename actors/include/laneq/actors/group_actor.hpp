@@ -11,6 +11,8 @@
 // ended.
 #pragma once
 
+#include <deque>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -72,14 +74,27 @@ class group_actor_impl : public group_actor::base {
   void take_in(std::vector<message> arrived, timestamp t);
   /// Offers the head to the fairness actor, with the slot for its delivery.
   void offer(message head);
+  /// The first outcome of a write or a dead-letter move (nothing: durable).
+  using write_done = std::function<void(std::optional<error>)>;
   /// Carries out `fx` and returns the store operations it implies (the caller writes them,
-  /// waiting for them when a client is owed an answer).
-  std::vector<store_op> apply(group_effects fx);
-  /// Writes without waiting (lease expiry, retries the client does not wait for).
-  void write(std::vector<store_op> ops);
+  /// waiting for them when a client is owed an answer). A head to offer waits in `next_` until
+  /// every write of the group is durable (`offer_when_settled`).
+  std::vector<store_op> apply(group_effects fx, write_done moved = nullptr);
+  /// Writes `ops` (in order after the group's earlier writes); `answered` hears the first outcome
+  /// (nothing: durable). A failed write is sent again, with every write after it, every
+  /// `store_reopen_interval` until it is durable (`retry_writes`).
+  void write(std::vector<store_op> ops, write_done answered = nullptr);
   /// Answers `promise` once `ops` are durable (or with the storage error).
   template <class T>
   caf::result<T> write_then(std::vector<store_op> ops, T answer);
+  /// Records the answer to write number `n`; once every write is answered, arms a retry of the
+  /// failed ones or offers the waiting head.
+  void on_written(std::uint64_t n, bool ok);
+  void retry_writes();
+  /// True while a write of the group is not yet durable, or a dead-letter move not yet answered.
+  bool settling() const { return !unsettled_.empty() || !parked_.empty() || moves_pending_ > 0; }
+  /// Offers the head waiting in `next_` once nothing is settling; then reports idle if due.
+  void offer_when_settled();
   void fetch(const fetch_request& req);
   /// Tells the queue actor the group is idle, once nothing is owed to a client.
   void report_idle();
@@ -106,8 +121,21 @@ class group_actor_impl : public group_actor::base {
   delivery_slot slot_;  ///< where the fairness actor posts the head's delivery
   bool idle_due_ = false;
   bool fetch_broken_ = false;  ///< a stored record failed its checksum: the group stops reading
-  std::size_t writes_pending_ = 0;  ///< writes a client waits for
-  std::size_t charged_ = 0;         ///< the state's memory_bytes as charged to the budget
+  /// The head the group offers next, waiting until the writes that end its predecessor are
+  /// durable: otherwise a power loss could bring the predecessor back after this one ran.
+  std::optional<message> next_;
+  /// The group's writes not yet answered durable, in order (their ops kept for a retry), the
+  /// first numbered `first_unsettled_`.
+  struct unsettled_write {
+    std::vector<store_op> ops;
+    bool answered = false;
+    bool ok = false;
+  };
+  std::deque<unsettled_write> unsettled_;
+  std::uint64_t first_unsettled_ = 0;
+  std::vector<store_op> parked_;   ///< failed writes and those after them, waiting for the retry
+  std::size_t moves_pending_ = 0;  ///< dead-letter moves the queue actor has not answered
+  std::size_t charged_ = 0;        ///< the state's memory_bytes as charged to the budget
 };
 
 }  // namespace laneq

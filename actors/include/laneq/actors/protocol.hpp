@@ -522,8 +522,8 @@ using store_actor =
 using group_actor =
     // arrivals wait in its inbox (arrival_inbox): take them in
     caf::typed_actor<caf::reacts_to<enqueue_atom, route_receipt>,
-                     // records the ack's store operations in the receipt at that index (the
-                     // queue actor writes them)
+                     // writes the ack's erase and records the outcome in the receipt at that
+                     // index once it is durable (or failed)
                      caf::reacts_to<ack_atom, lease_token, ack_receipt, std::uint32_t>,
                      caf::replies_to<nack_atom, lease_token, nack_request>::with<caf::ok_atom>,
                      caf::replies_to<extend_atom, lease_token, std::int64_t>::with<timestamp>,
@@ -532,6 +532,7 @@ using group_actor =
                      caf::reacts_to<recover_atom, group_recovery>,
                      caf::reacts_to<fetch_atom>,    // retry reading the window back
                      caf::reacts_to<release_atom>,  // the reclaim grace is over
+                     caf::reacts_to<write_atom>,    // send the failed writes again
                      caf::reacts_to<stop_atom>>;
 
 /// The fairness actor: holds deliverable heads and unordered messages, serves receives.
@@ -567,7 +568,8 @@ using queue_api = caf::typed_actor<
 
 /// The queue actor: the client API plus what its group and fairness actors report.
 using queue_actor = queue_api::extend<
-    caf::reacts_to<dead_atom, std::vector<dead_letter>>,
+    // move to the dead letters; answered once the move is durable (or failed)
+    caf::replies_to<dead_atom, std::vector<dead_letter>>::with<caf::ok_atom>,
     caf::reacts_to<idle_atom, group_id, std::uint64_t>,
     // the lingers of groups gone idle are over: stop those still idle
     caf::reacts_to<tick_atom>,

@@ -34,6 +34,7 @@ struct queue_storage {
   nonce_source nonces{0, 0};
   duration reclaim_grace = limits::reclaim_grace_default;
   duration lease_default = limits::lease_default;  ///< the queue's (a reclaimed lease runs on)
+  duration store_retry = limits::store_reopen_interval;  ///< before a failed write goes again
   /// Earlier runs whose tokens may still reclaim a held head (a crash during a grace must not
   /// cost the old holder its claim).
   static constexpr std::uint64_t reclaim_epochs = 4;
