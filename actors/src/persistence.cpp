@@ -381,6 +381,12 @@ class persistence_impl : public store_actor::base {
     auto bytes = batch_bytes_;
     rocksdb::WriteOptions wo;
     wo.sync = batch_sync_;
+#if LANEQ_CANARY_EARLY_ANSWER
+    // Canary (CMakeLists.txt, broker_power_loss_canary_early_answer_must_be_caught): the batch
+    // is answered first and synced after, which the broker power-loss test must catch.
+    const bool sync_after_answer = wo.sync;
+    wo.sync = false;
+#endif
     rocksdb::Status s;
     auto started = std::chrono::steady_clock::now();
     if (db_ && !stats_.degraded) {
@@ -413,6 +419,9 @@ class persistence_impl : public store_actor::base {
     stats_.count_commit(
         std::chrono::duration_cast<duration>(std::chrono::steady_clock::now() - started));
     for (auto& p : members) p.deliver(caf::ok_atom_v);
+#if LANEQ_CANARY_EARLY_ANSWER
+    if (sync_after_answer) (void)db_->SyncWAL();
+#endif
   }
 
   caf::result<std::vector<store_entry>> on_scan(const std::string& from, const std::string& to,
