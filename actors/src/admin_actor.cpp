@@ -44,7 +44,13 @@ queue_actor admin_actor_impl::spawn_queue(const queue_spec& spec, std::uint64_t 
   auto st = std::make_shared<queue_storage>();
   st->uid = uid;
   st->name = spec.name();
+#if LANEQ_CANARY_NO_SYNC
+  // Canary (CMakeLists.txt, broker_power_loss_canary_no_sync_must_be_caught): the broker asks
+  // the store for unsynced writes, which the broker power-loss test must catch.
+  st->sync = false;
+#else
   st->sync = ac_.sync && spec.syncs_writes();
+#endif
   st->durable = spec.delivery_mode() == delivery_durability::durable;
   st->window = ac_.group_window;
   st->window_max = ac_.group_window_max;

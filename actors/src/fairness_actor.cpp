@@ -112,14 +112,25 @@ void fairness_actor_impl::serve_pending(timestamp t) {
   }
 }
 
-std::vector<store_op> fairness_actor_impl::retry_or_dead_letter(message m, duration retry_after,
-                                                                bool force_dead, timestamp t) {
+std::vector<store_op> fairness_actor_impl::retry_or_dead_letter(
+    message m, duration retry_after, bool force_dead, timestamp t,
+    std::optional<move_promise>* moved) {
   if (force_dead || m.attempts >= fc_.max_attempts) {
     auto reason = force_dead ? dead_letter_reason::requested : dead_letter_reason::max_attempts;
     queue_metrics::add(fc_.metrics->dead_lettered);
     std::vector<dead_letter> dl{dead_letter{std::move(m), reason, t}};
     dl.front().keep_lane(codec::lane_id{}.bytes);  // stored unordered (lanes.md L7)
-    caf::anon_send(fc_.queue, dead_atom_v, std::move(dl));  // the queue actor records the move
+    if (!moved) {
+      caf::anon_send(fc_.queue, dead_atom_v, std::move(dl));  // the queue actor records the move
+      return {};
+    }
+    // A client waits: it is answered once the move is durable, so a confirmed dead letter never
+    // comes back as live after a power loss.
+    auto promise = make_response_promise<caf::ok_atom>();
+    *moved = promise;
+    request(fc_.queue, caf::infinite, dead_atom_v, std::move(dl))
+        .then([promise](caf::ok_atom) mutable { promise.deliver(caf::ok_atom_v); },
+              [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
     return {};
   }
   m.not_before = t + retry_after;
@@ -269,13 +280,16 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
         }
         queue_metrics::add(fc_.metrics->nacked);
         fc_.metrics->in_flight.fetch_sub(1, std::memory_order_relaxed);
+        std::optional<move_promise> moved;
         auto ops =
             end_attempt(l, retry_or_dead_letter(std::move(m).value(), duration{req.retry_after_us},
-                                                req.kind == nack_kind::dead_letter, t));
+                                                req.kind == nack_kind::dead_letter, t, &moved));
         serve_pending(t);
         rearm(t);
         check();
-        return write_then(std::move(ops), caf::ok_atom_v);
+        if (!moved) return write_then(std::move(ops), caf::ok_atom_v);
+        write(std::move(ops));
+        return *moved;
       },
       [this](extend_atom, const lease_token& l, std::int64_t by_us) -> caf::result<timestamp> {
         auto t = now();

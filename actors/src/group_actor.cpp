@@ -50,13 +50,13 @@ std::vector<store_op> group_actor_impl::apply(group_effects fx, write_done moved
         .then(
             [this, moved](caf::ok_atom) {
               --moves_pending_;
-              if (moved) moved(std::nullopt);
               offer_when_settled();
+              if (moved) moved(std::nullopt);
             },
             [this, moved](caf::error& e) {
               --moves_pending_;
-              if (moved) moved(from_caf(e));
               offer_when_settled();
+              if (moved) moved(from_caf(e));
             });
   } else if (moved) {
     moved(std::nullopt);
@@ -137,13 +137,15 @@ void group_actor_impl::write(std::vector<store_op> ops, write_done answered) {
   unsettled_.push_back(unsettled_write{ops});
   request(gc_.store, caf::infinite, write_atom_v, gc_.storage->write(std::move(ops)))
       .then(
+          // The next head is offered before the answer goes, so a receive sent after the
+          // answer finds it.
           [this, n, answered](caf::ok_atom) {
-            if (answered) answered(std::nullopt);
             on_written(n, true);
+            if (answered) answered(std::nullopt);
           },
           [this, n, answered](caf::error& e) {
-            if (answered) answered(storage_error(gc_.storage->name, e));
             on_written(n, false);
+            if (answered) answered(storage_error(gc_.storage->name, e));
           });
 }
 

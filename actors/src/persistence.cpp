@@ -477,6 +477,12 @@ class persistence_impl : public store_actor::base {
     auto bytes = batch_bytes_;
     rocksdb::WriteOptions wo;
     wo.sync = batch_sync_;
+#if LANEQ_CANARY_EARLY_ANSWER
+    // Canary (CMakeLists.txt, broker_power_loss_canary_early_answer_must_be_caught): the batch
+    // is answered first and synced after, which the broker power-loss test must catch.
+    const bool sync_after_answer = wo.sync;
+    wo.sync = false;
+#endif
     rocksdb::Status s;
     auto started = std::chrono::steady_clock::now();
     if (db_ && !stats_.degraded) {
@@ -510,6 +516,9 @@ class persistence_impl : public store_actor::base {
         std::chrono::duration_cast<duration>(std::chrono::steady_clock::now() - started));
     if (wo.sync) mark_committed(false);
     for (auto& p : members) p.deliver(caf::ok_atom_v);
+#if LANEQ_CANARY_EARLY_ANSWER
+    if (sync_after_answer) (void)db_->SyncWAL();
+#endif
   }
 
   /// Records the store's sequence in LANEQ-COMMITTED after a synced commit, at most once per

@@ -429,6 +429,31 @@ void queue_actor_impl::release_held() {
   }
 }
 
+void queue_actor_impl::move_dead(std::vector<store_op> ops, move_promise promise) {
+  if (!failed_moves_.empty()) {
+    // A failed move waits for its retry: this one goes with it, in order.
+    failed_moves_.push_back(failed_move{std::move(ops), std::move(promise)});
+    return;
+  }
+  auto write = ops;
+  // Counters as of the write, so a held or retried write never stores older ones.
+  for (auto& op : counters_op()) write.push_back(std::move(op));
+  request(qc_.store, caf::infinite, write_atom_v, qc_.storage->write(std::move(write)))
+      .then([promise](caf::ok_atom) mutable { promise.deliver(caf::ok_atom_v); },
+            [this, ops = std::move(ops), promise](caf::error&) mutable {
+              if (failed_moves_.empty())
+                delayed_send(caf::actor_cast<queue_actor>(this), qc_.storage->store_retry,
+                             write_atom_v);
+              failed_moves_.push_back(failed_move{std::move(ops), std::move(promise)});
+            });
+}
+
+void queue_actor_impl::retry_moves() {
+  auto moves = std::move(failed_moves_);
+  failed_moves_.clear();
+  for (auto& m : moves) move_dead(std::move(m.ops), std::move(m.promise));
+}
+
 void queue_actor_impl::enqueue_batch(std::vector<outgoing_message> batch, ids_promise promise) {
   auto adm = admit(batch, now());
   if (!adm) {
@@ -1014,13 +1039,11 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
         }
         auto promise = make_response_promise<caf::ok_atom>();
         run_or_hold([this, promise, ops = std::move(ops)]() mutable {
-          // Counters as of the write, so a held write never stores older ones.
-          for (auto& op : counters_op()) ops.push_back(std::move(op));
-          answer_when_durable(this, qc_.store, *qc_.storage, std::move(ops), promise,
-                              caf::ok_atom_v, [] {});
+          move_dead(std::move(ops), promise);
         });
         return promise;
       },
+      [this](write_atom) { run_or_hold([this] { retry_moves(); }); },
       [this](idle_atom, group_id id, std::uint64_t received) { on_idle(id, received); },
       [this](tick_atom) { end_lingers(); },
       [this](recover_atom) -> caf::result<caf::ok_atom> {

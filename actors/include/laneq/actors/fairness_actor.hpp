@@ -79,9 +79,12 @@ class fairness_actor_impl : public fairness_actor::base {
   /// Answers waiting receives while items are ready.
   void serve_pending(timestamp t);
   /// Returns an unordered message to the scheduler or dead-letters it; returns the store
-  /// operations (the updated attempt count and not-before time).
+  /// operations (the updated attempt count and not-before time). A dead letter is moved by the
+  /// queue actor; with `moved`, that promise is set and answered once the move is durable.
+  using move_promise = caf::typed_response_promise<caf::ok_atom>;
   std::vector<store_op> retry_or_dead_letter(message m, duration retry_after, bool force_dead,
-                                             timestamp t);
+                                             timestamp t,
+                                             std::optional<move_promise>* moved = nullptr);
   void rearm(timestamp t);
   /// Ends every unordered lease whose deadline has passed: a failed attempt each (O5). Runs on
   /// the timer and before any ack, nack or extend.

@@ -571,6 +571,8 @@ using queue_actor = queue_api::extend<
     // move to the dead letters; answered once the move is durable (or failed)
     caf::replies_to<dead_atom, std::vector<dead_letter>>::with<caf::ok_atom>,
     caf::reacts_to<idle_atom, group_id, std::uint64_t>,
+    // send the failed dead-letter moves again
+    caf::reacts_to<write_atom>,
     // the lingers of groups gone idle are over: stop those still idle
     caf::reacts_to<tick_atom>,
     // load the queue from the store

@@ -181,6 +181,17 @@ class queue_actor_impl : public queue_actor::base {
   bool recovery_deferred_ = false;
   bool recovering_ = false;
   std::deque<std::function<void()>> held_;
+  /// Writes a dead-letter move (its store operations without the counters, which are added as
+  /// of each attempt) and answers `promise` once it is durable; a failed move is sent again, in
+  /// order with the other failed ones, every `store_retry` (`retry_moves`).
+  using move_promise = caf::typed_response_promise<caf::ok_atom>;
+  void move_dead(std::vector<store_op> ops, move_promise promise);
+  void retry_moves();
+  struct failed_move {
+    std::vector<store_op> ops;
+    move_promise promise;
+  };
+  std::vector<failed_move> failed_moves_;
   /// An ack batch being gathered: the outcomes of its groups (one `acked_atom`), of the fairness
   /// actor, and of the handler itself; `remaining` counts who has yet to report.
   struct ack_gather {
