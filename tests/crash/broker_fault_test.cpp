@@ -9,9 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "crash_support.hpp"
-#include "fault_fs.hpp"
-#include "laneq/actors/broker.hpp"
+#include "fault_broker.hpp"
 
 namespace laneq::test {
 namespace {
@@ -29,22 +27,7 @@ queue_spec ledger_spec() {
   return queue_spec("ledger").ordered_by({key::header("account")});
 }
 
-class BrokerFault : public ::testing::TestWithParam<fault_kind> {
- protected:
-  broker_options options() {
-    broker_options opts;
-    opts.data_dir = dir_.sub("db");
-    opts.reclaim_grace = duration{0};
-    opts.persistence.env = make_env(fs_);
-    opts.persistence.reopen_interval = 50ms;
-    return opts;
-  }
-
-  temp_dir dir_;
-  std::shared_ptr<fault_fs> fs_ = std::make_shared<fault_fs>();
-  crash_config cfg_;
-  caf::actor_system sys_{cfg_};
-};
+class BrokerFault : public fault_broker_test<::testing::TestWithParam<fault_kind>> {};
 
 TEST_P(BrokerFault, no_write_is_acknowledged_while_the_disk_fails_and_the_broker_recovers) {
   std::set<std::string> acknowledged;  // bodies whose enqueue was answered with ids

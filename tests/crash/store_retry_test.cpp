@@ -8,31 +8,14 @@
 #include <future>
 #include <thread>
 
-#include "crash_support.hpp"
-#include "fault_fs.hpp"
-#include "laneq/actors/broker.hpp"
+#include "fault_broker.hpp"
 
 namespace laneq::test {
 namespace {
 
 using namespace std::chrono_literals;
 
-class StoreRetry : public ::testing::Test {
- protected:
-  broker_options options() {
-    broker_options opts;
-    opts.data_dir = dir_.sub("db");
-    opts.reclaim_grace = duration{0};
-    opts.persistence.env = make_env(fs_);
-    opts.persistence.reopen_interval = 50ms;
-    return opts;
-  }
-
-  temp_dir dir_;
-  std::shared_ptr<fault_fs> fs_ = std::make_shared<fault_fs>();
-  crash_config cfg_;
-  caf::actor_system sys_{cfg_};
-};
+class StoreRetry : public fault_broker_test<> {};
 
 TEST_F(StoreRetry, failed_writes_are_sent_again_once_the_store_is_back) {
   {

@@ -77,6 +77,14 @@ class store_files : public ::testing::Test {
     for (const auto& w : words) EXPECT_NE(out.find(w), std::string::npos) << w << "\n" << out;
   }
 
+  /// Fills a store and stops laneqd cleanly (SIGTERM: it flushes, the WAL is empty).
+  void fill_and_stop() {
+    laneqd_process p;
+    auto port = start(p);
+    ASSERT_EQ(fill(port), batches * per_batch + 1);
+    ASSERT_EQ(p.stop(SIGTERM), 0) << p.output(true);
+  }
+
   /// Fills a store and kills laneqd with SIGKILL, so the messages are in the WAL only.
   void fill_and_kill() {
     laneqd_process p;
@@ -90,30 +98,25 @@ class store_files : public ::testing::Test {
 };
 
 TEST_F(store_files, a_deleted_wal_is_refused) {
-  fill_and_kill();
+  ASSERT_NO_FATAL_FAILURE(fill_and_kill());
   for (const auto& f : files(".log")) fs::remove(f);
   expect_refusal({"acknowledged writes are missing", "LANEQ-COMMITTED", db().string()});
 }
 
 TEST_F(store_files, a_wal_truncated_to_zero_is_refused) {
-  fill_and_kill();
+  ASSERT_NO_FATAL_FAILURE(fill_and_kill());
   for (const auto& f : files(".log")) fs::resize_file(f, 0);
   expect_refusal({"acknowledged writes are missing", "LANEQ-COMMITTED"});
 }
 
 TEST_F(store_files, a_wal_cut_in_half_is_refused) {
-  fill_and_kill();
+  ASSERT_NO_FATAL_FAILURE(fill_and_kill());
   for (const auto& f : files(".log")) fs::resize_file(f, fs::file_size(f) / 2);
   expect_refusal({"acknowledged writes are missing", "LANEQ-COMMITTED"});
 }
 
 TEST_F(store_files, a_manifest_cut_in_half_is_refused) {
-  {
-    laneqd_process p;
-    auto port = start(p);
-    ASSERT_EQ(fill(port), batches * per_batch + 1);
-    ASSERT_EQ(p.stop(SIGTERM), 0) << p.output(true);
-  }
+  ASSERT_NO_FATAL_FAILURE(fill_and_stop());
   auto manifests = files("MANIFEST-");
   ASSERT_EQ(manifests.size(), 1u);
   fs::resize_file(manifests[0], fs::file_size(manifests[0]) / 2);
@@ -122,12 +125,7 @@ TEST_F(store_files, a_manifest_cut_in_half_is_refused) {
 }
 
 TEST_F(store_files, current_and_wal_deleted_with_tables_present_is_refused) {
-  {
-    laneqd_process p;
-    auto port = start(p);
-    ASSERT_EQ(fill(port), batches * per_batch + 1);
-    ASSERT_EQ(p.stop(SIGTERM), 0) << p.output(true);
-  }
+  ASSERT_NO_FATAL_FAILURE(fill_and_stop());
   fs::remove(db() / "CURRENT");
   for (const auto& f : files(".log")) fs::remove(f);
   expect_refusal({"no CURRENT file", db().string()});
@@ -135,10 +133,7 @@ TEST_F(store_files, current_and_wal_deleted_with_tables_present_is_refused) {
 }
 
 TEST_F(store_files, a_clean_stop_flushes_so_the_restart_replays_no_wal_and_keeps_everything) {
-  laneqd_process p;
-  auto port = start(p);
-  ASSERT_EQ(fill(port), batches * per_batch + 1);
-  ASSERT_EQ(p.stop(SIGTERM), 0) << p.output(true);
+  ASSERT_NO_FATAL_FAILURE(fill_and_stop());
   EXPECT_FALSE(files(".sst").empty());
   std::uintmax_t wal_bytes = 0;
   for (const auto& f : files(".log")) wal_bytes += fs::file_size(f);
@@ -155,12 +150,7 @@ TEST_F(store_files, a_clean_stop_flushes_so_the_restart_replays_no_wal_and_keeps
 }
 
 TEST_F(store_files, a_store_from_before_the_marker_starts_and_is_marked) {
-  {
-    laneqd_process p;
-    auto port = start(p);
-    ASSERT_EQ(fill(port), batches * per_batch + 1);
-    ASSERT_EQ(p.stop(SIGTERM), 0) << p.output(true);
-  }
+  ASSERT_NO_FATAL_FAILURE(fill_and_stop());
   fs::remove(db() / "LANEQ-COMMITTED");
   laneqd_process again;
   ASSERT_NE(start(again), 0);
