@@ -107,6 +107,7 @@ class store_logger final : public rocksdb::Logger {
 
   const std::string path_;
   const std::size_t max_bytes_;
+  // Not shared between actors: RocksDB logs from its own flush, compaction and writer threads.
   mutable std::mutex mutex_;
   int fd_ = -1;
   std::size_t size_ = 0;
