@@ -83,6 +83,11 @@ void queue_actor_impl::on_exit() {
   auto answer = to_caf(stopped);
   for (auto& [batch, g] : acking_) g->promise.deliver(answer);
   acking_.clear();
+  // Held work and failed moves keep response promises (strong references to this actor).
+  auto held = std::move(held_);
+  for (auto& h : held) h.drop(stopped);
+  for (auto& m : failed_moves_) m.promise.deliver(answer);
+  failed_moves_.clear();
   fairness_ = nullptr;
   offers_.release();
   // Groups are monitored, not linked (spawn_group): they go down with the queue by this exit.
@@ -413,9 +418,10 @@ void queue_actor_impl::settle_dedupe(const admitted& a, bool committed) {
   }
 }
 
-void queue_actor_impl::run_or_hold(std::function<void()> f) {
+void queue_actor_impl::run_or_hold(std::function<void()> f,
+                                   std::function<void(const error&)> drop) {
   if (topic_batch_ || recovering_ || recovery_deferred_) {
-    held_.push_back(std::move(f));
+    held_.push_back(held_work{std::move(f), std::move(drop)});
     return;
   }
   f();
@@ -423,7 +429,7 @@ void queue_actor_impl::run_or_hold(std::function<void()> f) {
 
 void queue_actor_impl::release_held() {
   while (!held_.empty() && !topic_batch_ && !recovering_ && !recovery_deferred_) {
-    auto f = std::move(held_.front());
+    auto f = std::move(held_.front().run);
     held_.pop_front();
     f();
   }
@@ -548,9 +554,11 @@ void queue_actor_impl::persist_and_route(std::vector<placed> batch, std::vector<
                                          Done finish) {
   if (topic_batch_ || recovering_ || recovery_deferred_) {
     // A topic's write is pending: this one goes after it, keeping seqs and counters in order.
-    held_.push_back([this, batch = std::move(batch), ops = std::move(ops), finish]() mutable {
-      persist_and_route(std::move(batch), std::move(ops), std::move(finish));
-    });
+    held_.push_back(
+        held_work{[this, batch = std::move(batch), ops = std::move(ops), finish]() mutable {
+                    persist_and_route(std::move(batch), std::move(ops), std::move(finish));
+                  },
+                  [finish](const error& e) mutable { finish(std::optional<error>{e}); }});
     return;
   }
   ops.reserve(ops.size() + batch.size() + 1);
@@ -833,9 +841,11 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
         auto promise = make_response_promise<std::vector<message_id>>();
         if (recovering_) {
           // Numbering continues from the store: wait for the (deferred) recovery to finish.
-          held_.push_back([this, promise, batch = std::move(batch)]() mutable {
-            enqueue_batch(std::move(batch), promise);
-          });
+          held_.push_back(
+              held_work{[this, promise, batch = std::move(batch)]() mutable {
+                          enqueue_batch(std::move(batch), promise);
+                        },
+                        [promise](const error& e) mutable { promise.deliver(to_caf(e)); }});
           return promise;
         }
         enqueue_batch(std::move(batch), promise);
@@ -1038,12 +1048,12 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
           dead_letters_.emplace(order, std::move(dl));
         }
         auto promise = make_response_promise<caf::ok_atom>();
-        run_or_hold([this, promise, ops = std::move(ops)]() mutable {
-          move_dead(std::move(ops), promise);
-        });
+        run_or_hold(
+            [this, promise, ops = std::move(ops)]() mutable { move_dead(std::move(ops), promise); },
+            [promise](const error& e) mutable { promise.deliver(to_caf(e)); });
         return promise;
       },
-      [this](write_atom) { run_or_hold([this] { retry_moves(); }); },
+      [this](write_atom) { run_or_hold([this] { retry_moves(); }, [](const error&) {}); },
       [this](idle_atom, group_id id, std::uint64_t received) { on_idle(id, received); },
       [this](tick_atom) { end_lingers(); },
       [this](recover_atom) -> caf::result<caf::ok_atom> {

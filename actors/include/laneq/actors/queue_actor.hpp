@@ -95,8 +95,9 @@ class queue_actor_impl : public queue_actor::base {
   void enqueue_batch(std::vector<outgoing_message> batch, ids_promise promise);
   /// The outcome of an admitted batch's write: confirms or forgets its dedupe keys.
   void settle_dedupe(const admitted& a, bool committed);
-  /// Runs `f` now, or after the pending topic write or the deferred recovery (FIFO).
-  void run_or_hold(std::function<void()> f);
+  /// Runs `f` now, or after the pending topic write or the deferred recovery (FIFO). If the
+  /// queue stops first, `drop` runs instead with the reason, to answer whoever waits.
+  void run_or_hold(std::function<void()> f, std::function<void(const error&)> drop);
   void release_held();
   /// Makes `batch` durable together with `ops`, then routes it; `finish` runs once the batch is
   /// routed (or with the error).
@@ -180,7 +181,13 @@ class queue_actor_impl : public queue_actor::base {
   /// Recovery waits for the key functions of a recovered spec (lanes.md L3).
   bool recovery_deferred_ = false;
   bool recovering_ = false;
-  std::deque<std::function<void()>> held_;
+  /// Work held back by a pending topic write or recovery. The closures keep response promises,
+  /// which are strong references to this actor: `on_exit` drops them, answering each waiter.
+  struct held_work {
+    std::function<void()> run;
+    std::function<void(const error&)> drop;
+  };
+  std::deque<held_work> held_;
   /// Writes a dead-letter move (its store operations without the counters, which are added as
   /// of each attempt) and answers `promise` once it is durable; a failed move is sent again, in
   /// order with the other failed ones, every `store_retry` (`retry_moves`).
