@@ -24,7 +24,9 @@ store_op put_meta(std::string_view name, std::uint64_t value) {
 }  // namespace
 
 admin_actor_impl::admin_actor_impl(caf::actor_config& cfg, admin_actor_config ac)
-    : admin_actor::base(cfg), ac_(std::move(ac)), nonces_(ac_.ctx->seed, ac_.ctx->nonce_key) {}
+    : actor_base<admin_actor>(cfg),
+      ac_(std::move(ac)),
+      nonces_(ac_.ctx->seed, ac_.ctx->nonce_key) {}
 
 void admin_actor_impl::on_exit() {
   for (auto& [name, e] : queues_) anon_send_exit(e.handle, caf::exit_reason::user_shutdown);

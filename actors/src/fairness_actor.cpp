@@ -6,7 +6,7 @@
 namespace laneq {
 
 fairness_actor_impl::fairness_actor_impl(caf::actor_config& cfg, fairness_actor_config fc)
-    : fairness_actor::base(cfg), fc_(std::move(fc)), sched_(fc_.throttles) {}
+    : actor_base<fairness_actor>(cfg), fc_(std::move(fc)), sched_(fc_.throttles) {}
 
 // Handles to peers are strong references: drop them so no cycle outlives the actor.
 void fairness_actor_impl::on_exit() {

@@ -6,7 +6,7 @@ namespace laneq {
 using namespace std::chrono_literals;
 
 group_actor_impl::group_actor_impl(caf::actor_config& cfg, group_actor_config gc)
-    : group_actor::base(cfg),
+    : actor_base<group_actor>(cfg),
       gc_(std::move(gc)),
       state_(gc_.id, gc_.max_attempts, gc_.storage->window, gc_.storage->window_max) {}
 

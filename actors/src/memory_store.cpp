@@ -5,7 +5,7 @@
 
 namespace laneq {
 
-memory_store_impl::memory_store_impl(caf::actor_config& cfg) : store_actor::base(cfg) {}
+memory_store_impl::memory_store_impl(caf::actor_config& cfg) : actor_base<store_actor>(cfg) {}
 
 void memory_store_impl::commit() {
   if (batch_.empty()) return;

@@ -3,6 +3,7 @@
 // stats, and fail-stop on storage errors with recovery by close-and-reopen. The only RocksDB code
 // outside the tests.
 #include "laneq/actors/persistence.hpp"
+#include "laneq/actors/actor_base.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -313,11 +314,11 @@ std::string validate(const persistence_options& opts) {
   return problems;
 }
 
-class persistence_impl : public store_actor::base {
+class persistence_impl : public actor_base<store_actor> {
  public:
   persistence_impl(caf::actor_config& cfg, persistence_options opts, rocksdb::Options db_opts,
                    std::unique_ptr<rocksdb::DB> db)
-      : store_actor::base(cfg),
+      : actor_base<store_actor>(cfg),
         opts_(std::move(opts)),
         db_opts_(std::move(db_opts)),
         db_(std::move(db)) {

@@ -100,7 +100,7 @@ void queue_actor_impl::on_exit() {
 }
 
 queue_actor_impl::queue_actor_impl(caf::actor_config& cfg, queue_actor_config qc)
-    : queue_actor::base(cfg), qc_(std::move(qc)) {
+    : actor_base<queue_actor>(cfg), qc_(std::move(qc)) {
   // Group ids of different broker runs never meet: a token from before a restart cannot name a
   // group of this run by accident.
   next_group_ = (qc_.storage->epoch << 32) + 1;

@@ -1,6 +1,7 @@
 // The remote admin actor (actors/include/laneq/actors/remote_admin.hpp): reads the JSON specs of
 // queues and topics and delegates every request to the in-process admin actor.
 #include "laneq/actors/remote_admin.hpp"
+#include "laneq/actors/actor_base.hpp"
 
 #include <boost/json/parse.hpp>
 
@@ -10,10 +11,10 @@ namespace laneq {
 
 namespace {
 
-class remote_admin_impl : public remote_admin_actor::base {
+class remote_admin_impl : public actor_base<remote_admin_actor> {
  public:
   remote_admin_impl(caf::actor_config& cfg, admin_actor admin)
-      : remote_admin_actor::base(cfg), admin_(std::move(admin)) {
+      : actor_base<remote_admin_actor>(cfg), admin_(std::move(admin)) {
     // Follows the admin actor: a published remote admin must not outlive the broker.
     link_to(admin_);
   }

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "laneq/actors/actor_base.hpp"
 #include "laneq/server/json_mapping.hpp"
 #include "laneq/spec_json.hpp"
 
@@ -55,9 +56,9 @@ using call_ptr = std::shared_ptr<call>;
 /// alone was 3% of laneqd's with 1,000 groups over HTTP (benchmarks/README.md). Instead the
 /// gateway looks at the calls it watches once a second, while it has any, and fails those past
 /// their deadline with `unavailable`, as a CAF timeout did.
-class gateway : public caf::event_based_actor {
+class gateway : public tsan_visible<caf::event_based_actor> {
  public:
-  explicit gateway(caf::actor_config& cfg) : caf::event_based_actor(cfg) {}
+  explicit gateway(caf::actor_config& cfg) : tsan_visible<caf::event_based_actor>(cfg) {}
 
   caf::behavior make_behavior() override {
     return {

@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 
+#include "laneq/actors/actor_base.hpp"
 #include "laneq/actors/context.hpp"
 #include "laneq/actors/protocol.hpp"
 #include "laneq/lease.hpp"
@@ -29,7 +30,7 @@ struct admin_actor_config {
   duration store_retry = limits::store_reopen_interval;
 };
 
-class admin_actor_impl : public admin_actor::base {
+class admin_actor_impl : public actor_base<admin_actor> {
  public:
   admin_actor_impl(caf::actor_config& cfg, admin_actor_config ac);
 

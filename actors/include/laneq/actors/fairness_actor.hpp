@@ -11,6 +11,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "laneq/actors/actor_base.hpp"
 #include "laneq/actors/context.hpp"
 #include "laneq/actors/protocol.hpp"
 #include "laneq/actors/queue_storage.hpp"
@@ -37,7 +38,7 @@ struct fairness_actor_config {
   std::shared_ptr<std::optional<error>> stopped = std::make_shared<std::optional<error>>();
 };
 
-class fairness_actor_impl : public fairness_actor::base {
+class fairness_actor_impl : public actor_base<fairness_actor> {
  public:
   fairness_actor_impl(caf::actor_config& cfg, fairness_actor_config fc);
 

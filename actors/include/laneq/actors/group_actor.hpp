@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "laneq/actors/actor_base.hpp"
 #include "laneq/actors/context.hpp"
 #include "laneq/actors/protocol.hpp"
 #include "laneq/actors/queue_storage.hpp"
@@ -39,7 +40,7 @@ struct group_actor_config {
   offer_box offers;     ///< the queue's: where the group offers its head to the fairness actor
 };
 
-class group_actor_impl : public group_actor::base {
+class group_actor_impl : public actor_base<group_actor> {
  public:
   group_actor_impl(caf::actor_config& cfg, group_actor_config gc);
 

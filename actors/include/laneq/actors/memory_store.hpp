@@ -9,11 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "laneq/actors/actor_base.hpp"
 #include "laneq/actors/protocol.hpp"
 
 namespace laneq {
 
-class memory_store_impl : public store_actor::base {
+class memory_store_impl : public actor_base<store_actor> {
  public:
   explicit memory_store_impl(caf::actor_config& cfg);
 

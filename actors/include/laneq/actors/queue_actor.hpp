@@ -17,6 +17,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "laneq/actors/actor_base.hpp"
 #include "laneq/actors/context.hpp"
 #include "laneq/actors/protocol.hpp"
 #include "laneq/actors/queue_storage.hpp"
@@ -37,7 +38,7 @@ struct queue_actor_config {
   bool hook_missing = false;
 };
 
-class queue_actor_impl : public queue_actor::base {
+class queue_actor_impl : public actor_base<queue_actor> {
  public:
   queue_actor_impl(caf::actor_config& cfg, queue_actor_config qc);
 
