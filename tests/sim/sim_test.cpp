@@ -22,6 +22,9 @@
 // The harness runs the actors until they are idle after every call, so a crash finds every write
 // committed: "an ack whose answer was lost may or may not have happened" (R8) does not arise
 // here; tests/crash/kill9 covers it.
+// Episodes take four classes in turn (fast, durable, each with and without throttles), and each
+// class must reach minimum counts of crashes, reclaims, expiries, dead letters and redrives, or
+// the run fails (coverage.hpp).
 // Environment: LANEQ_SIM_SEED (default: random, printed), LANEQ_SIM_STEPS (total steps),
 // LANEQ_SIM_PROFILE=1 (print the wall time spent per kind of step).
 // A failure prints "INVARIANT VIOLATED", the seed and a command that reruns it.
@@ -37,6 +40,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "coverage.hpp"
 #include "harness.hpp"
 
 namespace laneq {
@@ -105,14 +109,8 @@ struct episode_spec {
   std::vector<std::string> tenants;   // fairness keys
 };
 
-/// How often each kind of event happened, across all episodes: proof the run reached them.
-struct coverage {
-  std::uint64_t deliveries = 0, acks = 0, nacks = 0, expiries = 0, dead_letters = 0, redrives = 0,
-                stale_rejected = 0, grouped_deliveries = 0, throttled_episodes = 0,
-                delayed_deliveries = 0, crashes = 0, durable_episodes = 0, held_heads = 0,
-                reclaims = 0, old_tokens_refused = 0, durable_old_tokens = 0, recovered = 0;
-};
-coverage cov;
+using sim::episode_class;
+using sim::event;
 
 /// Wall time per kind of step (LANEQ_SIM_PROFILE=1): where a slow run spends its time.
 struct step_profile {
@@ -128,10 +126,12 @@ class checker_failure : public std::runtime_error {
 
 class simulation {
  public:
-  simulation(std::uint64_t seed, std::uint64_t episode, std::uint64_t steps)
+  simulation(std::uint64_t seed, std::uint64_t episode, std::uint64_t steps, sim::run_coverage& rc)
       : seed_(seed),
         episode_(episode),
         steps_(steps),
+        class_(sim::class_of_episode(episode)),
+        cov_(rc.of(class_)),
         rng_(seed * 1'000'003 + episode),
         opts_(draw_options()),
         h_(seed, opts_) {
@@ -140,8 +140,7 @@ class simulation {
     auto q = h_.create(ep_.spec);
     if (!q) fail("create_queue: " + to_string(q.err()));
     q_ = q.value();
-    if (!ep_.spec.throttles().empty()) ++cov.throttled_episodes;
-    if (durable()) ++cov.durable_episodes;
+    cov_.bump(event::episodes);
   }
 
   void run() {
@@ -207,11 +206,12 @@ class simulation {
   [[noreturn]] void fail(const std::string& what) {
     std::ostringstream os;
     os << "INVARIANT VIOLATED: " << what << "\n  seed " << seed_ << ", episode " << episode_
-       << ", step " << step_ << ", run " << run_ << ", t=" << h_.elapsed().count() << "us, queue "
-       << ep_.spec.describe() << (durable() ? ", durable" : ", fast") << ", reclaim_grace "
-       << opts_.reclaim_grace.count() << "us, group_window " << opts_.group_window
-       << ", group_window_max " << opts_.group_window_max << ", window_budget_bytes "
-       << opts_.window_budget_bytes << "\n  rerun: LANEQ_SIM_SEED=" << seed_
+       << ", step " << step_ << ", class " << sim::class_names[static_cast<std::size_t>(class_)]
+       << ", run " << run_ << ", t=" << h_.elapsed().count() << "us, queue " << ep_.spec.describe()
+       << (durable() ? ", durable" : ", fast") << ", reclaim_grace " << opts_.reclaim_grace.count()
+       << "us, group_window " << opts_.group_window << ", group_window_max "
+       << opts_.group_window_max << ", window_budget_bytes " << opts_.window_budget_bytes
+       << "\n  rerun: LANEQ_SIM_SEED=" << seed_
        << " LANEQ_SIM_STEPS=" << env_u64("LANEQ_SIM_STEPS", default_steps)
        << " build/dev/bin/laneq_sim_tests --gtest_filter='Sim.*'";
     throw checker_failure(os.str());
@@ -230,12 +230,17 @@ class simulation {
     total += std::chrono::steady_clock::now() - t0;
   }
 
-  /// Broker options drawn from the seed: the reclaim grace (0 in a quarter of the episodes,
+  /// The episode's turn within its class (0, 1, 2, ...). Options that make a path unreachable
+  /// (no reclaim grace, no ordering) come by turn, not by draw, so that even a short run's few
+  /// episodes of a class reach the coverage minimums (coverage.hpp).
+  std::uint64_t turn() const { return episode_ / sim::class_count; }
+
+  /// Broker options drawn from the seed: the reclaim grace (0 in every fourth episode of a class,
   /// sometimes shorter than a lease, sometimes longer), a small group window and a window budget
   /// that is off, a few messages' worth (groups grow and stop growing as it fills) or ample.
   broker_options draw_options() {
     broker_options o;
-    auto g = pick(4);
+    auto g = turn() % 4 == 3 ? 0 : 1 + pick(3);
     o.reclaim_grace = g == 0   ? duration{0}
                       : g == 1 ? duration{std::int64_t(1 + pick(50'000))}
                                : duration{std::int64_t(1 + pick(4'000'000))};
@@ -252,8 +257,8 @@ class simulation {
 
   void make_spec() {
     queue_spec s("sim");
-    if (pick(2) == 0) s.delivery(delivery_durability::durable);
-    auto mode = pick(5);
+    if (sim::is_durable(class_)) s.delivery(delivery_durability::durable);
+    auto mode = turn() % 5 == 4 ? 0 : 1 + pick(4);  // unordered in every fifth episode
     if (mode == 1) s.ordered();
     if (mode == 2) s.ordered_by({key::header("account")});
     if (mode == 3) s.ordered_by({key::fairness_key(), key::header("Account")});
@@ -266,11 +271,13 @@ class simulation {
     }
     s.max_attempts(static_cast<std::uint32_t>(1 + pick(4)));
     s.lease(duration{std::int64_t(200'000 + pick(5'000'000))});
-    if (pick(3) == 0) {
+    // A throttled episode has a throttle on the fairness key, on the account, or both.
+    auto throttles = sim::is_throttled(class_) ? 1 + pick(3) : 0;
+    if (throttles & 1) {
       auto rate = 0.5 + static_cast<double>(pick(40)) / 4.0;
       s.throttle({key::fairness_key()}, rate, static_cast<std::uint32_t>(1 + pick(4)));
     }
-    if (pick(4) == 0) s.throttle({key::header("account")}, 2.0, 2);
+    if (throttles & 2) s.throttle({key::header("account")}, 2.0, 2);
     ep_.spec = s;
     auto n_accounts = 2 + pick(30);
     for (std::uint64_t i = 0; i < n_accounts; ++i)
@@ -407,15 +414,15 @@ class simulation {
     m.lease = k.d.lease;
     m.deadline = t + ep_.spec.lease_duration();
     holds_.erase(m.group);
-    ++cov.reclaims;
+    cov_.bump(event::reclaims);
   }
 
   /// Judges `k` at `t` and, for a reclaim, applies it; returns whether the token is valid.
   bool present(const held_token& k, timestamp t) {
     auto v = judge(k, t);
     if (v == verdict::reclaim) reclaim(k, t);
-    if (v == verdict::stale && k.run < run_) ++cov.old_tokens_refused;
-    if (v == verdict::live && k.run < run_ && durable()) ++cov.durable_old_tokens;
+    if (v == verdict::stale && k.run < run_) cov_.bump(event::old_tokens_refused);
+    if (v == verdict::live && k.run < run_ && durable()) cov_.bump(event::durable_old_leases);
     return v != verdict::stale;
   }
 
@@ -505,9 +512,9 @@ class simulation {
             fail("two messages of group " + m.group + " in flight");
       }
       ++m.deliveries;
-      ++cov.deliveries;
-      if (!m.group.empty()) ++cov.grouped_deliveries;
-      if (m.deliveries == 1 && m.delayed) ++cov.delayed_deliveries;
+      cov_.bump(event::deliveries);
+      if (!m.group.empty()) cov_.bump(event::grouped_deliveries);
+      if (m.deliveries == 1 && m.delayed) cov_.bump(event::delayed_deliveries);
       if (d.lease.attempt != m.deliveries)
         fail("attempt number " + std::to_string(d.lease.attempt) + ", expected " +
              std::to_string(m.deliveries));
@@ -566,9 +573,9 @@ class simulation {
     if (valid) {
       transition(d.msg.id, model_msg::state::acked);
       ++ctr_.acked;
-      ++cov.acks;
+      cov_.bump(event::acks);
     } else {
-      ++cov.stale_rejected;
+      cov_.bump(event::stale_rejected);
     }
   }
 
@@ -595,10 +602,10 @@ class simulation {
       fail(std::string{"nack of a "} + (valid ? "live" : "stale") + " lease " +
            (st.ok() ? "succeeded" : "failed: " + to_string(st.err())));
     if (!valid) return;
-    ++cov.nacks;
+    cov_.bump(event::nacks);
     ++ctr_.nacked;
     if (dead || m.deliveries >= ep_.spec.attempts_max()) {
-      ++cov.dead_letters;
+      cov_.bump(event::dead_letters);
       ++ctr_.dead_lettered;
       transition(d.msg.id, model_msg::state::dead);
       dead_order_.push_back(d.msg.id);
@@ -649,7 +656,7 @@ class simulation {
     std::shuffle(ids.begin(), ids.end(), rng_);
     auto n = h_.redrive(q_, ids);
     if (!n || n.value() != ids.size()) fail("redrive failed");
-    cov.redrives += ids.size();
+    cov_.bump(event::redrives, ids.size());
     ctr_.redriven += ids.size();
     for (auto id : ids) {
       auto& m = msgs_.at(id);
@@ -675,10 +682,11 @@ class simulation {
       if (msgs_.at(id).deadline <= t) due.push_back(id);
     for (auto id : due) {
       auto& m = msgs_.at(id);
-      ++cov.expiries;
+      cov_.bump(event::expiries);
       ++ctr_.lease_expired;
       if (m.deliveries >= ep_.spec.attempts_max()) {
         ++ctr_.dead_lettered;
+        cov_.bump(event::dead_letters);
         transition(id, model_msg::state::dead);
         dead_order_.push_back(id);
       } else {
@@ -739,10 +747,10 @@ class simulation {
     q_ = q.value();
     if (h_.now() != t) fail("the restart moved the clock");
     ++run_;
-    ++cov.crashes;
+    cov_.bump(event::crashes);
     ctr_ = run_counters{};
     ctr_.recovered = live();
-    cov.recovered += live();
+    cov_.bump(event::recovered, live());
     buckets_.clear();
     holds_.clear();
     if (!durable()) {
@@ -754,7 +762,7 @@ class simulation {
       if (opts_.reclaim_grace > duration{0})
         for (const auto& [g, set] : live_by_group_) {
           holds_.emplace(g, held_head{set.begin()->second, t + opts_.reclaim_grace});
-          ++cov.held_heads;
+          cov_.bump(event::held_heads);
         }
     }
     check_dead_letters();
@@ -804,6 +812,8 @@ class simulation {
   }
 
   std::uint64_t seed_, episode_, steps_;
+  episode_class class_;
+  sim::coverage& cov_;
   std::uint64_t step_ = 0;
   std::mt19937_64 rng_;
   broker_options opts_;
@@ -826,14 +836,16 @@ class simulation {
   std::uint64_t next_body_ = 1;
 };
 
-/// Runs `total` steps from `seed` in episodes of 2,000; returns the first violation, if any.
-std::optional<std::string> run_seed(std::uint64_t seed, std::uint64_t total) {
+/// Runs `total` steps from `seed` in episodes of 2,000, counting what they reached into `rc`;
+/// returns the first violation, if any.
+std::optional<std::string> run_seed(std::uint64_t seed, std::uint64_t total,
+                                    sim::run_coverage& rc) {
   std::uint64_t done = 0;
   std::uint64_t episode = 0;
   while (done < total) {
     auto steps = std::min<std::uint64_t>(total - done, 2'000);
     try {
-      simulation sim{seed, episode, steps};
+      simulation sim{seed, episode, steps, rc};
       sim.run();
     } catch (const checker_failure& e) {
       return std::string{e.what()};
@@ -846,26 +858,32 @@ std::optional<std::string> run_seed(std::uint64_t seed, std::uint64_t total) {
   return std::nullopt;
 }
 
+/// One line per episode class, then the totals: every event and its count.
+void print_coverage(const sim::run_coverage& rc) {
+  auto line = [](const char* name, const sim::coverage& c) {
+    std::cout << "sim: coverage " << name << ":";
+    for (std::size_t i = 0; i < sim::event_count; ++i)
+      std::cout << (i ? ", " : " ") << c.n[i] << " " << sim::event_names[i];
+    std::cout << "\n";
+  };
+  for (std::size_t i = 0; i < sim::class_count; ++i) line(sim::class_names[i], rc.by_class[i]);
+  line("total", rc.total());
+  std::cout << std::flush;
+}
+
 TEST(Sim, invariants_hold_over_seeded_random_runs) {
   auto seed = env_u64("LANEQ_SIM_SEED", std::random_device{}());
   auto total = env_u64("LANEQ_SIM_STEPS", default_steps);
-  std::cout << "sim: seed " << seed << ", " << total << " steps (rerun: LANEQ_SIM_SEED=" << seed
-            << " LANEQ_SIM_STEPS=" << total << ")" << std::endl;
-  if (auto failure = run_seed(seed, total)) {
+  auto rerun =
+      "LANEQ_SIM_SEED=" + std::to_string(seed) + " LANEQ_SIM_STEPS=" + std::to_string(total);
+  std::cout << "sim: seed " << seed << ", " << total << " steps (rerun: " << rerun << ")"
+            << std::endl;
+  sim::run_coverage rc;
+  if (auto failure = run_seed(seed, total, rc)) {
     std::cout << *failure << std::endl;
     FAIL() << *failure;
   }
-  std::cout << "sim: coverage: " << cov.deliveries << " deliveries (" << cov.grouped_deliveries
-            << " grouped, " << cov.delayed_deliveries << " after an enqueue delay), " << cov.acks
-            << " acks, " << cov.nacks << " nacks, " << cov.expiries << " lease expiries, "
-            << cov.dead_letters << " dead letters on nack, " << cov.redrives << " redriven, "
-            << cov.stale_rejected << " stale leases rejected, " << cov.throttled_episodes
-            << " throttled episodes\n"
-            << "sim: restarts: " << cov.crashes << " crashes (" << cov.durable_episodes
-            << " durable episodes), " << cov.recovered << " messages recovered, " << cov.held_heads
-            << " heads held for a reclaim grace, " << cov.reclaims << " reclaimed by an old token, "
-            << cov.durable_old_tokens << " durable leases used after a restart, "
-            << cov.old_tokens_refused << " old tokens refused" << std::endl;
+  print_coverage(rc);
   if (profiling) {
     std::cout << "sim: wall time per kind of step:\n";
     for (const auto& [kind, v] : prof.by_kind)
@@ -874,6 +892,15 @@ TEST(Sim, invariants_hold_over_seeded_random_runs) {
                 << " ms, " << (v.first ? v.second.count() / 1000 / std::int64_t(v.first) : 0)
                 << " us each\n";
   }
+  // Coverage is asserted: each class must reach its minimums (coverage.hpp).
+  auto judged = total / 2'000 / sim::class_count >= sim::judged_episodes_min;
+  auto missed = sim::unmet(rc);
+  for (const auto& m : missed)
+    std::cout << (judged ? "COVERAGE NOT REACHED: " : "sim: (not judged, a short run) ") << m
+              << std::endl;
+  if (judged && !missed.empty())
+    FAIL() << missed.size() << " coverage minimum(s) not reached (seed " << seed
+           << "; rerun: " << rerun << ")";
 }
 
 // Seeds that found production bugs, pinned (they replay only while the simulation draws its
@@ -884,7 +911,8 @@ TEST(SimFoundBugs, pinned_seeds_hold_every_invariant) {
     const char* bug;
   };
   for (const auto& p : {pinned{17, 6'000, "R6: a reclaimed lease is refused after the grace"}}) {
-    auto failure = run_seed(p.seed, p.steps);
+    sim::run_coverage rc;
+    auto failure = run_seed(p.seed, p.steps, rc);
     EXPECT_FALSE(failure) << "seed " << p.seed << " (" << p.bug << "):\n" << failure.value_or("");
   }
 }
