@@ -54,6 +54,15 @@ std::vector<delivery> fairness_actor_impl::take(std::uint32_t max, duration leas
       leases_.grant(token, item.msg, deadline, t);
     }
     out.push_back(delivery{std::move(item.msg), token, deadline, std::move(label)});
+#if LANEQ_CANARY_TWO_IN_FLIGHT
+    // Canary build (tests/sim): a group's head is handed out twice in one answer, under two
+    // leases, so its group has two in flight (breaks G4).
+    if (item.group && out.size() < max) {
+      auto again = out.back();
+      ++again.lease.attempt;
+      out.push_back(std::move(again));
+    }
+#endif
   }
   if (!out.empty()) {
     queue_metrics::add(fc_.metrics->delivered, out.size());

@@ -144,6 +144,11 @@ void group_state::on_delivered(const lease_token& lease, timestamp deadline, tim
 
 result<ok_t> group_state::check_lease(const lease_token& lease) const {
   if (lease_ && *lease_ == lease) return ok_t{};
+#ifdef LANEQ_CANARY_STALE_LEASE
+  // Canary build (tests/sim): the previous attempt's lease still works once the head is in
+  // flight again, so a stale lease is accepted (breaks O5).
+  if (last_lease_ && *last_lease_ == lease && phase_ == phase::in_flight) return ok_t{};
+#endif
   if (last_lease_ && *last_lease_ == lease && !messages_.empty() &&
       messages_.front().id == lease.msg)
     return error{errc::lease_expired,
@@ -202,6 +207,18 @@ group_effects group_state::fail_head(timestamp now, duration retry_after, dead_l
   since_ = now;
   group_effects fx;
   fx.updated = head;
+#ifdef LANEQ_CANARY_REORDER
+  // Canary build (tests/sim): a retried head swaps places with the message behind it, so the
+  // group delivers out of order (breaks G3). The places keep their seq and attempts, so the
+  // window still looks in order to the group's own checks. Only a next message that is ready
+  // jumps ahead, so the first thing seen is the out-of-order delivery.
+  if (messages_.size() > 1 && messages_[1].not_before <= now) {
+    auto& next = messages_[1];
+    std::swap(head, next);
+    std::swap(head.seq, next.seq);
+    std::swap(head.attempts, next.attempts);
+  }
+#endif
   offer_head(fx);
   return fx;
 }

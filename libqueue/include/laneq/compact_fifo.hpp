@@ -34,6 +34,7 @@ class compact_fifo {
   }
   /// The i-th element from the front.
   const T& operator[](std::size_t i) const { return items_[head_ + i]; }
+  T& operator[](std::size_t i) { return items_[head_ + i]; }
 
   void push_back(T x) { items_.push_back(std::move(x)); }
 
