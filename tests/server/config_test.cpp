@@ -58,7 +58,7 @@ TEST(config, every_field_is_read) {
     "group_window_max": 4096,
     "window_budget_mb": 512,
     "limits": {"target_bytes": 1024, "header_count": 32, "header_bytes": 8192,
-               "body_bytes": 65536, "batch": 100},
+               "body_bytes": 65536, "batch": 100, "head_timeout_ms": 2000},
     "tokens": [{"token": "acme-secret-token-1", "tenant": "acme"},
                {"token": "admin-secret-token-1", "tenant": "*"}],
     "queues": {"orders": {"ordering": {"mode": "queue"}, "lease_ms": 5000},
@@ -83,6 +83,7 @@ TEST(config, every_field_is_read) {
   EXPECT_EQ(c.limits.header_bytes, 8192u);
   EXPECT_EQ(c.limits.body_bytes, 65536u);
   EXPECT_EQ(c.limits.batch, 100u);
+  EXPECT_EQ(c.limits.head_timeout_ms, 2000u);
   ASSERT_EQ(c.tokens.size(), 2u);
   EXPECT_EQ(c.tokens[0].tenant, "acme");
   EXPECT_EQ(c.tokens[1].tenant, "*");

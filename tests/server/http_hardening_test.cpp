@@ -1,6 +1,9 @@
 // The HTTP front end against hostile or careless clients (issue 22, parts 5 and 6): header names
 // that are not tokens, HEAD and `Expect: 100-continue` framing, long polls whose client left,
 // paged group listings, and connection bounds. An in-process server over an in-memory broker.
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <gtest/gtest.h>
 
 #include "server_test_support.hpp"
@@ -139,6 +142,40 @@ TEST_F(http_hardening, a_long_poll_whose_client_left_gives_its_message_back_at_o
   const auto& msgs = r.obj().at("messages").as_array();
   ASSERT_EQ(msgs.size(), 1u) << "the message stayed leased to the client that left";
   EXPECT_EQ(msgs[0].as_object().at("body").as_string(), "x");
+}
+
+/// Whether the server closes `c` within `patience` (bytes it answered first are skipped).
+/// The patience is far above the timeouts under test and far below the 60 s idle timeout.
+bool closed_by_server(client& c, std::chrono::milliseconds patience = 20s) {
+  pollfd p{c.stream().socket().native_handle(), POLLIN, 0};
+  char sink[4096];
+  while (::poll(&p, 1, static_cast<int>(patience.count())) == 1) {
+    auto n = ::recv(p.fd, sink, sizeof sink, 0);
+    if (n <= 0) return true;
+  }
+  return false;
+}
+
+TEST(http_hardening_timeouts, a_connection_without_a_complete_head_is_closed_after_head_timeout) {
+  http_limits limits;
+  limits.head_timeout_ms = 300;
+  in_process_server srv{limits};
+  client silent{srv.port()};
+  client partial{srv.port()};
+  partial.send_raw("GET /healthz HTTP/1.1\r\nHost: x\r\n");
+  // Well inside the 60 s keep-alive idle timeout, both are closed.
+  EXPECT_TRUE(closed_by_server(silent));
+  EXPECT_TRUE(closed_by_server(partial));
+}
+
+TEST(http_hardening_timeouts, a_kept_alive_connection_idles_past_the_head_timeout) {
+  http_limits limits;
+  limits.head_timeout_ms = 200;
+  in_process_server srv{limits};
+  client c{srv.port()};
+  EXPECT_EQ(c.call(http::verb::get, "/healthz").status, 200u);
+  std::this_thread::sleep_for(600ms);  // idle between requests: the idle timeout (60 s) applies
+  EXPECT_EQ(c.call(http::verb::get, "/healthz").status, 200u);
 }
 
 }  // namespace

@@ -70,7 +70,26 @@ class session : public std::enable_shared_from_this<session> {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(sh_->limits.header_bytes));
     parser_->body_limit(sh_->limits.body_bytes);
+    if (served_ && buffer_.size() == 0) return await_request();
+    read_header();
+  }
+
+  /// Between requests a kept-alive connection may idle (idle timeout); the head timeout starts
+  /// with the next request's first bytes.
+  void await_request() {
     stream_.expires_after(http_bounds::idle_timeout);
+    stream_.async_read_some(buffer_.prepare(http_bounds::read_buffer_bytes),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                              if (self->failed(ec)) return;
+                              self->buffer_.commit(n);
+                              self->read_header();
+                            });
+  }
+
+  /// The whole head must arrive within the head timeout: a connection that holds a slot
+  /// without asking anything is closed in seconds, not after the idle timeout.
+  void read_header() {
+    stream_.expires_after(std::chrono::milliseconds{sh_->limits.head_timeout_ms});
     http::async_read_header(stream_, buffer_, *parser_,
                             beast::bind_front_handler(&session::on_header, shared_from_this()));
   }
@@ -117,6 +136,7 @@ class session : public std::enable_shared_from_this<session> {
   /// final answer) before it sends the body.
   void on_header(beast::error_code ec, std::size_t) {
     if (failed(ec)) return;
+    stream_.expires_after(http_bounds::idle_timeout);  // the body, as before
     auto& req = parser_->get();
     version_ = req.version();
     keep_alive_ = req.keep_alive();
@@ -150,6 +170,7 @@ class session : public std::enable_shared_from_this<session> {
     if (auto a = req.find(http::field::authorization); a != req.end())
       r.authorization = std::string{a->value()};
     r.body = std::move(req.body());
+    served_ = true;
     parser_.reset();
     stream_.expires_never();
     {
@@ -249,7 +270,8 @@ class session : public std::enable_shared_from_this<session> {
   std::weak_ptr<asio::io_context> io_;
   unsigned version_ = 11;
   bool keep_alive_ = true;
-  bool head_ = false;  ///< the request being answered is a HEAD
+  bool head_ = false;    ///< the request being answered is a HEAD
+  bool served_ = false;  ///< a request was read: the connection may idle between requests
 };
 
 class listener : public std::enable_shared_from_this<listener> {

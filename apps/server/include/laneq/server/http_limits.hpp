@@ -16,6 +16,9 @@ struct http_limits {
   std::size_t header_bytes = 16 * 1024;  ///< request line and header fields together
   std::size_t body_bytes = 4 * 1024 * 1024;
   std::size_t batch = limits::enqueue_batch_max;  ///< messages, leases or ids in one request
+  /// A connection must send a complete request head this soon after it opens, or after the
+  /// first byte of a later request; otherwise it is closed (not the keep-alive idle timeout).
+  std::size_t head_timeout_ms = 5000;
 };
 
 namespace http_bounds {
@@ -23,6 +26,8 @@ inline constexpr std::size_t target_bytes_max = 64 * 1024;
 inline constexpr std::size_t header_count_max = 1024;
 inline constexpr std::size_t header_bytes_max = 1024 * 1024;
 inline constexpr std::size_t body_bytes_max = 64 * 1024 * 1024;
+inline constexpr std::size_t head_timeout_ms_min = 100;
+inline constexpr std::size_t head_timeout_ms_max = 60'000;
 /// Connections served at once; further accepts wait.
 inline constexpr std::size_t connections_max = 4096;
 /// Each connection's read buffer. Beast reads at most the buffer's free space per system call
