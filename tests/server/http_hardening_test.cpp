@@ -178,5 +178,51 @@ TEST(http_hardening_timeouts, a_kept_alive_connection_idles_past_the_head_timeou
   EXPECT_EQ(c.call(http::verb::get, "/healthz").status, 200u);
 }
 
+/// Waits until the server counts `n` open connections (it accepts after the client connects).
+void wait_for_connections(in_process_server& srv, std::size_t n) {
+  for (int i = 0; i < 2000 && srv.http().connections() != n; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(srv.http().connections(), n);
+}
+
+TEST(http_hardening_connections,
+     idle_anonymous_connections_leave_the_reserve_to_probes_and_tokens) {
+  const std::string token = "admin-secret-token-1";
+  http_limits limits;
+  limits.connections = 8;
+  limits.connections_reserve = 2;
+  limits.head_timeout_ms = 60'000;  // the idle connections stay for the whole test
+  in_process_server srv{limits, {{token, "*"}}};
+  std::vector<std::unique_ptr<client>> idle;
+  for (int i = 0; i < 6; ++i) idle.push_back(std::make_unique<client>(srv.port()));
+  wait_for_connections(srv, 6);
+  // Six anonymous connections fill all but the reserve: a probe and a token still get in.
+  EXPECT_EQ(get(srv.port(), "/healthz").status, 200u);
+  EXPECT_EQ(get(srv.port(), "/v1/queues", token).status, 200u);
+  auto anon = get(srv.port(), "/v1/queues");
+  EXPECT_EQ(anon.status, 503u) << anon.body;
+  EXPECT_EQ(anon.code(), "unavailable");
+  // A probe in the reserve is not kept alive; an authenticated connection is.
+  client probe{srv.port()};
+  EXPECT_EQ(probe.call(http::verb::get, "/healthz").status, 200u);
+  EXPECT_TRUE(closed_by_server(probe, 5s));
+  client authed{srv.port()};
+  EXPECT_EQ(authed.call(http::verb::get, "/v1/queues", {}, token).status, 200u);
+  EXPECT_EQ(authed.call(http::verb::get, "/v1/queues", {}, token).status, 200u);
+  // At the cap (8 open), a further connection is closed at once.
+  wait_for_connections(srv, 7);
+  idle.push_back(std::make_unique<client>(srv.port()));
+  wait_for_connections(srv, 8);
+  client over{srv.port()};
+  EXPECT_TRUE(closed_by_server(over, 5s));
+  idle.pop_back();
+  wait_for_connections(srv, 7);
+  auto m = authed.call(http::verb::get, "/metrics", {}, token);
+  EXPECT_NE(m.body.find("laneq_http_connections 7\n"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("laneq_http_connections_refused_total{reason=\"cap\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(m.body.find("laneq_http_connections_refused_total{reason=\"reserve\"} 1\n"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace laneq::server::test
