@@ -14,6 +14,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -38,6 +39,7 @@ struct http_server::shared {
   connection_counts* counts = nullptr;  ///< the router's metrics'
   std::mutex log_mtx;
   std::chrono::steady_clock::time_point refused_logged{};  ///< guarded by log_mtx
+  std::chrono::steady_clock::time_point accept_logged{};   ///< guarded by log_mtx
 
   void request_done() {
     std::lock_guard guard{mtx};
@@ -70,6 +72,9 @@ struct http_server::shared {
 namespace {
 
 using shared_ptr_t = std::shared_ptr<http_server::shared>;
+
+/// How long the acceptor waits after a failed accept before it accepts again.
+constexpr std::chrono::milliseconds accept_backoff{100};
 
 class session : public std::enable_shared_from_this<session> {
  public:
@@ -358,6 +363,7 @@ class listener : public std::enable_shared_from_this<listener> {
     asio::post(acceptor_.get_executor(), [self = shared_from_this()] {
       beast::error_code ignored;
       self->acceptor_.close(ignored);
+      self->timer_.cancel();
     });
   }
 
@@ -365,6 +371,7 @@ class listener : public std::enable_shared_from_this<listener> {
   void on_accept(beast::error_code ec, tcp::socket socket) {
     if (!acceptor_.is_open()) return;
     if (!ec) admit(std::move(socket));
+    if (ec && ec != asio::error::connection_aborted) return back_off(ec);
     accept();
   }
 
@@ -384,8 +391,22 @@ class listener : public std::enable_shared_from_this<listener> {
     std::make_shared<session>(std::move(socket), sh_, io_, reserved)->run();
   }
 
+  /// After a failed accept (out of descriptors, EMFILE or ENFILE, say) the listening socket
+  /// stays readable: accepting again at once would spin a core. Waits, then accepts again.
+  void back_off(beast::error_code ec) {
+    sh_->log_limited(sh_->accept_logged, "laneqd: HTTP accept failed: " + ec.message() +
+                                             "; accepting again every " +
+                                             std::to_string(accept_backoff.count()) +
+                                             " ms (raise ulimit -n above limits.connections)");
+    timer_.expires_after(accept_backoff);
+    timer_.async_wait([self = shared_from_this()](beast::error_code wec) {
+      if (!wec && self->acceptor_.is_open()) self->accept();
+    });
+  }
+
   std::weak_ptr<asio::io_context> io_;
   tcp::acceptor acceptor_;
+  asio::steady_timer timer_{acceptor_.get_executor()};  ///< the back-off after a failed accept
   shared_ptr_t sh_;
 };
 
