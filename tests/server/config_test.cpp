@@ -58,7 +58,8 @@ TEST(config, every_field_is_read) {
     "group_window_max": 4096,
     "window_budget_mb": 512,
     "limits": {"target_bytes": 1024, "header_count": 32, "header_bytes": 8192,
-               "body_bytes": 65536, "batch": 100},
+               "body_bytes": 65536, "batch": 100, "head_timeout_ms": 2000,
+               "connections": 100, "connections_reserve": 10},
     "tokens": [{"token": "acme-secret-token-1", "tenant": "acme"},
                {"token": "admin-secret-token-1", "tenant": "*"}],
     "queues": {"orders": {"ordering": {"mode": "queue"}, "lease_ms": 5000},
@@ -83,6 +84,9 @@ TEST(config, every_field_is_read) {
   EXPECT_EQ(c.limits.header_bytes, 8192u);
   EXPECT_EQ(c.limits.body_bytes, 65536u);
   EXPECT_EQ(c.limits.batch, 100u);
+  EXPECT_EQ(c.limits.head_timeout_ms, 2000u);
+  EXPECT_EQ(c.limits.connections, 100u);
+  EXPECT_EQ(c.limits.connections_reserve, 10u);
   ASSERT_EQ(c.tokens.size(), 2u);
   EXPECT_EQ(c.tokens[0].tenant, "acme");
   EXPECT_EQ(c.tokens[1].tenant, "*");
@@ -113,6 +117,16 @@ TEST(config, every_error_is_reported_at_once_each_naming_its_field) {
     EXPECT_TRUE(names(p, field)) << field << " not named in:\n" << all(p);
   for (const auto& e : p.errors)
     EXPECT_TRUE(e.code == errc::invalid_argument || e.code == errc::invalid_spec) << to_string(e);
+}
+
+TEST(config, the_connection_reserve_is_below_the_cap_and_follows_a_small_cap) {
+  auto p = parse_config(R"({"limits": {"connections": 100, "connections_reserve": 100}})");
+  ASSERT_EQ(p.errors.size(), 1u) << all(p);
+  EXPECT_TRUE(names(p, "limits.connections_reserve")) << all(p);
+  auto small = parse_config(R"({"limits": {"connections": 40}})");
+  ASSERT_TRUE(small.errors.empty()) << all(small);
+  EXPECT_EQ(small.config.limits.connections_reserve, 10u);
+  EXPECT_EQ(parse_config("{}").config.limits.connections_reserve, 64u);
 }
 
 TEST(config, group_windows_are_bounded_and_the_maximum_is_not_below_the_window) {

@@ -1,6 +1,9 @@
 // The HTTP front end against hostile or careless clients (issue 22, parts 5 and 6): header names
 // that are not tokens, HEAD and `Expect: 100-continue` framing, long polls whose client left,
 // paged group listings, and connection bounds. An in-process server over an in-memory broker.
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <gtest/gtest.h>
 
 #include "server_test_support.hpp"
@@ -139,6 +142,86 @@ TEST_F(http_hardening, a_long_poll_whose_client_left_gives_its_message_back_at_o
   const auto& msgs = r.obj().at("messages").as_array();
   ASSERT_EQ(msgs.size(), 1u) << "the message stayed leased to the client that left";
   EXPECT_EQ(msgs[0].as_object().at("body").as_string(), "x");
+}
+
+/// Whether the server closes `c` within `patience` (bytes it answered first are skipped).
+/// The patience is far above the timeouts under test and far below the 60 s idle timeout.
+bool closed_by_server(client& c, std::chrono::milliseconds patience = 20s) {
+  pollfd p{c.stream().socket().native_handle(), POLLIN, 0};
+  char sink[4096];
+  while (::poll(&p, 1, static_cast<int>(patience.count())) == 1) {
+    auto n = ::recv(p.fd, sink, sizeof sink, 0);
+    if (n <= 0) return true;
+  }
+  return false;
+}
+
+TEST(http_hardening_timeouts, a_connection_without_a_complete_head_is_closed_after_head_timeout) {
+  http_limits limits;
+  limits.head_timeout_ms = 300;
+  in_process_server srv{limits};
+  client silent{srv.port()};
+  client partial{srv.port()};
+  partial.send_raw("GET /healthz HTTP/1.1\r\nHost: x\r\n");
+  // Well inside the 60 s keep-alive idle timeout, both are closed.
+  EXPECT_TRUE(closed_by_server(silent));
+  EXPECT_TRUE(closed_by_server(partial));
+}
+
+TEST(http_hardening_timeouts, a_kept_alive_connection_idles_past_the_head_timeout) {
+  http_limits limits;
+  limits.head_timeout_ms = 200;
+  in_process_server srv{limits};
+  client c{srv.port()};
+  EXPECT_EQ(c.call(http::verb::get, "/healthz").status, 200u);
+  std::this_thread::sleep_for(600ms);  // idle between requests: the idle timeout (60 s) applies
+  EXPECT_EQ(c.call(http::verb::get, "/healthz").status, 200u);
+}
+
+/// Waits until the server counts `n` open connections (it accepts after the client connects).
+void wait_for_connections(in_process_server& srv, std::size_t n) {
+  for (int i = 0; i < 2000 && srv.http().connections() != n; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(srv.http().connections(), n);
+}
+
+TEST(http_hardening_connections,
+     idle_anonymous_connections_leave_the_reserve_to_probes_and_tokens) {
+  const std::string token = "admin-secret-token-1";
+  http_limits limits;
+  limits.connections = 8;
+  limits.connections_reserve = 2;
+  limits.head_timeout_ms = 60'000;  // the idle connections stay for the whole test
+  in_process_server srv{limits, {{token, "*"}}};
+  std::vector<std::unique_ptr<client>> idle;
+  for (int i = 0; i < 6; ++i) idle.push_back(std::make_unique<client>(srv.port()));
+  wait_for_connections(srv, 6);
+  // Six anonymous connections fill all but the reserve: a probe and a token still get in.
+  EXPECT_EQ(get(srv.port(), "/healthz").status, 200u);
+  EXPECT_EQ(get(srv.port(), "/v1/queues", token).status, 200u);
+  auto anon = get(srv.port(), "/v1/queues");
+  EXPECT_EQ(anon.status, 503u) << anon.body;
+  EXPECT_EQ(anon.code(), "unavailable");
+  // A probe in the reserve is not kept alive; an authenticated connection is.
+  client probe{srv.port()};
+  EXPECT_EQ(probe.call(http::verb::get, "/healthz").status, 200u);
+  EXPECT_TRUE(closed_by_server(probe, 5s));
+  client authed{srv.port()};
+  EXPECT_EQ(authed.call(http::verb::get, "/v1/queues", {}, token).status, 200u);
+  EXPECT_EQ(authed.call(http::verb::get, "/v1/queues", {}, token).status, 200u);
+  // At the cap (8 open), a further connection is closed at once.
+  wait_for_connections(srv, 7);
+  idle.push_back(std::make_unique<client>(srv.port()));
+  wait_for_connections(srv, 8);
+  client over{srv.port()};
+  EXPECT_TRUE(closed_by_server(over, 5s));
+  idle.pop_back();
+  wait_for_connections(srv, 7);
+  auto m = authed.call(http::verb::get, "/metrics", {}, token);
+  EXPECT_NE(m.body.find("laneq_http_connections 7\n"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("laneq_http_connections_refused_total{reason=\"cap\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(m.body.find("laneq_http_connections_refused_total{reason=\"reserve\"} 1\n"),
+            std::string::npos);
 }
 
 }  // namespace

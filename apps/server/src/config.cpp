@@ -88,12 +88,25 @@ class reader {
 
 void read_limits(reader& r, const json::object& o, http_limits& l) {
   const std::string p = "limits.";
-  r.known(o, {"target_bytes", "header_count", "header_bytes", "body_bytes", "batch"}, p);
+  r.known(o,
+          {"target_bytes", "header_count", "header_bytes", "body_bytes", "batch", "head_timeout_ms",
+           "connections", "connections_reserve"},
+          p);
   r.integer(o, "target_bytes", p, 64, http_bounds::target_bytes_max, l.target_bytes);
   r.integer(o, "header_count", p, 4, http_bounds::header_count_max, l.header_count);
   r.integer(o, "header_bytes", p, 256, http_bounds::header_bytes_max, l.header_bytes);
   r.integer(o, "body_bytes", p, 1024, http_bounds::body_bytes_max, l.body_bytes);
   r.integer(o, "batch", p, 1, static_cast<std::int64_t>(limits::enqueue_batch_max), l.batch);
+  r.integer(o, "head_timeout_ms", p, http_bounds::head_timeout_ms_min,
+            http_bounds::head_timeout_ms_max, l.head_timeout_ms);
+  r.integer(o, "connections", p, http_bounds::connections_min, http_bounds::connections_max,
+            l.connections);
+  if (!o.contains("connections_reserve"))
+    l.connections_reserve = std::min(l.connections_reserve, l.connections / 4);
+  r.integer(o, "connections_reserve", p, 1, http_bounds::connections_max, l.connections_reserve);
+  if (l.connections_reserve >= l.connections)
+    r.fail(p + "connections_reserve",
+           "must be below limits.connections (" + std::to_string(l.connections) + ")");
 }
 
 void read_tokens(reader& r, const json::value& v, std::vector<token_config>& out) {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <iostream>
 #include <mutex>
 #include <optional>
 
@@ -13,6 +14,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -34,12 +36,36 @@ struct http_server::shared {
   bool open = true;           ///< answers may still be posted to the io_context
   std::size_t in_flight = 0;  ///< guarded by mtx
   std::atomic<bool> stopping{false};
-  std::atomic<std::size_t> connections{0};
+  connection_counts* counts = nullptr;  ///< the router's metrics'
+  std::mutex log_mtx;
+  std::chrono::steady_clock::time_point refused_logged{};  ///< guarded by log_mtx
+  std::chrono::steady_clock::time_point accept_logged{};   ///< guarded by log_mtx
 
   void request_done() {
     std::lock_guard guard{mtx};
     --in_flight;
     if (in_flight == 0) idle.notify_all();
+  }
+
+  /// Writes `line` on stderr unless one was written for `last` within `refused_log_interval`.
+  void log_limited(std::chrono::steady_clock::time_point& last, const std::string& line) {
+    std::lock_guard guard{log_mtx};
+    auto now = std::chrono::steady_clock::now();
+    if (last != std::chrono::steady_clock::time_point{} &&
+        now - last < http_bounds::refused_log_interval)
+      return;
+    last = now;
+    std::cerr << line << '\n';
+  }
+
+  void log_refused(std::string_view why) {
+    log_limited(refused_logged,
+                "laneqd: HTTP connections refused (" + std::string{why} +
+                    "): " + std::to_string(counts->open) + " open, limits.connections " +
+                    std::to_string(limits.connections) + ", reserve " +
+                    std::to_string(limits.connections_reserve) +
+                    "; refused so far: " + std::to_string(counts->refused_cap) + " at the cap, " +
+                    std::to_string(counts->refused_reserve) + " in the reserve");
   }
 };
 
@@ -47,17 +73,25 @@ namespace {
 
 using shared_ptr_t = std::shared_ptr<http_server::shared>;
 
+/// How long the acceptor waits after a failed accept before it accepts again.
+constexpr std::chrono::milliseconds accept_backoff{100};
+
 class session : public std::enable_shared_from_this<session> {
  public:
-  session(tcp::socket&& socket, shared_ptr_t sh, std::weak_ptr<asio::io_context> io)
-      : stream_(std::move(socket)), sh_(std::move(sh)), io_(std::move(io)) {
-    ++sh_->connections;
+  /// `reserved`: taken from the reserve (the anonymous connections had filled the rest).
+  session(tcp::socket&& socket, shared_ptr_t sh, std::weak_ptr<asio::io_context> io, bool reserved)
+      : stream_(std::move(socket)), sh_(std::move(sh)), io_(std::move(io)), reserved_(reserved) {
+    ++sh_->counts->open;
+    ++sh_->counts->anonymous;
     buffer_.reserve(http_bounds::read_buffer_bytes);
     // Answers are written whole; Nagle's algorithm would only hold back their last segment.
     beast::error_code ignored;
     stream_.socket().set_option(tcp::no_delay(true), ignored);
   }
-  ~session() { --sh_->connections; }
+  ~session() {
+    --sh_->counts->open;
+    if (!authenticated_) --sh_->counts->anonymous;
+  }
 
   void run() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
@@ -70,7 +104,26 @@ class session : public std::enable_shared_from_this<session> {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(sh_->limits.header_bytes));
     parser_->body_limit(sh_->limits.body_bytes);
+    if (served_ && buffer_.size() == 0) return await_request();
+    read_header();
+  }
+
+  /// Between requests a kept-alive connection may idle (idle timeout); the head timeout starts
+  /// with the next request's first bytes.
+  void await_request() {
     stream_.expires_after(http_bounds::idle_timeout);
+    stream_.async_read_some(buffer_.prepare(http_bounds::read_buffer_bytes),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                              if (self->failed(ec)) return;
+                              self->buffer_.commit(n);
+                              self->read_header();
+                            });
+  }
+
+  /// The whole head must arrive within the head timeout: a connection that holds a slot
+  /// without asking anything is closed in seconds, not after the idle timeout.
+  void read_header() {
+    stream_.expires_after(std::chrono::milliseconds{sh_->limits.head_timeout_ms});
     http::async_read_header(stream_, buffer_, *parser_,
                             beast::bind_front_handler(&session::on_header, shared_from_this()));
   }
@@ -108,6 +161,27 @@ class session : public std::enable_shared_from_this<session> {
     return std::nullopt;
   }
 
+  /// A connection counts as anonymous until a request on it carries a valid token. One taken
+  /// from the reserve is served health checks (then closed) and authenticated requests only.
+  std::optional<error> admit(const http::request<http::string_body>& req) {
+    if (!authenticated_) {
+      auto a = req.find(http::field::authorization);
+      if (a != req.end() && sh_->route->authenticated(a->value())) {
+        authenticated_ = true;
+        --sh_->counts->anonymous;
+      }
+    }
+    if (!reserved_ || authenticated_) return std::nullopt;
+    if (router::health_check(req.target())) {
+      keep_alive_ = false;
+      return std::nullopt;
+    }
+    ++sh_->counts->refused_reserve;
+    sh_->log_refused("only health checks and authenticated requests in the reserve");
+    return error{errc::unavailable,
+                 "too many connections: only /healthz and authenticated requests are served"};
+  }
+
   error body_too_large() const {
     return error{errc::limit_exceeded,
                  "the request body exceeds " + std::to_string(sh_->limits.body_bytes) + " bytes"};
@@ -117,10 +191,12 @@ class session : public std::enable_shared_from_this<session> {
   /// final answer) before it sends the body.
   void on_header(beast::error_code ec, std::size_t) {
     if (failed(ec)) return;
+    stream_.expires_after(http_bounds::idle_timeout);  // the body, as before
     auto& req = parser_->get();
     version_ = req.version();
     keep_alive_ = req.keep_alive();
     if (auto e = head_out_of_bounds(req)) return answer_now(*e);
+    if (auto e = admit(req)) return answer_now(*e);
     if (auto e = req.find(http::field::expect);
         e == req.end() || !beast::iequals(e->value(), "100-continue") || version_ < 11)
       return read_body();
@@ -150,6 +226,7 @@ class session : public std::enable_shared_from_this<session> {
     if (auto a = req.find(http::field::authorization); a != req.end())
       r.authorization = std::string{a->value()};
     r.body = std::move(req.body());
+    served_ = true;
     parser_.reset();
     stream_.expires_never();
     {
@@ -249,7 +326,10 @@ class session : public std::enable_shared_from_this<session> {
   std::weak_ptr<asio::io_context> io_;
   unsigned version_ = 11;
   bool keep_alive_ = true;
-  bool head_ = false;  ///< the request being answered is a HEAD
+  bool head_ = false;           ///< the request being answered is a HEAD
+  bool served_ = false;         ///< a request was read: the connection may idle between requests
+  bool reserved_ = false;       ///< taken from the reserve (see `admit`)
+  bool authenticated_ = false;  ///< a request on it carried a valid token
 };
 
 class listener : public std::enable_shared_from_this<listener> {
@@ -283,25 +363,50 @@ class listener : public std::enable_shared_from_this<listener> {
     asio::post(acceptor_.get_executor(), [self = shared_from_this()] {
       beast::error_code ignored;
       self->acceptor_.close(ignored);
+      self->timer_.cancel();
     });
   }
 
  private:
   void on_accept(beast::error_code ec, tcp::socket socket) {
     if (!acceptor_.is_open()) return;
-    if (!ec) {
-      if (sh_->connections >= http_bounds::connections_max || sh_->stopping) {
-        beast::error_code ignored;
-        socket.close(ignored);
-      } else {
-        std::make_shared<session>(std::move(socket), sh_, io_)->run();
-      }
-    }
+    if (!ec) admit(std::move(socket));
+    if (ec && ec != asio::error::connection_aborted) return back_off(ec);
     accept();
+  }
+
+  /// Serves the connection, from the reserve when the anonymous ones fill the rest; closes it
+  /// at once when `limits.connections` are open. Only this strand opens sessions.
+  void admit(tcp::socket socket) {
+    const auto& l = sh_->limits;
+    auto& c = *sh_->counts;
+    if (sh_->stopping || c.open >= l.connections) {
+      beast::error_code ignored;
+      socket.close(ignored);
+      if (sh_->stopping) return;
+      ++c.refused_cap;
+      return sh_->log_refused("limits.connections reached");
+    }
+    bool reserved = c.anonymous >= l.connections - l.connections_reserve;
+    std::make_shared<session>(std::move(socket), sh_, io_, reserved)->run();
+  }
+
+  /// After a failed accept (out of descriptors, EMFILE or ENFILE, say) the listening socket
+  /// stays readable: accepting again at once would spin a core. Waits, then accepts again.
+  void back_off(beast::error_code ec) {
+    sh_->log_limited(sh_->accept_logged, "laneqd: HTTP accept failed: " + ec.message() +
+                                             "; accepting again every " +
+                                             std::to_string(accept_backoff.count()) +
+                                             " ms (raise ulimit -n above limits.connections)");
+    timer_.expires_after(accept_backoff);
+    timer_.async_wait([self = shared_from_this()](beast::error_code wec) {
+      if (!wec && self->acceptor_.is_open()) self->accept();
+    });
   }
 
   std::weak_ptr<asio::io_context> io_;
   tcp::acceptor acceptor_;
+  asio::steady_timer timer_{acceptor_.get_executor()};  ///< the back-off after a failed accept
   shared_ptr_t sh_;
 };
 
@@ -313,6 +418,7 @@ http_server::http_server(router& r, http_limits limits, std::size_t threads)
       thread_count_(threads == 0 ? 1 : threads) {
   shared_->route = &r;
   shared_->limits = limits;
+  shared_->counts = &r.metrics()->connections();
 }
 
 http_server::~http_server() {
@@ -355,6 +461,10 @@ void http_server::shutdown() {
   for (auto& t : threads_) t.join();
   threads_.clear();
   listener_.reset();
+}
+
+std::size_t http_server::connections() const {
+  return shared_->counts->open;
 }
 
 std::size_t http_server::in_flight() const {

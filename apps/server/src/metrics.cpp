@@ -239,6 +239,18 @@ std::string server_metrics::render(const std::vector<queue_stats>& queues,
            "Enqueues refused because the disk was below its reserve.");
     out += "laneq_store_refused_low_space_total " + std::to_string(store->refused_low_space) + "\n";
   }
+  header(out, "laneq_http_connections", "gauge", "HTTP connections open.");
+  out += "laneq_http_connections " + std::to_string(connections_.open) + "\n";
+  header(out, "laneq_http_connections_anonymous", "gauge",
+         "HTTP connections open on which no valid token was seen yet.");
+  out += "laneq_http_connections_anonymous " + std::to_string(connections_.anonymous) + "\n";
+  header(out, "laneq_http_connections_refused_total", "counter",
+         "HTTP connections closed at once at limits.connections (cap), and anonymous requests "
+         "refused on connections from the reserve (reserve).");
+  out += "laneq_http_connections_refused_total{reason=\"cap\"} " +
+         std::to_string(connections_.refused_cap) + "\n";
+  out += "laneq_http_connections_refused_total{reason=\"reserve\"} " +
+         std::to_string(connections_.refused_reserve) + "\n";
   std::lock_guard guard{mtx_};
   header(out, "laneq_http_request_duration_seconds", "histogram",
          "HTTP request latency per route, from parsed request to response.");

@@ -484,6 +484,14 @@ router::router(caf::actor_system& sys, admin_actor admin, store_actor store, htt
           shared_state{std::move(admin), std::move(store), limits, authenticator{std::move(tokens)},
                        std::make_shared<server_metrics>(), call_timeout})) {}
 
+bool router::authenticated(std::string_view authorization) const {
+  return state_->auth.enabled() && state_->auth.authenticate(authorization).ok();
+}
+
+bool router::health_check(std::string_view target) {
+  return target.substr(0, target.find('?')) == "/healthz";
+}
+
 void router::handle(http_request req, respond_fn done) {
   auto c = std::make_shared<call>(call{state_, route::unknown, steady::now(), std::move(done)});
   auto matched = match_route(req.method, req.target);

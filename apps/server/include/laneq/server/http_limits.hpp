@@ -16,6 +16,15 @@ struct http_limits {
   std::size_t header_bytes = 16 * 1024;  ///< request line and header fields together
   std::size_t body_bytes = 4 * 1024 * 1024;
   std::size_t batch = limits::enqueue_batch_max;  ///< messages, leases or ids in one request
+  /// A connection must send a complete request head this soon after it opens, or after the
+  /// first byte of a later request; otherwise it is closed (not the keep-alive idle timeout).
+  std::size_t head_timeout_ms = 5000;
+  /// Connections served at once; a connection over it is closed at once.
+  std::size_t connections = 4096;
+  /// Of `connections`, how many are kept for health checks and authenticated clients: a
+  /// connection that opens while `connections - connections_reserve` connections are anonymous
+  /// (no valid token seen on them) is served only `/healthz` or an authenticated request.
+  std::size_t connections_reserve = 64;
 };
 
 namespace http_bounds {
@@ -23,8 +32,13 @@ inline constexpr std::size_t target_bytes_max = 64 * 1024;
 inline constexpr std::size_t header_count_max = 1024;
 inline constexpr std::size_t header_bytes_max = 1024 * 1024;
 inline constexpr std::size_t body_bytes_max = 64 * 1024 * 1024;
-/// Connections served at once; further accepts wait.
+inline constexpr std::size_t head_timeout_ms_min = 100;
+inline constexpr std::size_t head_timeout_ms_max = 60'000;
+/// `connections` at most (each holds a read buffer, below).
 inline constexpr std::size_t connections_max = 4096;
+inline constexpr std::size_t connections_min = 8;
+/// How often at most the log says that connections were refused.
+inline constexpr std::chrono::seconds refused_log_interval{10};
 /// Each connection's read buffer. Beast reads at most the buffer's free space per system call
 /// (512 bytes when the buffer is empty), and the parser empties it as it goes: an unreserved
 /// buffer read a 35 KB batch of 100 messages in 20-40 recvmsg calls (measured with strace).

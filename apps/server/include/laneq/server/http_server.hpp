@@ -40,6 +40,9 @@ class http_server {
   /// Requests read and not yet answered.
   std::size_t in_flight() const;
 
+  /// Connections open (accepted and not yet closed).
+  std::size_t connections() const;
+
   struct shared;  ///< state sessions share with the server (defined in http_server.cpp)
 
  private:

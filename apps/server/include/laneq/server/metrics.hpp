@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -55,10 +56,20 @@ class histogram {
   double sum_ = 0;
 };
 
+/// The HTTP connections: the listener (http_server.cpp) counts them and applies its cap to them.
+struct connection_counts {
+  std::atomic<std::size_t> open{0};
+  std::atomic<std::size_t> anonymous{0};          ///< open connections no valid token was seen on
+  std::atomic<std::uint64_t> refused_cap{0};      ///< closed at once: `limits.connections` open
+  std::atomic<std::uint64_t> refused_reserve{0};  ///< anonymous requests refused in the reserve
+};
+
 /// What the HTTP front end measures itself. Thread-safe.
 class server_metrics {
  public:
   server_metrics();
+
+  connection_counts& connections() { return connections_; }
 
   void observe_request(route r, unsigned status, double seconds);
 
@@ -70,6 +81,7 @@ class server_metrics {
   mutable std::mutex mtx_;
   std::vector<histogram> request_latency_;                             ///< per route
   std::array<std::array<std::uint64_t, 6>, route_count> responses_{};  ///< per route, status/100
+  connection_counts connections_;
 };
 
 /// Escapes a Prometheus label value (backslash, double quote, newline).

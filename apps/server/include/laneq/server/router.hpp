@@ -86,6 +86,12 @@ class router {
   void handle(http_request req, respond_fn done);
 
   const http_limits& limits() const { return state_->limits; }
+
+  /// Whether `authorization` carries a valid token (never when authentication is off).
+  bool authenticated(std::string_view authorization) const;
+
+  /// Whether `target` (path and query) is the health check, which needs no token.
+  static bool health_check(std::string_view target);
   const std::shared_ptr<server_metrics>& metrics() const { return state_->metrics; }
 
   /// What the calls share; it outlives the router while requests are in flight.
