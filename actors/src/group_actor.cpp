@@ -1,6 +1,8 @@
 // The group actor (actors/include/laneq/actors/group_actor.hpp).
 #include "laneq/actors/group_actor.hpp"
 
+#include <iostream>
+
 namespace laneq {
 
 using namespace std::chrono_literals;
@@ -203,7 +205,6 @@ caf::result<T> group_actor_impl::write_then(std::vector<store_op> ops, T answer)
 }
 
 void group_actor_impl::fetch(const fetch_request& req) {
-  if (fetch_broken_) return;
   auto [from, to] = codec::lane_range(gc_.storage->uid, gc_.lane, req.after);
   auto max = static_cast<std::uint32_t>(std::min<std::size_t>(req.max, limits::store_scan_max));
   request(gc_.store, caf::infinite, scan_atom_v, std::move(from), std::move(to), max)
@@ -217,10 +218,9 @@ void group_actor_impl::fetch(const fetch_request& req) {
             for (auto& e : page) {
               auto m = codec::decode_message(e.value);
               if (!m) {
-                // A record the store kept but cannot be trusted: the group stops reading rather
+                // A record the store kept but cannot be trusted: the group stops there rather
                 // than skip it and deliver out of order (fail-stop, docs/design/recovery.md).
-                fetch_broken_ = true;
-                state_.on_fetch_failed();
+                stop_at_corrupt(std::move(msgs), e.key, m.err(), now.at);
                 return;
               }
               msgs.push_back(std::move(m).value());
@@ -233,6 +233,15 @@ void group_actor_impl::fetch(const fetch_request& req) {
             state_.on_fetch_failed();
             delayed_send(caf::actor_cast<group_actor>(this), 200ms, fetch_atom_v);
           });
+}
+
+void group_actor_impl::stop_at_corrupt(std::vector<message> before, const std::string& key,
+                                       const error& e, timestamp t) {
+  queue_metrics::add(gc_.metrics->corrupt_records);
+  auto reason = "corrupt record: " + codec::describe_message_key(key) + ": " + e.message;
+  std::cerr << "laneq.group: queue '" << gc_.storage->name << "', group '" << gc_.label
+            << "' stops at a " << reason << "\n";
+  write(apply(state_.on_corrupt(std::move(before), std::move(reason), t, may_grow())));
 }
 
 std::vector<store_op> group_actor_impl::end_attempt(const lease_token& lease,

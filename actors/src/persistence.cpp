@@ -212,29 +212,86 @@ rocksdb::Status check_last_block(std::string_view d, const std::string& name,
   return rocksdb::Status::OK();
 }
 
-/// Runs check_last_block on every WAL file (*.log) in `dir`. A missing directory is fine.
-rocksdb::Status check_tails(rocksdb::Env* env, const std::string& dir) {
+/// The offset in a full (not the last) block `d` of its first damaged record, if any.
+std::optional<std::size_t> first_damaged_in_block(std::string_view d) {
+  std::size_t pos = 0;
+  while (block_size - pos >= header_size) {
+    if (auto n = intact_record_at(d, pos)) {
+      pos += n;
+      continue;
+    }
+    if (d[pos + 6] == 0 && d[pos + 4] == 0 && d[pos + 5] == 0) break;  // zero padding
+    return pos;
+  }
+  return std::nullopt;
+}
+
+/// The WAL files (*.log) in `dir` with their sizes, oldest first; a missing directory has none.
+rocksdb::Status wal_files(rocksdb::Env* env, const std::string& dir,
+                          std::vector<std::pair<std::string, std::uint64_t>>& out) {
   std::vector<std::string> names;
   if (!env->GetChildren(dir, &names).ok()) return rocksdb::Status::OK();  // Open reports it
-  auto fs = env->GetFileSystem();
   for (auto& name : names) {
     if (name.size() < 5 || name.compare(name.size() - 4, 4, ".log") != 0) continue;
-    auto path = dir + "/" + name;
     std::uint64_t size = 0;
-    if (auto s = env->GetFileSize(path, &size); !s.ok()) return s;
-    if (size == 0) continue;
+    if (auto s = env->GetFileSize(dir + "/" + name, &size); !s.ok()) return s;
+    if (size > 0) out.emplace_back(name, size);
+  }
+  std::sort(out.begin(), out.end());  // RocksDB numbers them with leading zeros
+  return rocksdb::Status::OK();
+}
+
+/// Reads `n` bytes at `offset` of `file` into `scratch`; `got` views them.
+rocksdb::Status read_at(rocksdb::FSRandomAccessFile& file, std::uint64_t offset, std::size_t n,
+                        std::string& scratch, std::string_view& got) {
+  scratch.resize(n);
+  rocksdb::Slice s;
+  auto st = file.Read(offset, n, rocksdb::IOOptions{}, &s, scratch.data(), nullptr);
+  got = std::string_view{s.data(), s.size()};
+  return st;
+}
+
+rocksdb::Status open_wal(rocksdb::Env* env, const std::string& path,
+                         std::unique_ptr<rocksdb::FSRandomAccessFile>& file) {
+  return env->GetFileSystem()->NewRandomAccessFile(path, rocksdb::FileOptions{}, &file, nullptr);
+}
+
+/// Runs check_last_block on every WAL file (*.log) in `dir`. A missing directory is fine.
+rocksdb::Status check_tails(rocksdb::Env* env, const std::string& dir) {
+  std::vector<std::pair<std::string, std::uint64_t>> wals;
+  if (auto s = wal_files(env, dir, wals); !s.ok()) return s;
+  for (auto& [name, size] : wals) {
     auto start = (size - 1) / block_size * block_size;
     std::unique_ptr<rocksdb::FSRandomAccessFile> file;
-    if (auto s = fs->NewRandomAccessFile(path, rocksdb::FileOptions{}, &file, nullptr); !s.ok())
-      return s;
-    std::string scratch(static_cast<std::size_t>(size - start), '\0');
-    rocksdb::Slice got;
-    auto s = file->Read(start, scratch.size(), rocksdb::IOOptions{}, &got, scratch.data(), nullptr);
-    if (!s.ok()) return s;
-    auto checked = check_last_block(std::string_view{got.data(), got.size()}, name, start);
+    if (auto s = open_wal(env, dir + "/" + name, file); !s.ok()) return s;
+    std::string scratch;
+    std::string_view got;
+    if (auto s = read_at(*file, start, size - start, scratch, got); !s.ok()) return s;
+    auto checked = check_last_block(got, name, start);
     if (!checked.ok()) return checked;
   }
   return rocksdb::Status::OK();
+}
+
+/// Where RocksDB's bare "checksum mismatch" is, when a WAL holds it: "WAL <file>: the record at
+/// offset N fails its checksum" for the first damaged record before a WAL's last block (the last
+/// block is check_tails'), or empty.
+std::string locate_damage(rocksdb::Env* env, const std::string& dir) {
+  std::vector<std::pair<std::string, std::uint64_t>> wals;
+  if (!wal_files(env, dir, wals).ok()) return {};
+  for (auto& [name, size] : wals) {
+    std::unique_ptr<rocksdb::FSRandomAccessFile> file;
+    if (!open_wal(env, dir + "/" + name, file).ok()) continue;
+    std::string scratch;
+    std::string_view got;
+    for (std::uint64_t at = 0; at + block_size < size; at += block_size) {
+      if (!read_at(*file, at, block_size, scratch, got).ok() || got.size() < block_size) break;
+      if (auto pos = first_damaged_in_block(got))
+        return "WAL " + name + ": the record at offset " + std::to_string(at + *pos) +
+               " fails its checksum";
+    }
+  }
+  return {};
 }
 
 }  // namespace wal
@@ -662,9 +719,12 @@ result<store_actor> spawn_persistence(caf::actor_system& sys, persistence_option
   auto db_opts = make_db_options(opts);
   std::unique_ptr<rocksdb::DB> db;
   auto s = open_db(db_opts, opts.dir, db);
-  if (s.IsCorruption())
-    return error{errc::corrupt_record,
-                 "refusing to start: the store in " + opts.dir + " is corrupt: " + describe(s)};
+  if (s.IsCorruption()) {
+    auto where = wal::locate_damage(db_opts.env ? db_opts.env : rocksdb::Env::Default(), opts.dir);
+    return error{errc::corrupt_record, "refusing to start: the store in " + opts.dir +
+                                           " is corrupt: " + describe(s) +
+                                           (where.empty() ? "" : " (" + where + ")")};
+  }
   if (!s.ok())
     return error{errc::storage_failed, "cannot open the store in " + opts.dir + ": " + describe(s)};
   return sys.spawn<persistence_impl, caf::detached>(std::move(opts), std::move(db_opts),

@@ -17,6 +17,12 @@ error limit(const std::string& what) {
   return error{errc::limit_exceeded, what};
 }
 
+/// A stored message record that failed to decode, named by its key (queue, lane, seq).
+error named(error e, std::string_view key) {
+  e.message = codec::describe_message_key(key) + ": " + e.message;
+  return e;
+}
+
 /// `messages[i]`, or `messages[i].name` when a field is named.
 std::string field(std::size_t i, const char* name) {
   std::string out = "messages[" + std::to_string(i) + "]";
@@ -178,7 +184,7 @@ void queue_actor_impl::recover(std::shared_ptr<recovery> r) {
     ++r->messages;
     if (key.value().lane.unordered()) {
       auto m = codec::decode_message(e.value);
-      if (!m) return m.err();
+      if (!m) return named(m.err(), e.key);
       r->unordered.push_back(std::move(m).value());
       return std::nullopt;
     }
@@ -188,7 +194,7 @@ void queue_actor_impl::recover(std::shared_ptr<recovery> r) {
       return std::nullopt;
     }
     auto m = codec::decode_message(e.value);
-    if (!m) return m.err();
+    if (!m) return named(m.err(), e.key);
     lane.window.push_back(std::move(m).value());
     return std::nullopt;
   };
@@ -753,6 +759,7 @@ queue_stats queue_actor_impl::stats() const {
   s.deduplicated = queue_metrics::get(m.deduplicated);
   s.window_reads = queue_metrics::get(m.window_reads);
   s.window_read_messages = queue_metrics::get(m.window_read_messages);
+  s.corrupt_records = queue_metrics::get(m.corrupt_records);
   s.first_delivery.reserve(m.first_delivery.size());
   for (const auto& b : m.first_delivery) s.first_delivery.push_back(queue_metrics::get(b));
   s.first_delivery_sum_us = queue_metrics::get(m.first_delivery_sum_us);

@@ -397,6 +397,19 @@ result<message_key_parts> parse_message_key(std::string_view key) {
   return parts;
 }
 
+std::string describe_message_key(std::string_view key) {
+  auto parts = parse_message_key(key);
+  if (!parts) return "a record with a malformed message key";
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string lane;
+  for (auto b : parts.value().lane.bytes) {
+    lane.push_back(digits[b >> 4]);
+    lane.push_back(digits[b & 0xFu]);
+  }
+  return "the message record at seq " + std::to_string(parts.value().seq.value) + " of lane " +
+         lane;
+}
+
 result<std::uint64_t> parse_uid(std::string_view key) {
   if (key.size() < 9) return corrupt("key", "shorter than a tag and a queue uid");
   reader r{key.substr(1, 8)};

@@ -21,6 +21,7 @@ std::string_view to_string(group_status x) {
     case group_status::delayed: return "delayed";
     case group_status::throttled: return "throttled";
     case group_status::idle: return "idle";
+    case group_status::corrupt: return "corrupt";
   }
   return "?";
 }
@@ -56,10 +57,26 @@ group_effects group_state::on_stored_beyond(std::size_t count, timestamp now, bo
 }
 
 group_effects group_state::on_fetched(std::vector<message> msgs, timestamp now, bool grow) {
-  fetching_ = false;
-  group_effects fx;
   const bool short_answer = msgs.size() < fetch_max_;
   const bool ran_past = !msgs.empty() && msgs.back().seq > told_;
+  take_fetched(std::move(msgs));
+  if (stored_only_ > 0 && (short_answer || ran_past)) {
+    // The store holds fewer messages than the group counted: they were deleted under it (the
+    // queue was dropped). Nothing more can arrive from the store.
+    stored_only_ = 0;
+  }
+  return after_fetch(now, grow);
+}
+
+group_effects group_state::on_corrupt(std::vector<message> before, std::string reason,
+                                      timestamp now, bool grow) {
+  corrupt_ = std::move(reason);
+  take_fetched(std::move(before));
+  return after_fetch(now, grow);  // not idle: the bad record and what follows stay counted
+}
+
+void group_state::take_fetched(std::vector<message> msgs) {
+  fetching_ = false;
   for (auto& m : msgs) {
     // Later arrivals the group has not been told about yet come with their own enqueue.
     if (stored_only_ == 0 || m.seq > told_) break;
@@ -67,11 +84,10 @@ group_effects group_state::on_fetched(std::vector<message> msgs, timestamp now, 
     --stored_only_;
     push(std::move(m));
   }
-  if (stored_only_ > 0 && (short_answer || ran_past)) {
-    // The store holds fewer messages than the group counted: they were deleted under it (the
-    // queue was dropped). Nothing more can arrive from the store.
-    stored_only_ = 0;
-  }
+}
+
+group_effects group_state::after_fetch(timestamp now, bool grow) {
+  group_effects fx;
   if (phase_ == phase::empty) {
     since_ = now;
     if (messages_.empty()) {
@@ -91,7 +107,7 @@ group_effects group_state::retry_fetch(bool grow) {
 }
 
 void group_state::maybe_fetch(group_effects& fx, bool grow) {
-  if (fetching_ || stored_only_ == 0 || messages_.size() > window_ / 2) return;
+  if (fetching_ || !corrupt_.empty() || stored_only_ == 0 || messages_.size() > window_ / 2) return;
   fetching_ = true;
   // No more than one store scan returns: a scan capped below the ask would look like a short
   // answer, and the group would take the rest of its stored messages for deleted.
@@ -243,8 +259,10 @@ group_info group_state::describe(timestamp now) const {
   group_info info;
   info.backlog = backlog();
   info.since = since_;
+  info.reason = corrupt_;  // also while it still delivers the messages ahead of the record
   if (messages_.empty()) {
-    info.state = group_status::idle;  // or reading its next head back from the store
+    // Idle, or reading its next head back from the store, or stopped at a corrupt record.
+    info.state = corrupt_.empty() ? group_status::idle : group_status::corrupt;
     return info;
   }
   const auto& head = messages_.front();

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -113,6 +114,23 @@ TEST_F(store_files, a_wal_cut_in_half_is_refused) {
   ASSERT_NO_FATAL_FAILURE(fill_and_kill());
   for (const auto& f : files(".log")) fs::resize_file(f, fs::file_size(f) / 2);
   expect_refusal({"acknowledged writes are missing", "LANEQ-COMMITTED"});
+}
+
+TEST_F(store_files, a_flipped_byte_inside_the_wal_is_refused_naming_the_file_and_offset) {
+  fill_and_kill();
+  auto wals = files(".log");
+  ASSERT_EQ(wals.size(), 1u);
+  auto size = fs::file_size(wals[0]);
+  ASSERT_GT(size, 4 * 32768u) << "the flip must be in an acknowledged record mid-WAL";
+  {
+    std::fstream f{wals[0], std::ios::in | std::ios::out | std::ios::binary};
+    f.seekg(static_cast<std::streamoff>(size / 2));
+    char c = 0;
+    f.get(c);
+    f.seekp(static_cast<std::streamoff>(size / 2));
+    f.put(static_cast<char>(c ^ 0x5a));
+  }
+  expect_refusal({wals[0].filename().string(), "offset", db().string()});
 }
 
 TEST_F(store_files, a_manifest_cut_in_half_is_refused) {

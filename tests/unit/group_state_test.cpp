@@ -789,6 +789,43 @@ TEST(group_state, fetched_messages_already_loaded_are_skipped) {
   EXPECT_EQ(offered_id(fx), 3u);
 }
 
+// A read back that meets a record failing its checksum (persistence.md P3): the group takes the
+// messages ahead of it, delivers them, then stops there for good, never skipping the record, and
+// reports `corrupt` with the reason; it is never idle, so it is not retired and later arrivals
+// wait behind the record.
+TEST(group_state, a_corrupt_record_read_back_stops_the_group_after_the_messages_ahead_of_it) {
+  group_state g{gid, 5, 4};
+  auto fx = g.on_enqueue(range_of(1, 10), t0);  // 1-4 in memory, 6 stored
+  fx = ack_head(g, t0);
+  fx = ack_head(g, t0);
+  ASSERT_TRUE(fx.fetch.has_value());
+  EXPECT_EQ(fx.fetch->after, message_seq{4});
+  fx = g.on_corrupt(range_of(5, 5), "seq 6 fails its checksum", t0 + 1s);  // 6 is bad
+  g.check_invariants();
+  EXPECT_FALSE(fx.fetch.has_value()) << "no read past the bad record";
+  EXPECT_EQ(g.in_memory(), 3u);
+  EXPECT_EQ(g.backlog(), 8u);
+  EXPECT_EQ(g.describe(t0 + 1s).state, group_status::ready) << "it still delivers 3-5";
+  EXPECT_EQ(g.describe(t0 + 1s).reason, "seq 6 fails its checksum");
+  std::vector<std::uint64_t> acked;
+  for (int guard = 0; guard < 10 && g.head(); ++guard) {
+    acked.push_back(g.head()->seq.value);
+    fx = ack_head(g, t0 + 2s);
+    EXPECT_FALSE(fx.fetch.has_value());
+  }
+  EXPECT_EQ(acked, (std::vector<std::uint64_t>{3, 4, 5}));
+  EXPECT_FALSE(fx.idle) << "seq 6 and after are still in the store";
+  fx = g.on_enqueue(range_of(11, 11), t0 + 3s);
+  EXPECT_FALSE(fx.offer.has_value()) << "a later arrival waits behind the bad record";
+  EXPECT_FALSE(g.retry_fetch().fetch.has_value());
+  auto info = g.describe(t0 + 4s);
+  EXPECT_EQ(info.state, group_status::corrupt);
+  EXPECT_EQ(info.reason, "seq 6 fails its checksum");
+  EXPECT_EQ(info.backlog, 6u);
+  EXPECT_EQ(info.since, t0 + 2s) << "since the last message ahead of the record left";
+  EXPECT_EQ(to_string(info.state), "corrupt");
+}
+
 TEST(group_state, fetched_messages_beyond_the_counted_ones_are_left_for_their_enqueue) {
   group_state g{gid, 5, 3};
   auto fx = g.on_enqueue(range_of(1, 4), t0);  // 1-3 in memory, 4 counted

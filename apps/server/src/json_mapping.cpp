@@ -724,6 +724,7 @@ json::object to_json(const queue_stats& s) {
   o["deduplicated"] = s.deduplicated;
   o["window_reads"] = s.window_reads;
   o["window_read_messages"] = s.window_read_messages;
+  o["corrupt_records"] = s.corrupt_records;
   o["backlog"] = s.backlog;
   o["in_flight"] = s.in_flight;
   o["live_groups"] = s.live_groups;
@@ -750,6 +751,7 @@ json::object to_json(const group_info& g) {
   o["since_ms"] = g.since.ms();
   o["until_ms"] = g.until.ms();
   o["head"] = g.head ? json::value(encode_id(g.head)) : json::value(nullptr);
+  if (!g.reason.empty()) o["reason"] = g.reason;
   return o;
 }
 

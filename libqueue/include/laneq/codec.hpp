@@ -97,6 +97,8 @@ struct message_key_parts {
   message_seq seq;
 };
 result<message_key_parts> parse_message_key(std::string_view key);
+/// A message record named for an error: "the message record at seq N of lane <32 hex digits>".
+std::string describe_message_key(std::string_view key);
 /// The dedupe key in a `dedupe_key`.
 result<std::string> parse_dedupe_key(std::string_view key);
 /// The uid in any key of a `queue_tags` tag.

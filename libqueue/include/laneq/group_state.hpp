@@ -63,6 +63,7 @@ enum class group_status : std::uint8_t {
   delayed = 3,     ///< head has an enqueue delay that has not elapsed
   throttled = 4,   ///< head waits for a throttle token (known to the fairness actor)
   idle = 5,        ///< no messages
+  corrupt = 6,     ///< its next stored record failed its checksum: the group stopped (reason)
 };
 std::string_view to_string(group_status x);
 
@@ -74,11 +75,12 @@ struct group_info {
   timestamp since;  ///< when the current state began
   timestamp until;  ///< lease deadline, not-before time or throttle wake (0 if none)
   message_id head;
+  std::string reason;  ///< why the group stops at a corrupt record (the record, the failed check)
 };
 
 template <class Inspector>
 auto inspect(Inspector& f, group_info& x) {
-  return f(x.key, x.backlog, x.state, x.since, x.until, x.head);
+  return f(x.key, x.backlog, x.state, x.since, x.until, x.head, x.reason);
 }
 
 /// Messages of the group to read back from the store: up to `max` with seq > `after`.
@@ -134,6 +136,11 @@ class group_state {
 
   /// A fetch failed (the store is degraded): the actor retries later with `retry_fetch`.
   void on_fetch_failed() { fetching_ = false; }
+  /// A fetch came back with a record that failed its checksum after `before` (the messages ahead
+  /// of it): the group takes those, delivers what it holds, then stops there for good (it never
+  /// skips the record, fetches no more) and reports `corrupt` with `reason`.
+  group_effects on_corrupt(std::vector<message> before, std::string reason, timestamp now,
+                           bool grow = false);
   group_effects retry_fetch(bool grow = false);
 
   /// After a restart: the head is `in flight` under a lease from before the restart (durable
@@ -185,6 +192,8 @@ class group_state {
   group_effects fail_head(timestamp now, duration retry_after, dead_letter_reason reason,
                           bool force_dead_letter, bool grow);
   group_effects advance(group_effects fx, timestamp now, bool grow);
+  void take_fetched(std::vector<message> msgs);
+  group_effects after_fetch(timestamp now, bool grow);
   void offer_head(group_effects& fx);
   void maybe_fetch(group_effects& fx, bool grow);
   void push(message m);
@@ -206,6 +215,7 @@ class group_state {
   message_seq loaded_;            // seq of the last message whose payload was in memory
   message_seq told_;              // seq of the last message counted as stored only
   bool fetching_ = false;
+  std::string corrupt_;        // why the group stops at a corrupt record (empty: it does not)
   std::size_t fetch_max_ = 0;  // what the outstanding fetch asked for
 };
 

@@ -91,7 +91,8 @@ struct queue_metrics {
   /// in memory) and the messages those reads returned.
   std::atomic<std::uint64_t> window_reads{0};
   std::atomic<std::uint64_t> window_read_messages{0};
-  std::atomic<std::int64_t> window_bytes{0};  ///< memory_footprint of the messages groups hold
+  std::atomic<std::uint64_t> corrupt_records{0};  ///< read back and failed: each stops its group
+  std::atomic<std::int64_t> window_bytes{0};      ///< memory_footprint of the messages groups hold
   std::atomic<std::int64_t> in_flight{0};
   std::atomic<std::uint64_t> waiting_receives{0};  ///< long polls waiting (fairness actor)
   /// From enqueue to first delivery (an enqueue delay included), whoever receives: in process,

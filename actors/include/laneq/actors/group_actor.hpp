@@ -114,6 +114,10 @@ class group_actor_impl : public actor_base<group_actor> {
   /// every input of the state machine that can take messages in: arrivals and reads back).
   bool may_grow() const;
   void check();
+  /// A fetched record failed its checksum after `before`: counts and logs it; the group takes
+  /// `before` and stops there (group_state::on_corrupt).
+  void stop_at_corrupt(std::vector<message> before, const std::string& key, const error& e,
+                       timestamp t);
 
   group_actor_config gc_;
   group_state state_;
@@ -121,7 +125,6 @@ class group_actor_impl : public actor_base<group_actor> {
   std::optional<message> held_;
   delivery_slot slot_;  ///< where the fairness actor posts the head's delivery
   bool idle_due_ = false;
-  bool fetch_broken_ = false;  ///< a stored record failed its checksum: the group stops reading
   /// The head the group offers next, waiting until the writes that end its predecessor are
   /// durable: otherwise a power loss could bring the predecessor back after this one ran.
   std::optional<message> next_;

@@ -156,6 +156,9 @@ struct queue_stats {
   /// reads the rest back in order as its window drains), and the messages they returned.
   std::uint64_t window_reads = 0;
   std::uint64_t window_read_messages = 0;
+  /// Message records that failed their checksum or format check when a group read them back:
+  /// each stops its group (fail-stop, docs/design/persistence.md).
+  std::uint64_t corrupt_records = 0;
   // Gauges.
   std::uint64_t backlog = 0;  ///< messages in the queue, in flight included
   std::uint64_t in_flight = 0;
@@ -264,9 +267,9 @@ template <class Inspector>
 auto inspect(Inspector& f, queue_stats& x) {
   return f(x.name, x.enqueued, x.delivered, x.acked, x.nacked, x.lease_expired, x.dead_lettered,
            x.redriven, x.key_missing, x.rejected, x.recovered, x.deduplicated, x.window_reads,
-           x.window_read_messages, x.backlog, x.in_flight, x.live_groups, x.dead_letters,
-           x.waiting_receives, x.window_bytes, x.first_delivery, x.first_delivery_sum_us,
-           x.fairness);
+           x.window_read_messages, x.corrupt_records, x.backlog, x.in_flight, x.live_groups,
+           x.dead_letters, x.waiting_receives, x.window_bytes, x.first_delivery,
+           x.first_delivery_sum_us, x.fairness);
 }
 template <class Inspector>
 auto inspect(Inspector& f, topic_prepared& x) {
