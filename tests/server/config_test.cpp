@@ -59,7 +59,8 @@ TEST(config, every_field_is_read) {
     "window_budget_mb": 512,
     "limits": {"target_bytes": 1024, "header_count": 32, "header_bytes": 8192,
                "body_bytes": 65536, "batch": 100, "head_timeout_ms": 2000,
-               "connections": 100, "connections_reserve": 10},
+               "connections": 100, "connections_reserve": 10,
+               "answer_bytes": 2097152},
     "tokens": [{"token": "acme-secret-token-1", "tenant": "acme"},
                {"token": "admin-secret-token-1", "tenant": "*"}],
     "queues": {"orders": {"ordering": {"mode": "queue"}, "lease_ms": 5000},
@@ -87,6 +88,7 @@ TEST(config, every_field_is_read) {
   EXPECT_EQ(c.limits.head_timeout_ms, 2000u);
   EXPECT_EQ(c.limits.connections, 100u);
   EXPECT_EQ(c.limits.connections_reserve, 10u);
+  EXPECT_EQ(c.limits.answer_bytes, 2097152u);
   ASSERT_EQ(c.tokens.size(), 2u);
   EXPECT_EQ(c.tokens[0].tenant, "acme");
   EXPECT_EQ(c.tokens[1].tenant, "*");

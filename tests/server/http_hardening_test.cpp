@@ -224,5 +224,51 @@ TEST(http_hardening_connections,
             std::string::npos);
 }
 
+/// A series' value in the /metrics text (-1 when absent).
+double metric(std::uint16_t port, const std::string& series) {
+  auto body = get(port, "/metrics").body;
+  auto at = body.find("\n" + series + " ");
+  return at == std::string::npos ? -1 : std::stod(body.substr(at + series.size() + 2));
+}
+
+TEST(http_hardening_answers, answers_waiting_for_clients_that_do_not_read_are_bounded) {
+  http_limits limits;
+  limits.answer_bytes = 16 * 1024 * 1024;
+  in_process_server srv{limits};
+  const auto port = srv.port();
+  ASSERT_EQ(put(port, "/v1/queues/q", "{}").status, 201u);
+  const std::string big(900 * 1024, 'x');
+  for (int i = 0; i < 40; ++i)
+    ASSERT_EQ(post(port, "/v1/queues/q/messages", R"({"body": ")" + big + R"("})").status, 200u);
+  const std::string take = R"({"max": 20, "lease_ms": 600000})";
+  // A receiver that never reads: its 18 MB answer outgrows the socket buffers and waits.
+  client stuck{port};
+  stuck.send_raw(
+      "POST /v1/queues/q/receive HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "application/json\r\nContent-Length: " +
+      std::to_string(take.size()) + "\r\n\r\n" + take);
+  for (int i = 0; i < 2000 && metric(port, "laneq_http_answer_bytes") <= 0; ++i)
+    std::this_thread::sleep_for(5ms);
+  EXPECT_GT(metric(port, "laneq_http_answer_bytes"), 16 * 1024 * 1024);
+  // A second such answer would hold more than limits.answer_bytes: refused, leases given back.
+  auto refused = post(port, "/v1/queues/q/receive", take);
+  EXPECT_EQ(refused.status, 503u) << refused.body.substr(0, 200);
+  EXPECT_EQ(refused.code(), "unavailable");
+  EXPECT_EQ(metric(port, "laneq_http_answers_refused_total"), 1);
+  auto in_flight = [&] {
+    auto q = get(port, "/v1/queues/q");
+    return q.obj().at("stats").as_object().at("in_flight").to_number<std::int64_t>();
+  };
+  for (int i = 0; i < 2000 && in_flight() != 20; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(in_flight(), 20);
+  // Once the stuck client goes, the refused messages are delivered.
+  stuck.stream().socket().close();
+  for (int i = 0; i < 2000 && metric(port, "laneq_http_answer_bytes") > 1024 * 1024; ++i)
+    std::this_thread::sleep_for(5ms);
+  auto got = post(port, "/v1/queues/q/receive", take);
+  ASSERT_EQ(got.status, 200u);
+  EXPECT_EQ(got.obj().at("messages").as_array().size(), 20u);
+}
+
 }  // namespace
 }  // namespace laneq::server::test

@@ -90,7 +90,7 @@ void read_limits(reader& r, const json::object& o, http_limits& l) {
   const std::string p = "limits.";
   r.known(o,
           {"target_bytes", "header_count", "header_bytes", "body_bytes", "batch", "head_timeout_ms",
-           "connections", "connections_reserve"},
+           "connections", "connections_reserve", "answer_bytes"},
           p);
   r.integer(o, "target_bytes", p, 64, http_bounds::target_bytes_max, l.target_bytes);
   r.integer(o, "header_count", p, 4, http_bounds::header_count_max, l.header_count);
@@ -104,6 +104,8 @@ void read_limits(reader& r, const json::object& o, http_limits& l) {
   if (!o.contains("connections_reserve"))
     l.connections_reserve = std::min(l.connections_reserve, l.connections / 4);
   r.integer(o, "connections_reserve", p, 1, http_bounds::connections_max, l.connections_reserve);
+  r.integer(o, "answer_bytes", p, http_bounds::answer_bytes_min, http_bounds::answer_bytes_max,
+            l.answer_bytes);
   if (l.connections_reserve >= l.connections)
     r.fail(p + "connections_reserve",
            "must be below limits.connections (" + std::to_string(l.connections) + ")");

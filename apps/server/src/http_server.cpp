@@ -76,6 +76,10 @@ using shared_ptr_t = std::shared_ptr<http_server::shared>;
 /// How long the acceptor waits after a failed accept before it accepts again.
 constexpr std::chrono::milliseconds accept_backoff{100};
 
+/// Answers this small are written even when `limits.answer_bytes` is reached (health checks,
+/// errors, acks): with `connections_max` connections they add 256 MiB at most.
+constexpr std::size_t small_answer_bytes = 64 * 1024;
+
 class session : public std::enable_shared_from_this<session> {
  public:
   /// `reserved`: taken from the reserve (the anonymous connections had filled the rest).
@@ -89,6 +93,7 @@ class session : public std::enable_shared_from_this<session> {
     stream_.socket().set_option(tcp::no_delay(true), ignored);
   }
   ~session() {
+    release();
     --sh_->counts->open;
     if (!authenticated_) --sh_->counts->anonymous;
   }
@@ -267,21 +272,53 @@ class session : public std::enable_shared_from_this<session> {
       sh_->request_done();
       return close();
     }
-    if (head_) return write_head(std::move(r), counted);
+    auto body = r.take_body();
+    if (!hold(body.size())) {
+      // Other clients do not read their answers: this one would take memory past the bound.
+      if (r.abandon) r.abandon();
+      keep_alive_ = false;
+      r = error_response(
+          error{errc::unavailable, "answers waiting for their clients hold more than " +
+                                       std::to_string(sh_->limits.answer_bytes) +
+                                       " bytes (limits.answer_bytes); try again"});
+      body = r.take_body();
+      hold(body.size(), true);
+    }
+    if (head_) return write_head(r, body.size(), counted);
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(r.status), version_);
     set_fields(*res, r);
-    res->body() = r.take_body();
+    res->body() = std::move(body);
     res->prepare_payload();
     send(res, counted);
   }
 
+  /// Counts `n` bytes of answer against `limits.answer_bytes` until it is written; false (and
+  /// nothing counted) when others are being written and `n`, not a small answer, would take
+  /// them past it.
+  bool hold(std::size_t n, bool always = false) {
+    auto& total = sh_->counts->answer_bytes;
+    auto before = total.fetch_add(n);
+    if (!always && n > small_answer_bytes && before > 0 && before + n > sh_->limits.answer_bytes) {
+      total -= n;
+      ++sh_->counts->refused_answers;
+      return false;
+    }
+    held_ = n;
+    return true;
+  }
+
+  void release() {
+    sh_->counts->answer_bytes -= held_;
+    held_ = 0;
+  }
+
   /// The answer to a HEAD request: GET's header fields, its Content-Length, no body.
-  void write_head(http_response r, bool counted) {
+  void write_head(const http_response& r, std::size_t length, bool counted) {
     auto res = std::make_shared<http::response<http::empty_body>>(
         static_cast<http::status>(r.status), version_);
     set_fields(*res, r);
-    res->content_length(r.take_body().size());
+    res->content_length(length);
     send(res, counted);
   }
 
@@ -298,6 +335,7 @@ class session : public std::enable_shared_from_this<session> {
     stream_.expires_after(http_bounds::idle_timeout);
     http::async_write(stream_, *res,
                       [self = shared_from_this(), res, counted](beast::error_code ec, std::size_t) {
+                        self->release();
                         if (counted) self->sh_->request_done();
                         if (ec || res->need_eof()) return self->close();
                         self->read();
@@ -330,6 +368,7 @@ class session : public std::enable_shared_from_this<session> {
   bool served_ = false;         ///< a request was read: the connection may idle between requests
   bool reserved_ = false;       ///< taken from the reserve (see `admit`)
   bool authenticated_ = false;  ///< a request on it carried a valid token
+  std::size_t held_ = 0;        ///< bytes of the answer being written (`hold`)
 };
 
 class listener : public std::enable_shared_from_this<listener> {

@@ -254,6 +254,13 @@ std::string server_metrics::render(const std::vector<queue_stats>& queues,
          std::to_string(connections_.refused_cap) + "\n";
   out += "laneq_http_connections_refused_total{reason=\"reserve\"} " +
          std::to_string(connections_.refused_reserve) + "\n";
+  header(out, "laneq_http_answer_bytes", "gauge",
+         "Bytes of HTTP answers being written (limits.answer_bytes).");
+  out += "laneq_http_answer_bytes " + std::to_string(connections_.answer_bytes) + "\n";
+  header(out, "laneq_http_answers_refused_total", "counter",
+         "Answers refused (503) because answers waiting for their clients held "
+         "limits.answer_bytes.");
+  out += "laneq_http_answers_refused_total " + std::to_string(connections_.refused_answers) + "\n";
   std::lock_guard guard{mtx_};
   header(out, "laneq_http_request_duration_seconds", "histogram",
          "HTTP request latency per route, from parsed request to response.");

@@ -25,6 +25,11 @@ struct http_limits {
   /// connection that opens while `connections - connections_reserve` connections are anonymous
   /// (no valid token seen on them) is served only `/healthz` or an authenticated request.
   std::size_t connections_reserve = 64;
+  /// Bytes of answers being written, all connections together. A connection gets one answer at
+  /// a time and is not read while it is written; an answer that would take the bytes over this
+  /// while others are still being written (their clients not reading) is refused with 503 and
+  /// what it handed out (a receive's leases) is given back.
+  std::size_t answer_bytes = 256 * 1024 * 1024;
 };
 
 namespace http_bounds {
@@ -37,6 +42,8 @@ inline constexpr std::size_t head_timeout_ms_max = 60'000;
 /// `connections` at most (each holds a read buffer, below).
 inline constexpr std::size_t connections_max = 4096;
 inline constexpr std::size_t connections_min = 8;
+inline constexpr std::size_t answer_bytes_min = 1024 * 1024;
+inline constexpr std::size_t answer_bytes_max = std::size_t{16} * 1024 * 1024 * 1024;
 /// How often at most the log says that connections were refused.
 inline constexpr std::chrono::seconds refused_log_interval{10};
 /// Each connection's read buffer. Beast reads at most the buffer's free space per system call

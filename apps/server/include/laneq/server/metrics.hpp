@@ -62,6 +62,8 @@ struct connection_counts {
   std::atomic<std::size_t> anonymous{0};          ///< open connections no valid token was seen on
   std::atomic<std::uint64_t> refused_cap{0};      ///< closed at once: `limits.connections` open
   std::atomic<std::uint64_t> refused_reserve{0};  ///< anonymous requests refused in the reserve
+  std::atomic<std::size_t> answer_bytes{0};       ///< answers being written (`limits.answer_bytes`)
+  std::atomic<std::uint64_t> refused_answers{0};  ///< answers refused over `limits.answer_bytes`
 };
 
 /// What the HTTP front end measures itself. Thread-safe.
