@@ -293,11 +293,18 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
         auto ops =
             end_attempt(l, retry_or_dead_letter(std::move(m).value(), duration{req.retry_after_us},
                                                 req.kind == nack_kind::dead_letter, t, &moved));
+        // The nack's writes go to the store before a waiting receive takes the message again
+        // (serve_pending): its new durable lease, written after, must not meet the nack's erase
+        // of the old one (both are keyed by the message).
+        std::optional<caf::result<caf::ok_atom>> answer;
+        if (moved)
+          write(std::move(ops));
+        else
+          answer.emplace(write_then(std::move(ops), caf::ok_atom_v));
         serve_pending(t);
         rearm(t);
         check();
-        if (!moved) return write_then(std::move(ops), caf::ok_atom_v);
-        write(std::move(ops));
+        if (answer) return std::move(*answer);
         return *moved;
       },
       [this](extend_atom, const lease_token& l, std::int64_t by_us) -> caf::result<timestamp> {

@@ -30,6 +30,8 @@ enum class event : std::size_t {
   reclaims,            // fast delivery: an old token took its held head back (R6)
   durable_old_leases,  // durable delivery: a lease of an earlier run used after a restart (R7)
   old_tokens_refused,
+  long_polls_waited,    // a long poll not answered at once
+  long_polls_answered,  // ... and later answered with deliveries
   count_
 };
 
@@ -51,7 +53,9 @@ inline constexpr std::array<const char*, event_count> event_names = {
     "heads held for a reclaim grace",
     "reclaims by an old token (R6)",
     "durable leases used after a restart (R7)",
-    "old tokens refused"};
+    "old tokens refused",
+    "long polls that waited",
+    "long polls answered after waiting"};
 
 /// Episodes take their class from their number, in turn, so every class gets its share of a
 /// run; everything else about an episode is drawn from the seed.

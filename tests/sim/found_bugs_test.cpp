@@ -40,5 +40,36 @@ TEST(SimFoundBugs, a_reclaimed_lease_can_be_acked_after_the_grace_until_its_dead
   EXPECT_TRUE(again.value().empty()) << "the head came back after its reclaimed lease was acked";
 }
 
+// R7: with durable delivery a lease is committed before the message goes out and honoured
+// after a restart. Found by the simulation once it sent long polls (LANEQ_SIM_SEED=8
+// LANEQ_SIM_STEPS=30000): a nack of an unordered message that a waiting long poll takes at
+// once wrote the new lease before the nack's erase of the old one, and both are keyed by the
+// message, so the erase removed the new lease; after a restart the message was no longer in
+// flight and could go to a second consumer while the first still held it.
+TEST(SimFoundBugs, a_durable_lease_taken_by_a_waiting_poll_on_a_nack_survives_a_restart) {
+  test::harness h;
+  auto q = h.create(queue_spec("d").delivery(delivery_durability::durable).lease(5s));
+  ASSERT_TRUE(q.ok());
+  ASSERT_TRUE(h.enqueue(q.value(), test::msg("A1")).ok());
+  auto first = h.receive(q.value(), 1);
+  ASSERT_TRUE(first.ok() && first.value().size() == 1);
+  auto waiting = h.long_poll(q.value(), 1, 2s);
+  ASSERT_FALSE(waiting) << "nothing else is ready: the poll waits";
+  ASSERT_TRUE(h.nack(q.value(), first.value()[0].lease).ok());
+  auto polled = h.collect<std::vector<delivery>>();
+  ASSERT_TRUE(polled && *polled && polled->value().size() == 1) << "the poll takes the message";
+  auto token = polled->value()[0].lease;
+  ASSERT_TRUE(h.restart().ok());
+  auto q2 = h.lookup("d");
+  ASSERT_TRUE(q2.ok());
+  auto stats = h.stats(q2.value());
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats.value().in_flight, 1u) << "the poll's lease was lost at the restart";
+  auto again = h.receive(q2.value(), 1);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again.value().empty()) << "the message went out again under a live lease";
+  EXPECT_TRUE(h.ack(q2.value(), token).ok());
+}
+
 }  // namespace
 }  // namespace laneq

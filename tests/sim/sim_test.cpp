@@ -22,6 +22,8 @@
 // The harness runs the actors until they are idle after every call, so a crash finds every write
 // committed: "an ack whose answer was lost may or may not have happened" (R8) does not arise
 // here; tests/crash/kill9 covers it.
+// A quarter of the receives are long polls; one waits at a time, and its answer is checked when
+// a later step brings it (settle_poll).
 // Episodes take four classes in turn (fast, durable, each with and without throttles), and each
 // class must reach minimum counts of crashes, reclaims, expiries, dead letters and redrives, or
 // the run fails (coverage.hpp).
@@ -217,10 +219,12 @@ class simulation {
     // Drain: everything must end acked or dead, with time moving on (liveness).
     for (int i = 0; i < 10'000 && live() > 0; ++i) {
       do_receive();
+      check_stats();  // takes a long poll's answer
       while (!held_.empty()) {
         auto k = held_.back();
         held_.pop_back();
         ack(k);
+        settle_poll();  // the ack may have answered a waiting long poll, at this time
       }
       do_advance();
       check_stats();
@@ -519,17 +523,66 @@ class simulation {
 
   void do_receive() {
     auto max = static_cast<std::uint32_t>(1 + pick(6));
+    if (poll_) return;  // one receive waits at a time: its answer is told apart by its type
+    if (pick(4) == 0) return do_long_poll(max);
+    auto got = h_.receive(q_, max);
+    if (!got) fail(check::api, "receive failed: " + to_string(got.err()));
+    take(got.value(), max, true);
+  }
+
+  /// A long poll (wait up to 2 s): answered at once if anything can go, else it waits and the
+  /// steps that follow may answer it (settle_poll).
+  void do_long_poll(std::uint32_t max) {
+    auto wait = duration{std::int64_t(1 + pick(2'000'000))};
+    std::size_t deliverable = 0;
+    for_each_deliverable(h_.now(), [&](const model_msg&) { ++deliverable; });
+    auto got = h_.long_poll(q_, max, wait);
+    if (got) {
+      if (!*got) fail(check::api, "long poll failed: " + to_string(got->err()));
+      if (got->value().empty()) fail(check::api, "a long poll answered at once with nothing");
+      take(got->value(), max, true);
+      return;
+    }
+    if (deliverable > 0 && ep_.spec.throttles().empty())
+      fail(check::lost,
+           "a long poll waits while " + std::to_string(deliverable) + " messages were deliverable");
+    poll_ = waiting_poll{max, h_.now() + wait};
+    cov_.bump(event::long_polls_waited);
+  }
+
+  /// Takes the waiting long poll's answer, if it came during the last step: deliveries at the
+  /// time they were answered (time moves only in advance steps, which answer at their end), or
+  /// nothing once its wait is over.
+  void settle_poll() {
+    if (!poll_) return;
+    auto got = h_.collect<std::vector<delivery>>();
+    if (!got) {
+      if (h_.now() > poll_->until) fail(check::api, "a long poll outlived its wait");
+      return;
+    }
+    if (!*got) fail(check::api, "long poll failed: " + to_string(got->err()));
+    auto [max, until] = *poll_;
+    poll_.reset();
+    if (got->value().empty()) {
+      if (h_.now() < until) fail(check::api, "a long poll answered nothing before its wait ended");
+    } else {
+      cov_.bump(event::long_polls_answered);
+    }
+    take(got->value(), max, false);
+  }
+
+  /// Checks and records a receive's answer `ds` for at most `max`, given at the current time.
+  /// `whole`: the answer saw everything ready (a receive answered at once), so progress and
+  /// round-robin are checked too; a waiting poll is answered by the first arrivals instead.
+  void take(const std::vector<delivery>& ds, std::uint32_t max, bool whole) {
     auto t = h_.now();
-    // Eligible fairness keys and deliverable count before the receive (model view).
+    // Eligible fairness keys and deliverable count before the answer (model view).
     std::set<std::string> eligible;
     std::size_t deliverable_before = 0;
     for_each_deliverable(t, [&](const model_msg& m) {
       eligible.insert(m.fairness_key);
       ++deliverable_before;
     });
-    auto got = h_.receive(q_, max);
-    if (!got) fail(check::api, "receive failed: " + to_string(got.err()));
-    const auto& ds = got.value();
     if (ds.size() > max) fail(check::api, "receive returned more than max");
     std::vector<std::string> picked_keys;
     for (const auto& d : ds) {
@@ -557,7 +610,7 @@ class simulation {
       picked_keys.push_back(m.fairness_key);
       held_.push_back(held_token{d, run_, m.position});
     }
-    if (!ep_.spec.throttles().empty()) return;
+    if (!whole || !ep_.spec.throttles().empty()) return;
     // Progress: a short answer means nothing was left to deliver.
     if (ds.size() < max && ds.size() != deliverable_before)
       fail(check::lost, "receive returned " + std::to_string(ds.size()) + " of " +
@@ -808,6 +861,7 @@ class simulation {
     auto q = h_.lookup("sim");
     if (!q) fail(check::recovery, "lookup after the restart: " + to_string(q.err()));
     q_ = q.value();
+    poll_.reset();  // its answer went with the connection
     if (h_.now() != t) fail(check::recovery, "the restart moved the clock");
     ++run_;
     cov_.bump(event::crashes);
@@ -851,6 +905,7 @@ class simulation {
   }
 
   void check_stats() {
+    settle_poll();  // the stats count what the last step delivered to a waiting long poll
     auto s = h_.stats(q_);
     if (!s) fail(check::api, "stats failed");
     std::uint64_t pending = n_[0], in_flight = n_[1], dead = n_[3];
@@ -902,6 +957,11 @@ class simulation {
   std::unordered_map<std::string, ref_bucket> buckets_;
   std::uint64_t next_position_ = 1;
   std::uint64_t next_body_ = 1;
+  struct waiting_poll {
+    std::uint32_t max;
+    timestamp until;  // the end of its wait
+  };
+  std::optional<waiting_poll> poll_;  // a long poll that waits for its answer
 };
 
 /// Runs `total` steps from `seed` in episodes of 2,000, counting what they reached into `rc`;

@@ -67,11 +67,19 @@ class harness {
   /// A crash and a restart: every actor of the broker stops (writes the store has not
   /// committed are not answered), then a new broker on the same store rebuilds every queue,
   /// on the same timeline. Returns how many queues it recovered. Queue handles from before
-  /// the restart are dead: look the queues up again.
+  /// the restart are dead: look the queues up again. Answers to receives still waiting (long
+  /// polls, answered with an error as the broker stops) are dropped, as a client's connection
+  /// would be.
   result<std::uint64_t> restart(broker_options opts = {}) {
     auto t = now();
     broker_.reset();
     run();
+    for (bool more = true; more;) {
+      more = false;
+      self_->receive([&](std::vector<delivery>&) { more = true; },
+                     [&](caf::error&) { more = true; },
+                     caf::after(std::chrono::seconds(0)) >> [] {});
+    }
     return start(t, std::move(opts));
   }
 
@@ -187,6 +195,12 @@ class harness {
   result<std::vector<delivery>> receive(const queue_api& q, std::uint32_t max = 1,
                                         duration lease = duration{0}) {
     return ask<std::vector<delivery>>(q, receive_atom_v, receive_request{max, lease.count(), 0});
+  }
+  /// A long poll: waits up to `wait` for a message; nullopt while it still waits (collect its
+  /// answer later with `collect<std::vector<delivery>>()`).
+  std::optional<result<std::vector<delivery>>> long_poll(const queue_api& q, std::uint32_t max,
+                                                         duration wait) {
+    return try_ask<std::vector<delivery>>(q, receive_atom_v, receive_request{max, 0, wait.count()});
   }
   status ack(const queue_api& q, const lease_token& l) {
     auto r = ask<std::vector<lease_outcome>>(q, ack_atom_v, std::vector<lease_token>{l});
