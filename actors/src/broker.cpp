@@ -1,6 +1,7 @@
 // The in-process broker and blocking clients (actors/include/laneq/actors/broker.hpp).
 #include "laneq/actors/broker.hpp"
 
+#include "laneq/actors/actor_base.hpp"
 #include "laneq/actors/admin_actor.hpp"
 #include "laneq/actors/memory_store.hpp"
 #include "laneq/actors/remote_admin.hpp"
@@ -17,6 +18,7 @@ result<T> call(caf::actor_system& sys, const Handle& dest, caf::timespan timeout
   self->request(dest, timeout, std::forward<Ts>(xs)...)
       .receive([&](T& x) { out.emplace(std::move(x)); },
                [&](caf::error& e) { out.emplace(from_caf(e)); });
+  received_blocking_answer();
   return std::move(*out);
 }
 
@@ -93,6 +95,7 @@ broker::~broker() {
   self->monitor(store_);
   self->send_exit(store_, caf::exit_reason::user_shutdown);
   self->receive([](const caf::down_msg&) {});
+  received_blocking_answer();
 }
 
 blocking_admin::blocking_admin(caf::actor_system& sys, admin_actor admin, caf::timespan timeout)
@@ -104,6 +107,7 @@ result<queue_api> blocking_admin::create_queue(queue_spec spec) {
   self->request(admin_, timeout_, create_atom_v, std::move(spec))
       .receive([&](queue_api& q, bool) { out.emplace(std::move(q)); },
                [&](caf::error& e) { out.emplace(from_caf(e)); });
+  received_blocking_answer();
   return std::move(*out);
 }
 

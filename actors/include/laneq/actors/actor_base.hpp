@@ -4,8 +4,10 @@
 // invisible to it, and every message would look like a data race. Each actor therefore tells
 // TSan what CAF guarantees: a send happens before the receiver's next run (enqueue releases,
 // resume acquires), one run of an actor happens before its next one on any thread (resume
-// releases at its end), and everything happens before the actor's destruction. Races in our own
-// code, including state shared between actors outside messages, stay visible.
+// releases at its end), and everything happens before the actor's destruction. A blocking caller
+// (`scoped_actor`) cannot name the actor that answered it, so it acquires the end of every actor
+// run so far (`received_blocking_answer`). Races in our own code, including state shared between
+// actors outside messages, stay visible.
 #pragma once
 
 #include <caf/mailbox_element.hpp>
@@ -18,6 +20,18 @@ extern "C" void __tsan_release(void* addr);
 #endif
 
 namespace laneq {
+
+#ifdef LANEQ_TSAN_ANNOTATE
+/// What every actor run releases at its end and a blocking caller acquires.
+inline char tsan_runs_sync;
+#endif
+
+/// A blocking caller has received its answer (called right after a `scoped_actor`'s receive).
+inline void received_blocking_answer() {
+#ifdef LANEQ_TSAN_ANNOTATE
+  __tsan_acquire(&tsan_runs_sync);
+#endif
+}
 
 /// `Base` (a CAF actor base such as `some_actor::base`) with the happens-before edges CAF
 /// provides made visible to ThreadSanitizer; identical to `Base` in other builds.
@@ -40,6 +54,7 @@ class tsan_visible : public Base {
     __tsan_acquire(this);
     auto result = Base::resume(eu, max);
     __tsan_release(this);
+    __tsan_release(&tsan_runs_sync);
     return result;
   }
 #endif
