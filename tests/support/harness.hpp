@@ -226,8 +226,20 @@ class harness {
     return ask<std::uint64_t>(q, redrive_atom_v, std::move(ids));
   }
   result<queue_stats> stats(const queue_api& q) { return ask<queue_stats>(q, stats_atom_v); }
+  result<laneq::groups_page> page_of_groups(const queue_api& q, groups_query query) {
+    return ask<laneq::groups_page>(q, groups_atom_v, std::move(query));
+  }
+  /// Every group, page by page.
   result<std::vector<group_info>> groups(const queue_api& q, bool blocked_only = false) {
-    return ask<std::vector<group_info>>(q, groups_atom_v, blocked_only);
+    std::vector<group_info> out;
+    groups_query query{{}, limits::groups_page_max, blocked_only};
+    do {
+      auto page = page_of_groups(q, query);
+      if (!page) return page.err();
+      for (auto& g : page.value().groups) out.push_back(std::move(g));
+      query.after = std::move(page.value().next);
+    } while (!query.after.empty());
+    return out;
   }
 
   result<queue_api> lookup(const std::string& name) {
