@@ -205,8 +205,20 @@ result<queue_stats> blocking_queue::stats() {
   return call<queue_stats>(sys_, q_, timeout_, stats_atom_v);
 }
 
+result<groups_page> blocking_queue::page_of_groups(groups_query q) {
+  return call<laneq::groups_page>(sys_, q_, timeout_, groups_atom_v, std::move(q));
+}
+
 result<std::vector<group_info>> blocking_queue::groups(bool blocked_only) {
-  return call<std::vector<group_info>>(sys_, q_, timeout_, groups_atom_v, blocked_only);
+  std::vector<group_info> out;
+  groups_query q{{}, limits::groups_page_max, blocked_only};
+  do {
+    auto page = page_of_groups(q);
+    if (!page) return page.err();
+    for (auto& g : page.value().groups) out.push_back(std::move(g));
+    q.after = std::move(page.value().next);
+  } while (!q.after.empty());
+  return out;
 }
 
 }  // namespace laneq

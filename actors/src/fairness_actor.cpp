@@ -331,7 +331,9 @@ fairness_actor_impl::behavior_type fairness_actor_impl::make_behavior() {
         rearm(t);
         check();
       },
-      [this](waiting_atom) { return sched_.waiting(); },
+      [this](waiting_atom, const std::vector<group_id>& groups) {
+        return sched_.waiting(std::unordered_set<group_id>(groups.begin(), groups.end()));
+      },
       [this](stats_atom) {
         // The largest backlogs by name, the rest summed: a bounded number of metric series.
         auto by_key = sched_.backlog_by_fairness_key();

@@ -776,58 +776,122 @@ queue_stats queue_actor_impl::stats() const {
   return s;
 }
 
-caf::result<std::vector<group_info>> queue_actor_impl::describe_groups(bool blocked_only) {
-  struct gather {
-    caf::typed_response_promise<std::vector<group_info>> promise;
-    std::unordered_map<group_id, group_info> infos;
-    std::vector<waiting_item> waiting;
-    std::size_t remaining = 0;
-    bool blocked_only = false;
-    void finish() {
-      for (const auto& w : waiting) {
-        auto it = infos.find(w.group);
-        if (!w.throttled || it == infos.end()) continue;
-        it->second.state = group_status::throttled;
-        it->second.since = w.since;
-        it->second.until = w.until;
-      }
-      std::vector<group_info> out;
-      for (auto& [id, info] : infos) {
-        if (blocked_only && (info.state == group_status::ready || info.state == group_status::idle))
-          continue;
-        out.push_back(std::move(info));
-      }
-      std::sort(out.begin(), out.end(),
-                [](const group_info& a, const group_info& b) { return a.head < b.head; });
-      promise.deliver(std::move(out));
-    }
-    void done() {
-      if (--remaining == 0) finish();
-    }
+// -- introspection: pages of groups (docs/api.md "Groups") -------------------------------------
+
+struct queue_actor_impl::groups_gather {
+  struct candidate {
+    std::array<std::uint8_t, 16> lane;
+    group_id id;
+    group_actor handle;
+    std::optional<group_info> info;  ///< once described (none: it stopped meanwhile)
   };
-  auto g = std::make_shared<gather>();
-  g->promise = make_response_promise<std::vector<group_info>>();
-  g->blocked_only = blocked_only;
-  g->remaining = groups_.size() - lingering_ + 1;
-  for (auto& [id, entry] : groups_) {
-    if (entry.idle_since) continue;  // gone idle: its actor lingers, the group is gone
-    auto gid = id;
-    request(entry.handle, caf::infinite, describe_atom_v)
-        .then(
-            [g, gid](group_info& info) {
-              g->infos.emplace(gid, std::move(info));
-              g->done();
-            },
-            [g](caf::error&) { g->done(); });
+  caf::typed_response_promise<groups_page> promise;
+  groups_query query;
+  std::vector<candidate> candidates;  ///< in lane order
+  bool more = false;                  ///< groups follow the last one examined
+  std::array<std::uint8_t, 16> last_examined{};
+  std::unordered_map<group_id, waiting_item> waiting;
+  std::size_t issued = 0;   ///< candidates asked so far
+  std::size_t pending = 0;  ///< of them, not answered yet
+  std::size_t matched = 0;  ///< answers that go on the page
+
+  bool wanted(const group_info& info) const {
+    return !query.blocked_only ||
+           (info.state != group_status::ready && info.state != group_status::idle);
   }
-  request(fairness_, caf::infinite, waiting_atom_v)
+  /// The page: the first `limit` wanted groups in lane order. Its cursor names the last group
+  /// listed when the page is full, else the last group examined; none when no group follows.
+  groups_page finish() {
+    groups_page page;
+    std::size_t i = 0;
+    for (; i < issued && page.groups.size() < query.limit; ++i)
+      if (auto& info = candidates[i].info; info && wanted(*info))
+        page.groups.push_back(std::move(*info));
+    bool full = page.groups.size() == query.limit;
+    if (full && (i < candidates.size() || more))
+      page.next.assign(candidates[i - 1].lane.begin(), candidates[i - 1].lane.end());
+    else if (!full && more)
+      page.next.assign(last_examined.begin(), last_examined.end());
+    return page;
+  }
+};
+
+namespace {
+
+std::optional<error> check_groups_query(const groups_query& q) {
+  if (q.limit == 0 || q.limit > limits::groups_page_max)
+    return error{errc::invalid_argument,
+                 "limit must be 1 to " + std::to_string(limits::groups_page_max)};
+  if (!q.after.empty() && q.after.size() != 16)
+    return error{errc::invalid_argument, "cursor is malformed"};
+  return std::nullopt;
+}
+
+}  // namespace
+
+caf::result<groups_page> queue_actor_impl::describe_groups(groups_query q) {
+  if (auto err = check_groups_query(q)) return to_caf(*err);
+  auto g = std::make_shared<groups_gather>();
+  g->promise = make_response_promise<groups_page>();
+  std::array<std::uint8_t, 16> after{};
+  std::copy(q.after.begin(), q.after.end(), after.begin());
+  auto it = q.after.empty() ? group_by_lane_.begin() : group_by_lane_.upper_bound(after);
+  // Bounded by the page: a lingering group (gone idle) counts as examined but is not listed.
+  std::size_t examined_max = std::size_t{q.limit} * limits::groups_page_scan_factor;
+  std::size_t want = q.blocked_only ? examined_max : q.limit;
+  std::vector<group_id> ids;
+  for (std::size_t examined = 0;
+       it != group_by_lane_.end() && examined < examined_max && g->candidates.size() < want;
+       ++it, ++examined) {
+    g->last_examined = it->first;
+    const auto& entry = groups_.at(it->second);
+    if (entry.idle_since) continue;
+    g->candidates.push_back({it->first, entry.id, entry.handle, std::nullopt});
+    ids.push_back(entry.id);
+  }
+  g->more = it != group_by_lane_.end();
+  g->query = std::move(q);
+  if (g->candidates.empty()) {
+    g->promise.deliver(g->finish());  // none examined lives: an empty page, maybe a cursor
+    return g->promise;
+  }
+  // A throttled head is known only to the fairness actor; its group reports it ready.
+  request(fairness_, caf::infinite, waiting_atom_v, std::move(ids))
       .then(
-          [g](std::vector<waiting_item>& w) {
-            g->waiting = std::move(w);
-            g->done();
+          [this, g](std::vector<waiting_item>& ws) {
+            for (auto& w : ws)
+              if (w.throttled) g->waiting.emplace(w.group, w);
+            describe_next(g);
           },
-          [g](caf::error&) { g->done(); });
+          [this, g](caf::error&) { describe_next(g); });
   return g->promise;
+}
+
+void queue_actor_impl::describe_next(const std::shared_ptr<groups_gather>& g) {
+  while (g->pending < limits::groups_describe_window && g->issued < g->candidates.size() &&
+         g->matched < g->query.limit) {
+    auto i = g->issued++;
+    ++g->pending;
+    request(g->candidates[i].handle, caf::infinite, describe_atom_v)
+        .then(
+            [this, g, i](group_info& info) {
+              auto& c = g->candidates[i];
+              if (auto w = g->waiting.find(c.id); w != g->waiting.end()) {
+                info.state = group_status::throttled;
+                info.since = w->second.since;
+                info.until = w->second.until;
+              }
+              if (g->wanted(info)) ++g->matched;
+              c.info = std::move(info);
+              --g->pending;
+              describe_next(g);
+            },
+            [this, g](caf::error&) {  // the group stopped meanwhile: not listed
+              --g->pending;
+              describe_next(g);
+            });
+  }
+  if (g->pending == 0) g->promise.deliver(g->finish());
 }
 
 queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
@@ -1044,7 +1108,7 @@ queue_actor_impl::behavior_type queue_actor_impl::make_behavior() {
                 [this, promise](caf::error&) mutable { promise.deliver(stats()); });
         return promise;
       },
-      [this](groups_atom, bool blocked_only) { return describe_groups(blocked_only); },
+      [this](groups_atom, groups_query& q) { return describe_groups(std::move(q)); },
       [this](dead_atom, std::vector<dead_letter>& dls) -> caf::result<caf::ok_atom> {
         // Answered once the move is durable: the group holds its next head until then, so a move
         // lost in a power loss never brings the message back after its successor ran. If the

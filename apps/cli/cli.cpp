@@ -9,6 +9,8 @@
 #include <iterator>
 #include <sstream>
 
+#include "laneq/limits.hpp"
+
 namespace laneq::cli {
 
 namespace json = boost::json;
@@ -432,7 +434,15 @@ int cmd_dlq_redrive(command_context& c) {
 }
 
 int cmd_groups(command_context& c) {
-  auto r = c.client.groups(c.args.args[0], c.args.flag("blocked"));
+  client::groups_params p;
+  p.blocked_only = c.args.flag("blocked");
+  if (auto v = c.args.value("limit")) {
+    auto n = parse_int("--limit", *v, 1, limits::groups_page_max);
+    if (auto* e = std::get_if<usage_error>(&n)) return usage(c, *e);
+    p.limit = static_cast<std::uint32_t>(std::get<std::int64_t>(n));
+  }
+  if (auto v = c.args.value("cursor")) p.cursor = *v;
+  auto r = c.client.groups(c.args.args[0], p);
   if (!r) return fail(c, r.err());
   if (c.args.json)
     print_json(c, r.value());
@@ -655,7 +665,9 @@ const std::vector<command_spec>& commands() {
        "list a queue's ordering groups and what each waits for",
        1,
        1,
-       {opt("blocked", false, "only groups that cannot deliver now (in flight, retry wait, ...)")},
+       {opt("blocked", false, "only groups that cannot deliver now (in flight, retry wait, ...)"),
+        opt("limit", true, "groups per page, 1 to 10000 (default 1000)"),
+        opt("cursor", true, "the page after this cursor (printed after the previous page)")},
        cmd_groups},
       {"stats",
        "[QUEUE...]",
@@ -1115,8 +1127,14 @@ std::string render_messages_quiet(const json::value& answer) {
 
 std::string render_groups(const json::value& answer) {
   const json::array* groups = find_array(answer, "groups");
-  if (groups == nullptr || groups->empty()) return "no groups\n";
-  return render_table(*groups, {"key", "state", "backlog", "head", "since", "until"});
+  std::string out =
+      groups == nullptr || groups->empty()
+          ? "no groups\n"
+          : render_table(*groups, {"key", "state", "backlog", "head", "since", "until"});
+  if (const auto* o = answer.if_object())
+    if (const auto* next = o->if_contains("next_cursor"))
+      out += "more groups: --cursor " + text_of(*next) + "\n";
+  return out;
 }
 
 std::string render_dead_letters(const json::value& answer) {

@@ -106,7 +106,7 @@ std::string render_help(const command_spec* command);
 std::string render_messages(const boost::json::value& answer);
 /// Received messages, one line each: lease, ordering key, body (tab-separated, escaped).
 std::string render_messages_quiet(const boost::json::value& answer);
-/// Groups of a queue as a table.
+/// One page of a queue's groups as a table, then the cursor of the next page if there is one.
 std::string render_groups(const boost::json::value& answer);
 /// Dead letters as a table.
 std::string render_dead_letters(const boost::json::value& answer);

@@ -361,18 +361,29 @@ std::unordered_map<std::string, std::uint64_t> fair_scheduler::backlog_by_fairne
   return out;
 }
 
-std::vector<waiting_item> fair_scheduler::waiting() const {
+template <class Keep>
+std::vector<waiting_item> fair_scheduler::waiting_if(Keep keep) const {
   const auto& s = *impl_;
   std::vector<waiting_item> out;
-  out.reserve(waiting_size());
   for (const auto& e : s.delayed)
-    out.push_back(waiting_item{e.item.group, e.item.msg.id, false, e.since, e.wake});
+    if (keep(e.item.group))
+      out.push_back(waiting_item{e.item.group, e.item.msg.id, false, e.since, e.wake});
   for (const auto& [name, w] : s.parked)
     for (const auto& [ks, heap] : w.by_key)
       for (const auto& e : heap)
-        out.push_back(
-            waiting_item{e.item.group, e.item.msg.id, true, e.since, w.wake ? *w.wake : e.since});
+        if (keep(e.item.group))
+          out.push_back(
+              waiting_item{e.item.group, e.item.msg.id, true, e.since, w.wake ? *w.wake : e.since});
   return out;
+}
+
+std::vector<waiting_item> fair_scheduler::waiting() const {
+  return waiting_if([](group_id) { return true; });
+}
+
+std::vector<waiting_item> fair_scheduler::waiting(
+    const std::unordered_set<group_id>& groups) const {
+  return waiting_if([&groups](group_id g) { return groups.count(g) != 0; });
 }
 
 std::size_t fair_scheduler::bucket_count() const {

@@ -180,6 +180,8 @@ TEST(cli_render, groups_and_dead_letters_are_aligned_tables) {
   EXPECT_EQ(t.substr(0, t.find('\n')), "KEY     STATE       BACKLOG  HEAD  SINCE_MS  UNTIL_MS");
   EXPECT_NE(t.find("a       retry_wait  3        9     1         2"), std::string::npos) << t;
   EXPECT_EQ(render_groups(json::parse(R"({"groups": []})")), "no groups\n");
+  auto more = render_groups(json::parse(R"({"groups": [], "next_cursor": "00ff"})"));
+  EXPECT_EQ(more, "no groups\nmore groups: --cursor 00ff\n") << "a short page says how to go on";
   auto d = render_dead_letters(json::parse(
       R"({"dead_letters": [{"id": "4", "reason": "nacked", "attempts": 1, "body": "x"}]})"));
   EXPECT_NE(d.find("ID  REASON  ATTEMPTS  BODY"), std::string::npos) << d;
@@ -212,6 +214,11 @@ TEST(cli_run, usage_errors_exit_2_and_send_nothing) {
   EXPECT_EQ(run({"--url", "http://127.0.0.1:1", "receive", "q", "--max", "zero"}, {}, out, err, in),
             exit_usage);
   EXPECT_NE(err.str().find("--max wants"), std::string::npos) << err.str();
+  err.str("");
+  EXPECT_EQ(
+      run({"--url", "http://127.0.0.1:1", "groups", "q", "--limit", "10001"}, {}, out, err, in),
+      exit_usage);
+  EXPECT_NE(err.str().find("--limit wants"), std::string::npos) << err.str();
   err.str("");
   EXPECT_EQ(run({"--url", "ftp://x", "health"}, {}, out, err, in), exit_usage);
   EXPECT_NE(err.str().find("must start with http://"), std::string::npos) << err.str();

@@ -224,6 +224,53 @@ TEST_F(http_api, groups_report_blocked_groups_with_state_and_head) {
   EXPECT_EQ(get(port(), "/v1/queues/q/groups?colour=red").status, 400u);
 }
 
+// Issue 22 §5: one unpaged listing of every group froze the broker. 3,000 groups answer in pages
+// of the default 1,000, each with a next_cursor but the last; paging lists each group once.
+TEST_F(http_api, groups_come_in_pages_that_list_each_group_exactly_once) {
+  create("q", R"({"ordering": {"mode": "key", "key": [{"header": "account"}]}})");
+  constexpr int groups = 3000;
+  for (int batch = 0; batch < groups / 1000; ++batch) {
+    std::string body = R"({"messages": [)";
+    for (int i = 0; i < 1000; ++i)
+      body += std::string{i ? "," : ""} + R"({"body": "x", "headers": {"account": "a)" +
+              std::to_string(batch * 1000 + i) + R"("}})";
+    ASSERT_EQ(send("q", body + "]}").size(), 1000u);
+  }
+  auto first = get(port(), "/v1/queues/q/groups");
+  ASSERT_EQ(first.status, 200u) << first.body.substr(0, 200);
+  EXPECT_EQ(first.obj().at("groups").as_array().size(), 1000u) << "the default limit";
+  EXPECT_TRUE(first.obj().contains("next_cursor")) << "more groups follow";
+  std::set<std::string> seen;
+  std::string cursor;
+  int pages = 0;
+  do {
+    auto r =
+        get(port(), "/v1/queues/q/groups?limit=700" + (cursor.empty() ? "" : "&cursor=" + cursor));
+    ASSERT_EQ(r.status, 200u) << r.body.substr(0, 200);
+    for (const auto& g : r.obj().at("groups").as_array())
+      EXPECT_TRUE(seen.insert(str(g.as_object().at("key"))).second) << "listed twice";
+    cursor = r.obj().contains("next_cursor") ? str(r.obj().at("next_cursor")) : "";
+    ASSERT_LE(++pages, 5);
+  } while (!cursor.empty());
+  EXPECT_EQ(pages, 5) << "700 + 700 + 700 + 700 + 200";
+  EXPECT_EQ(seen.size(), std::size_t{groups});
+}
+
+// A limit out of 1..10000 and a cursor that no page gave are 400 invalid_argument, naming the
+// parameter.
+TEST_F(http_api, groups_refuse_a_bad_limit_or_cursor_naming_the_parameter) {
+  create("q", R"({"ordering": {"mode": "key", "key": [{"header": "account"}]}})");
+  for (const char* query : {"limit=0", "limit=10001", "limit=ten", "limit=-1", "cursor=zz",
+                            "cursor=0123456789ABCDEF0123456789abcdef", "cursor="}) {
+    auto r = get(port(), std::string{"/v1/queues/q/groups?"} + query);
+    EXPECT_EQ(r.status, 400u) << query;
+    EXPECT_EQ(str(r.obj().at("error").as_object().at("code")), "invalid_argument") << query;
+    std::string param{query, std::string_view{query}.find('=')};
+    EXPECT_NE(r.body.find(param), std::string::npos) << query << ": " << r.body;
+  }
+  EXPECT_EQ(get(port(), "/v1/queues/q/groups?limit=10000").status, 200u);
+}
+
 TEST_F(http_api, a_long_poll_waits_without_holding_the_only_http_thread) {
   create("q");
   // The server has one HTTP thread: the enqueue below is served while the receive waits.

@@ -66,6 +66,25 @@ inline std::uint16_t start_and_read_port(laneqd_process& p, const std::filesyste
 
 /// A fixture: a laneqd on a fresh data directory named after `tag`, stopped with SIGTERM (exit 0
 /// checked) at the end of each test; `restart` keeps the data.
+/// laneqd on the data directory `data` must refuse to start: exit non-zero (not by a signal)
+/// with output containing each of `words`.
+inline void expect_refusal(const std::filesystem::path& data,
+                           const std::vector<std::string>& words) {
+  using namespace std::chrono_literals;
+  laneqd_process p;
+  ASSERT_EQ(p.start({"--data-dir", data.string(), "--http-port", "0", "--caf-port", "0"}), "");
+  if (p.wait_line("laneqd ready", 60s)) {  // nothing at the end of its output: it exited
+    ADD_FAILURE() << "laneqd started on the damaged store:\n" << p.output();
+    p.stop(SIGTERM);
+    return;
+  }
+  auto code = p.wait();
+  auto out = p.output(true);
+  EXPECT_GT(code, 0) << out;
+  EXPECT_LT(code, 128) << "ended by a signal: " << out;
+  for (const auto& w : words) EXPECT_NE(out.find(w), std::string::npos) << w << "\n" << out;
+}
+
 class daemon_test : public ::testing::Test {
  protected:
   explicit daemon_test(std::string tag) : tag_(std::move(tag)) {}

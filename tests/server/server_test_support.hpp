@@ -1,5 +1,6 @@
 // Test support for the daemon: a small synchronous Beast HTTP client, an in-process server on an
-// ephemeral port over an in-memory broker, and a raw socket for malformed requests.
+// ephemeral port over an in-memory broker, and a raw socket for malformed requests. The
+// functions are compiled once, in server_test_support.cpp.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -64,42 +65,15 @@ struct reply {
 /// A keep-alive HTTP/1.1 connection to 127.0.0.1:port.
 class client {
  public:
-  explicit client(std::uint16_t port) : stream_(io_) {
-    stream_.connect(tcp::endpoint{asio::ip::make_address("127.0.0.1"), port});
-  }
+  explicit client(std::uint16_t port);
 
   reply call(http::verb method, const std::string& target, const std::string& body = {},
-             const std::string& token = {}) {
-    http::request<http::string_body> req{method, target, 11};
-    req.set(http::field::host, "127.0.0.1");
-    if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
-    if (!body.empty()) {
-      req.set(http::field::content_type, "application/json");
-      req.body() = body;
-    }
-    req.prepare_payload();
-    http::write(stream_, req);
-    return read();
-  }
+             const std::string& token = {});
 
-  reply read() {
-    beast::flat_buffer buf;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(64 * 1024 * 1024);
-    http::read(stream_, buffer_, parser);
-    auto& res = parser.get();
-    reply r;
-    r.status = res.result_int();
-    r.body = res.body();
-    for (const auto& f : res) r.headers.emplace_back(std::string{f.name_string()}, f.value());
-    r.content_type = std::string{res[http::field::content_type]};
-    boost::system::error_code ec;
-    if (r.content_type.rfind("application/json", 0) == 0) r.doc = json::parse(r.body, ec);
-    return r;
-  }
+  reply read();
 
   /// Sends raw bytes (malformed or oversized requests).
-  void send_raw(const std::string& bytes) { asio::write(stream_.socket(), asio::buffer(bytes)); }
+  void send_raw(const std::string& bytes);
 
   beast::tcp_stream& stream() { return stream_; }
 
@@ -109,49 +83,25 @@ class client {
   beast::flat_buffer buffer_;
 };
 
-inline reply get(std::uint16_t port, const std::string& target, const std::string& token = {}) {
-  client c{port};
-  return c.call(http::verb::get, target, {}, token);
-}
-inline reply post(std::uint16_t port, const std::string& target, const std::string& body,
-                  const std::string& token = {}) {
-  client c{port};
-  return c.call(http::verb::post, target, body, token);
-}
-inline reply put(std::uint16_t port, const std::string& target, const std::string& body,
-                 const std::string& token = {}) {
-  client c{port};
-  return c.call(http::verb::put, target, body, token);
-}
-inline reply del(std::uint16_t port, const std::string& target, const std::string& token = {}) {
-  client c{port};
-  return c.call(http::verb::delete_, target, {}, token);
-}
+reply get(std::uint16_t port, const std::string& target, const std::string& token = {});
+reply post(std::uint16_t port, const std::string& target, const std::string& body,
+           const std::string& token = {});
+reply put(std::uint16_t port, const std::string& target, const std::string& body,
+          const std::string& token = {});
+reply del(std::uint16_t port, const std::string& target, const std::string& token = {});
 
 /// A laneq broker in memory behind a real HTTP listener on an ephemeral port.
 class in_process_server {
  public:
   explicit in_process_server(http_limits limits = {}, std::vector<token_config> tokens = {},
-                             std::size_t http_threads = 1)
-      : sys_(prepare(cfg_)) {
-    broker_ = std::make_unique<broker>(sys_);
-    init(limits, std::move(tokens), http_threads);
-  }
+                             std::size_t http_threads = 1);
 
   /// Over a given store (tests pass a store that reports itself degraded, or stops answering),
   /// with calls failing after `call_timeout` without an answer.
   in_process_server(std::function<store_actor(caf::actor_system&)> make_store, http_limits limits,
-                    std::chrono::milliseconds call_timeout = http_bounds::call_timeout)
-      : sys_(prepare(cfg_)) {
-    broker_ = std::make_unique<broker>(sys_, make_context(sys_), make_store(sys_));
-    init(limits, {}, 1, call_timeout);
-  }
+                    std::chrono::milliseconds call_timeout = http_bounds::call_timeout);
 
-  ~in_process_server() {
-    http_.reset();
-    router_.reset();
-    broker_.reset();
-  }
+  ~in_process_server();
 
   std::uint16_t port() const { return port_; }
   caf::actor_system& sys() { return sys_; }
@@ -159,21 +109,10 @@ class in_process_server {
   http_server& http() { return *http_; }
 
  private:
-  static caf::actor_system_config& prepare(caf::actor_system_config& cfg) {
-    add_message_types(cfg);
-    cfg.set("scheduler.max-threads", 2);
-    return cfg;
-  }
+  static caf::actor_system_config& prepare(caf::actor_system_config& cfg);
 
   void init(http_limits limits, std::vector<token_config> tokens, std::size_t threads,
-            std::chrono::milliseconds call_timeout = http_bounds::call_timeout) {
-    router_ = std::make_unique<router>(sys_, broker_->admin(), broker_->store(), limits,
-                                       std::move(tokens), call_timeout);
-    http_ = std::make_unique<http_server>(*router_, limits, threads);
-    auto p = http_->start("127.0.0.1", 0);
-    if (!p) throw std::runtime_error(to_string(p.err()));
-    port_ = p.value();
-  }
+            std::chrono::milliseconds call_timeout = http_bounds::call_timeout);
 
   caf::actor_system_config cfg_;
   caf::actor_system sys_;

@@ -62,22 +62,6 @@ class store_files : public ::testing::Test {
     return out;
   }
 
-  /// laneqd must exit non-zero (not by a signal) with a line containing each of `words`.
-  void expect_refusal(const std::vector<std::string>& words) {
-    laneqd_process p;
-    ASSERT_EQ(p.start({"--data-dir", db().string(), "--http-port", "0", "--caf-port", "0"}), "");
-    if (p.wait_line("laneqd ready", 60s)) {  // nothing at the end of its output: it exited
-      ADD_FAILURE() << "laneqd started on the damaged store:\n" << p.output();
-      p.stop(SIGTERM);
-      return;
-    }
-    auto code = p.wait();
-    auto out = p.output(true);
-    EXPECT_GT(code, 0) << out;
-    EXPECT_LT(code, 128) << "ended by a signal: " << out;
-    for (const auto& w : words) EXPECT_NE(out.find(w), std::string::npos) << w << "\n" << out;
-  }
-
   /// Fills a store and stops laneqd cleanly (SIGTERM: it flushes, the WAL is empty).
   void fill_and_stop() {
     laneqd_process p;
@@ -101,19 +85,19 @@ class store_files : public ::testing::Test {
 TEST_F(store_files, a_deleted_wal_is_refused) {
   ASSERT_NO_FATAL_FAILURE(fill_and_kill());
   for (const auto& f : files(".log")) fs::remove(f);
-  expect_refusal({"acknowledged writes are missing", "LANEQ-COMMITTED", db().string()});
+  expect_refusal(db(), {"acknowledged writes are missing", "LANEQ-COMMITTED", db().string()});
 }
 
 TEST_F(store_files, a_wal_truncated_to_zero_is_refused) {
   ASSERT_NO_FATAL_FAILURE(fill_and_kill());
   for (const auto& f : files(".log")) fs::resize_file(f, 0);
-  expect_refusal({"acknowledged writes are missing", "LANEQ-COMMITTED"});
+  expect_refusal(db(), {"acknowledged writes are missing", "LANEQ-COMMITTED"});
 }
 
 TEST_F(store_files, a_wal_cut_in_half_is_refused) {
   ASSERT_NO_FATAL_FAILURE(fill_and_kill());
   for (const auto& f : files(".log")) fs::resize_file(f, fs::file_size(f) / 2);
-  expect_refusal({"acknowledged writes are missing", "LANEQ-COMMITTED"});
+  expect_refusal(db(), {"acknowledged writes are missing", "LANEQ-COMMITTED"});
 }
 
 TEST_F(store_files, a_flipped_byte_inside_the_wal_is_refused_naming_the_file_and_offset) {
@@ -130,7 +114,7 @@ TEST_F(store_files, a_flipped_byte_inside_the_wal_is_refused_naming_the_file_and
     f.seekp(static_cast<std::streamoff>(size / 2));
     f.put(static_cast<char>(c ^ 0x5a));
   }
-  expect_refusal({wals[0].filename().string(), "offset", db().string()});
+  expect_refusal(db(), {wals[0].filename().string(), "offset", db().string()});
 }
 
 TEST_F(store_files, a_manifest_cut_in_half_is_refused) {
@@ -138,7 +122,7 @@ TEST_F(store_files, a_manifest_cut_in_half_is_refused) {
   auto manifests = files("MANIFEST-");
   ASSERT_EQ(manifests.size(), 1u);
   fs::resize_file(manifests[0], fs::file_size(manifests[0]) / 2);
-  expect_refusal({db().string()});
+  expect_refusal(db(), {db().string()});
   EXPECT_FALSE(files(".sst").empty()) << "the table file must not be deleted by a refused start";
 }
 
@@ -146,7 +130,7 @@ TEST_F(store_files, current_and_wal_deleted_with_tables_present_is_refused) {
   ASSERT_NO_FATAL_FAILURE(fill_and_stop());
   fs::remove(db() / "CURRENT");
   for (const auto& f : files(".log")) fs::remove(f);
-  expect_refusal({"no CURRENT file", db().string()});
+  expect_refusal(db(), {"no CURRENT file", db().string()});
   EXPECT_FALSE(fs::exists(db() / "CURRENT")) << "no new database was created";
 }
 

@@ -30,39 +30,20 @@ struct test_config : caf::actor_system_config {
 
 /// A broker on the test coordinator. Every call runs the actors until they are idle (in FIFO
 /// job order, or in an order drawn from `shuffle` when one is set), then reads the reply.
+/// The member functions that are not templates live in harness.cpp, compiled once: defined
+/// here, every test file instantiated the same CAF messaging code again.
 class harness {
  public:
   /// A broker on an in-memory store that outlives it (see `restart`).
-  explicit harness(std::uint64_t seed = 1, broker_options opts = {})
-      : sys_(cfg_),
-        sched_(dynamic_cast<caf::scheduler::test_coordinator&>(sys_.scheduler())),
-        self_(sys_, true),
-        seed_(seed),
-        store_(sys_.spawn<memory_store_impl>()) {
-    auto recovered = start(sim_epoch, std::move(opts));
-    LANEQ_ASSERT(recovered.ok(), "a new broker starts on an empty store");
-  }
+  explicit harness(std::uint64_t seed = 1, broker_options opts = {});
 
   /// A broker whose store fails writes when `faults` says so.
-  harness(std::uint64_t seed, std::shared_ptr<store_faults> faults)
-      : sys_(cfg_),
-        sched_(dynamic_cast<caf::scheduler::test_coordinator&>(sys_.scheduler())),
-        self_(sys_, true),
-        seed_(seed),
-        store_(sys_.spawn<faulty_store>(std::move(faults))) {
-    auto recovered = start(sim_epoch, {});
-    LANEQ_ASSERT(recovered.ok(), "a new broker starts on an empty store");
-  }
+  harness(std::uint64_t seed, std::shared_ptr<store_faults> faults);
 
   /// Stops the broker's actors and the store and runs them until they are gone (the actor
   /// system's destructor waits for every actor, and only `run` moves them on the test
   /// coordinator).
-  ~harness() {
-    rng_ = nullptr;
-    broker_.reset();
-    caf::anon_send_exit(store_, caf::exit_reason::user_shutdown);
-    run();
-  }
+  ~harness();
 
   /// A crash and a restart: every actor of the broker stops (writes the store has not
   /// committed are not answered), then a new broker on the same store rebuilds every queue,
@@ -70,56 +51,23 @@ class harness {
   /// the restart are dead: look the queues up again. Answers to receives still waiting (long
   /// polls, answered with an error as the broker stops) are dropped, as a client's connection
   /// would be.
-  result<std::uint64_t> restart(broker_options opts = {}) {
-    auto t = now();
-    broker_.reset();
-    run();
-    for (bool more = true; more;) {
-      more = false;
-      self_->receive([&](std::vector<delivery>&) { more = true; },
-                     [&](caf::error&) { more = true; },
-                     caf::after(std::chrono::seconds(0)) >> [] {});
-    }
-    return start(t, std::move(opts));
-  }
+  result<std::uint64_t> restart(broker_options opts = {});
 
   /// Draw the order in which ready actors run from `rng` (nullptr: FIFO).
   void shuffle_jobs(std::mt19937_64* rng) { rng_ = rng; }
 
   /// Runs every ready actor until none is left.
-  void run() {
-    if (!rng_) {
-      sched_.run();
-      return;
-    }
-    while (!sched_.jobs.empty()) {
-      auto n = sched_.jobs.size();
-      auto i = std::uniform_int_distribution<std::size_t>{0, n - 1}(*rng_);
-      if (i != 0) std::swap(sched_.jobs[0], sched_.jobs[i]);
-      sched_.run_once();
-    }
-  }
+  void run();
 
   /// Moves simulated time forward, firing due timers, and runs the actors.
-  void advance(duration d) {
-    sched_.advance_time(std::chrono::duration_cast<caf::timespan>(d));
-    run();
-  }
+  void advance(duration d);
 
   /// Jumps to the next armed timer, if any; returns whether one fired.
-  bool advance_to_next_timer() {
-    auto& clock = sched_.clock();
-    if (clock.schedule().empty()) return false;
-    auto next = clock.schedule().begin()->first;
-    auto now = clock.now();
-    sched_.advance_time(next > now ? next - now : caf::timespan{0});
-    run();
-    return true;
-  }
+  bool advance_to_next_timer();
 
   /// Simulated time since the start of the test.
-  duration elapsed() { return broker_->context()->time.now(sys_.clock()) - sim_epoch; }
-  timestamp now() { return broker_->context()->time.now(sys_.clock()); }
+  duration elapsed() { return now() - sim_epoch; }
+  timestamp now();
 
   /// Sends a request and returns the reply (or the error), running the actors in between.
   /// Returns nullopt if no reply came (for example a long poll still waiting).
@@ -155,84 +103,34 @@ class harness {
   }
 
   /// Creates a queue, failing the test's expectations through the returned result.
-  result<queue_api> create(queue_spec spec) {
-    self_->send(broker_->admin(), create_atom_v, std::move(spec));
-    run();
-    std::optional<result<queue_api>> out;
-    self_->receive([&](queue_api& q, bool) { out.emplace(std::move(q)); },
-                   [&](caf::error& e) { out.emplace(from_caf(e)); },
-                   caf::after(std::chrono::seconds(0)) >> [] {});
-    if (!out) return error{errc::unavailable, "no reply"};
-    return std::move(*out);
-  }
+  result<queue_api> create(queue_spec spec);
 
   /// Like `create`, and also reports whether the queue was newly created (false: a queue with
   /// the same spec existed and is returned).
-  result<std::pair<queue_api, bool>> create_flagged(queue_spec spec) {
-    self_->send(broker_->admin(), create_atom_v, std::move(spec));
-    run();
-    std::optional<result<std::pair<queue_api, bool>>> out;
-    self_->receive(
-        [&](queue_api& q, bool created) {
-          out.emplace(std::pair{std::move(q), created});
-        },
-        [&](caf::error& e) { out.emplace(from_caf(e)); },
-        caf::after(std::chrono::seconds(0)) >> [] {});
-    if (!out) return error{errc::unavailable, "no reply"};
-    return std::move(*out);
-  }
+  result<std::pair<queue_api, bool>> create_flagged(queue_spec spec);
 
   // -- queue operations ------------------------------------------------------------------------
 
-  result<std::vector<message_id>> enqueue(const queue_api& q, std::vector<outgoing_message> b) {
-    return ask<std::vector<message_id>>(q, enqueue_atom_v, std::move(b));
-  }
-  result<message_id> enqueue(const queue_api& q, outgoing_message m) {
-    auto ids = enqueue(q, std::vector<outgoing_message>{std::move(m)});
-    if (!ids) return ids.err();
-    return ids.value().front();
-  }
+  result<std::vector<message_id>> enqueue(const queue_api& q, std::vector<outgoing_message> b);
+  result<message_id> enqueue(const queue_api& q, outgoing_message m);
   result<std::vector<delivery>> receive(const queue_api& q, std::uint32_t max = 1,
-                                        duration lease = duration{0}) {
-    return ask<std::vector<delivery>>(q, receive_atom_v, receive_request{max, lease.count(), 0});
-  }
+                                        duration lease = duration{0});
   /// A long poll: waits up to `wait` for a message; nullopt while it still waits (collect its
   /// answer later with `collect<std::vector<delivery>>()`).
   std::optional<result<std::vector<delivery>>> long_poll(const queue_api& q, std::uint32_t max,
-                                                         duration wait) {
-    return try_ask<std::vector<delivery>>(q, receive_atom_v, receive_request{max, 0, wait.count()});
-  }
-  status ack(const queue_api& q, const lease_token& l) {
-    auto r = ask<std::vector<lease_outcome>>(q, ack_atom_v, std::vector<lease_token>{l});
-    if (!r) return r.err();
-    if (!r.value().empty()) return r.value().front().err;
-    return ok_t{};
-  }
+                                                         duration wait);
+  status ack(const queue_api& q, const lease_token& l);
   status nack(const queue_api& q, const lease_token& l, duration retry_after = duration{0},
-              bool dead = false) {
-    auto r = ask<caf::ok_atom>(
-        q, nack_atom_v, l,
-        nack_request{dead ? nack_kind::dead_letter : nack_kind::retry, retry_after.count()});
-    if (!r) return r.err();
-    return ok_t{};
-  }
-  result<timestamp> extend(const queue_api& q, const lease_token& l, duration by) {
-    return ask<timestamp>(q, extend_atom_v, l, by.count());
-  }
-  result<std::vector<dead_letter>> dead_letters(const queue_api& q) {
-    return ask<std::vector<dead_letter>>(q, dlq_atom_v, std::uint32_t{100000});
-  }
-  result<std::uint64_t> redrive(const queue_api& q, std::vector<message_id> ids = {}) {
-    return ask<std::uint64_t>(q, redrive_atom_v, std::move(ids));
-  }
-  result<queue_stats> stats(const queue_api& q) { return ask<queue_stats>(q, stats_atom_v); }
-  result<std::vector<group_info>> groups(const queue_api& q, bool blocked_only = false) {
-    return ask<std::vector<group_info>>(q, groups_atom_v, blocked_only);
-  }
+              bool dead = false);
+  result<timestamp> extend(const queue_api& q, const lease_token& l, duration by);
+  result<std::vector<dead_letter>> dead_letters(const queue_api& q);
+  result<std::uint64_t> redrive(const queue_api& q, std::vector<message_id> ids = {});
+  result<queue_stats> stats(const queue_api& q);
+  result<laneq::groups_page> page_of_groups(const queue_api& q, groups_query query);
+  /// Every group, page by page.
+  result<std::vector<group_info>> groups(const queue_api& q, bool blocked_only = false);
 
-  result<queue_api> lookup(const std::string& name) {
-    return ask<queue_api>(broker_->admin(), lookup_atom_v, name);
-  }
+  result<queue_api> lookup(const std::string& name);
 
   caf::actor_system& system() { return sys_; }
   /// The test's own actor (replies to `post` land in its mailbox).
@@ -251,11 +149,9 @@ class harness {
   std::optional<broker> broker_;
   std::mt19937_64* rng_ = nullptr;
 
-  result<std::uint64_t> start(timestamp epoch, broker_options opts) {
-    broker_.emplace(sys_, make_context(sys_, epoch, seed_), store_, std::move(opts), false);
-    run();
-    return ask<std::uint64_t>(broker_->admin(), recover_atom_v);
-  }
+  result<std::uint64_t> start(timestamp epoch, broker_options opts);
+  /// Takes the answer to a create request (the queue and whether it is new).
+  std::optional<result<std::pair<queue_api, bool>>> collect_created();
 };
 
 /// Broker options with the given reclaim grace (fast delivery after a restart).

@@ -171,6 +171,21 @@ TEST(fair_scheduler, backlog_counts_ready_and_waiting_items_per_fairness_key) {
 
 // -- delays -----------------------------------------------------------------------------------
 
+// A page of the groups listing asks only for its groups' waiting items.
+TEST(fair_scheduler, waiting_of_some_groups_lists_only_theirs) {
+  fair_scheduler s;
+  for (std::uint64_t g = 1; g <= 3; ++g) {
+    auto delayed = item(g, "A", g);
+    delayed.msg.not_before = t0 + 2s;
+    s.on_ready(delayed, t0);
+  }
+  auto some = s.waiting(std::unordered_set<group_id>{group_id{1}, group_id{3}, group_id{9}});
+  ASSERT_EQ(some.size(), 2u);
+  EXPECT_NE(some[0].group, group_id{2});
+  EXPECT_NE(some[1].group, group_id{2});
+  EXPECT_EQ(s.waiting().size(), 3u);
+}
+
 TEST(fair_scheduler, future_not_before_waits_until_its_time) {
   fair_scheduler s;
   auto delayed = item(1, "A", 4);

@@ -361,8 +361,18 @@ api_result<json::value> http_client::redrive(std::string_view queue,
   return call("POST", queue_path(queue, "/dead-letters/redrive"), &body);
 }
 
-api_result<json::value> http_client::groups(std::string_view queue, bool blocked_only) {
-  return call("GET", queue_path(queue, blocked_only ? "/groups?state=blocked" : "/groups"));
+api_result<json::value> http_client::groups(std::string_view queue, const groups_params& p) {
+  std::string query;
+  auto add = [&query](std::string_view name, std::string_view value) {
+    query += query.empty() ? "?" : "&";
+    query += name;
+    query += '=';
+    query += value;
+  };
+  if (p.blocked_only) add("state", "blocked");
+  if (p.limit) add("limit", std::to_string(*p.limit));
+  if (!p.cursor.empty()) add("cursor", encode_segment(p.cursor));
+  return call("GET", queue_path(queue, "/groups" + query));
 }
 
 api_result<json::value> http_client::checkpoint(std::string_view dir) {

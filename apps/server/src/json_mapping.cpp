@@ -408,6 +408,35 @@ std::optional<message_id> decode_id(std::string_view text) {
   return message_id{v};
 }
 
+std::string encode_groups_cursor(std::string_view after) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * after.size());
+  for (char ch : after) {
+    auto c = static_cast<unsigned char>(ch);
+    out += hex[c >> 4];
+    out += hex[c & 0xFu];
+  }
+  return out;
+}
+
+std::optional<std::string> decode_groups_cursor(std::string_view text) {
+  if (text.size() != 32) return std::nullopt;
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); i += 2) {
+    auto hi = digit(text[i]);
+    auto lo = digit(text[i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+  }
+  return out;
+}
+
 std::optional<std::string> percent_decode(std::string_view text) {
   std::string out;
   out.reserve(text.size());

@@ -56,6 +56,16 @@ void header(std::string& out, std::string_view name, std::string_view type, std:
   out += '\n';
 }
 
+/// A metric with one unlabelled sample: its HELP and TYPE lines, then the sample.
+void single(std::string& out, std::string_view name, std::string_view type, std::string_view help,
+            std::uint64_t value) {
+  header(out, name, type, help);
+  out += name;
+  out += ' ';
+  out += std::to_string(value);
+  out += '\n';
+}
+
 struct queue_series {
   const char* name;
   const char* type;
@@ -202,8 +212,7 @@ std::string server_metrics::render(const std::vector<queue_stats>& queues,
                    "queue=\"" + escape_label(q.name) + "\"", latency_bounds_s, q.first_delivery,
                    static_cast<double>(q.first_delivery_sum_us) / 1e6);
   }
-  header(out, "laneq_queues", "gauge", "Queues on this broker.");
-  out += "laneq_queues " + std::to_string(queues.size()) + "\n";
+  single(out, "laneq_queues", "gauge", "Queues on this broker.", queues.size());
   if (store != nullptr) {
     header(out, "laneq_store_batch_writes", "histogram",
            "Write requests per committed store batch (group commit).");
@@ -222,31 +231,24 @@ std::string server_metrics::render(const std::vector<queue_stats>& queues,
     if (store->commit_histogram.size() == latency_bounds_s.size() + 1)
       render_buckets(out, "laneq_store_commit_seconds", "", latency_bounds_s,
                      store->commit_histogram, static_cast<double>(store->commit_sum_us) / 1e6);
-    header(out, "laneq_store_batches_total", "counter", "Committed store batches.");
-    out += "laneq_store_batches_total " + std::to_string(store->batches) + "\n";
-    header(out, "laneq_store_bytes_total", "counter", "Key and value bytes committed.");
-    out += "laneq_store_bytes_total " + std::to_string(store->bytes) + "\n";
-    header(out, "laneq_store_syncs_total", "counter", "Batches written with sync.");
-    out += "laneq_store_syncs_total " + std::to_string(store->syncs) + "\n";
-    header(out, "laneq_store_failed_batches_total", "counter", "Store batches that failed.");
-    out += "laneq_store_failed_batches_total " + std::to_string(store->failed_batches) + "\n";
-    header(out, "laneq_store_degraded", "gauge", "1 while the store is degraded.");
-    out += std::string{"laneq_store_degraded "} + (store->degraded ? "1" : "0") + "\n";
-    header(out, "laneq_store_free_bytes", "gauge",
-           "Free bytes on the data directory's file system (0 without a disk).");
-    out += "laneq_store_free_bytes " + std::to_string(store->free_bytes) + "\n";
-    header(out, "laneq_store_reserve_bytes", "gauge",
-           "Free space below which enqueues are refused (storage_failed).");
-    out += "laneq_store_reserve_bytes " + std::to_string(store->reserve_bytes) + "\n";
-    header(out, "laneq_store_refused_low_space_total", "counter",
-           "Enqueues refused because the disk was below its reserve.");
-    out += "laneq_store_refused_low_space_total " + std::to_string(store->refused_low_space) + "\n";
+    single(out, "laneq_store_batches_total", "counter", "Committed store batches.", store->batches);
+    single(out, "laneq_store_bytes_total", "counter", "Key and value bytes committed.",
+           store->bytes);
+    single(out, "laneq_store_syncs_total", "counter", "Batches written with sync.", store->syncs);
+    single(out, "laneq_store_failed_batches_total", "counter", "Store batches that failed.",
+           store->failed_batches);
+    single(out, "laneq_store_degraded", "gauge", "1 while the store is degraded.",
+           store->degraded ? 1 : 0);
+    single(out, "laneq_store_free_bytes", "gauge",
+           "Free bytes on the data directory's file system (0 without a disk).", store->free_bytes);
+    single(out, "laneq_store_reserve_bytes", "gauge",
+           "Free space below which enqueues are refused (storage_failed).", store->reserve_bytes);
+    single(out, "laneq_store_refused_low_space_total", "counter",
+           "Enqueues refused because the disk was below its reserve.", store->refused_low_space);
   }
-  header(out, "laneq_http_connections", "gauge", "HTTP connections open.");
-  out += "laneq_http_connections " + std::to_string(connections_.open) + "\n";
-  header(out, "laneq_http_connections_anonymous", "gauge",
-         "HTTP connections open on which no valid token was seen yet.");
-  out += "laneq_http_connections_anonymous " + std::to_string(connections_.anonymous) + "\n";
+  single(out, "laneq_http_connections", "gauge", "HTTP connections open.", connections_.open);
+  single(out, "laneq_http_connections_anonymous", "gauge",
+         "HTTP connections open on which no valid token was seen yet.", connections_.anonymous);
   header(out, "laneq_http_connections_refused_total", "counter",
          "HTTP connections closed at once at limits.connections (cap), and anonymous requests "
          "refused on connections from the reserve (reserve).");
@@ -254,13 +256,12 @@ std::string server_metrics::render(const std::vector<queue_stats>& queues,
          std::to_string(connections_.refused_cap) + "\n";
   out += "laneq_http_connections_refused_total{reason=\"reserve\"} " +
          std::to_string(connections_.refused_reserve) + "\n";
-  header(out, "laneq_http_answer_bytes", "gauge",
-         "Bytes of HTTP answers being written (limits.answer_bytes).");
-  out += "laneq_http_answer_bytes " + std::to_string(connections_.answer_bytes) + "\n";
-  header(out, "laneq_http_answers_refused_total", "counter",
+  single(out, "laneq_http_answer_bytes", "gauge",
+         "Bytes of HTTP answers being written (limits.answer_bytes).", connections_.answer_bytes);
+  single(out, "laneq_http_answers_refused_total", "counter",
          "Answers refused (503) because answers waiting for their clients held "
-         "limits.answer_bytes.");
-  out += "laneq_http_answers_refused_total " + std::to_string(connections_.refused_answers) + "\n";
+         "limits.answer_bytes.",
+         connections_.refused_answers);
   std::lock_guard guard{mtx_};
   header(out, "laneq_http_request_duration_seconds", "histogram",
          "HTTP request latency per route, from parsed request to response.");

@@ -232,6 +232,29 @@ result<std::vector<std::pair<std::string, std::string>>> parse_query(
   return out;
 }
 
+/// The page a `GET .../groups` asks for (docs/api.md "Groups"): `state`, `limit`, `cursor`.
+result<groups_query> groups_query_from(
+    const std::vector<std::pair<std::string, std::string>>& params) {
+  groups_query q;
+  for (const auto& [k, v] : params) {
+    if (k == "state") {
+      if (v != "blocked" && v != "all") return bad("query parameter state must be blocked or all");
+      q.blocked_only = v == "blocked";
+    } else if (k == "limit") {
+      auto n = decode_id(v);  // a positive decimal
+      if (!n || n->value > limits::groups_page_max)
+        return bad("query parameter limit must be 1 to " + std::to_string(limits::groups_page_max));
+      q.limit = static_cast<std::uint32_t>(n->value);
+    } else {
+      auto after = decode_groups_cursor(v);
+      if (!after)
+        return bad("query parameter cursor is malformed (pass next_cursor back unchanged)");
+      q.after = std::move(*after);
+    }
+  }
+  return q;
+}
+
 /// Whether a route refuses a request body (the listings, reads and deletes).
 bool takes_no_body(route r) {
   switch (r) {
@@ -531,7 +554,7 @@ void router::handle(http_request req, respond_fn done) {
   auto& obj = body.value();
   // Only the dead-letter and group listings take query parameters.
   auto query = m.what == route::dead_letters ? parse_query(m.query, {"max"})
-               : m.what == route::groups     ? parse_query(m.query, {"state"})
+               : m.what == route::groups     ? parse_query(m.query, {"state", "limit", "cursor"})
                                              : parse_query(m.query, {});
   if (!query) return c->fail(query.err());
   if (takes_no_body(m.what) && !obj.empty()) return c->fail(bad("this endpoint takes no body"));
@@ -727,18 +750,16 @@ void router::handle(http_request req, respond_fn done) {
           std::move(ids.value()));
     }
     case route::groups: {
-      bool blocked = false;
-      for (const auto& [k, v] : query.value()) {
-        if (v == "blocked")
-          blocked = true;
-        else if (v == "all")
-          blocked = false;
-        else
-          return c->fail(bad("query parameter state must be blocked or all"));
-      }
+      auto q = groups_query_from(query.value());
+      if (!q) return c->fail(q.err());
       return ask_queue(
-          gw, c, name, [](std::vector<group_info>& gs) { return array_reply("groups", gs); },
-          groups_atom_v, blocked);
+          gw, c, name,
+          [](groups_page& page) {
+            auto out = array_reply("groups", page.groups);
+            if (!page.next.empty()) out["next_cursor"] = encode_groups_cursor(page.next);
+            return out;
+          },
+          groups_atom_v, std::move(q.value()));
     }
     case route::list_topics: {
       return ask(

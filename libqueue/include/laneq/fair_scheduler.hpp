@@ -75,6 +75,9 @@ class fair_scheduler {
   std::unordered_map<std::string, std::uint64_t> backlog_by_fairness_key() const;
   /// Items waiting for time or a token.
   std::vector<waiting_item> waiting() const;
+  /// The waiting items of the groups in `groups` (one pass over the waiting items, no copy of
+  /// the others: a page of the groups listing).
+  std::vector<waiting_item> waiting(const std::unordered_set<group_id>& groups) const;
   /// Live throttle buckets (full buckets are dropped: they behave exactly like new ones).
   std::size_t bucket_count() const;
 
@@ -83,6 +86,10 @@ class fair_scheduler {
 
  private:
   struct impl;
+  /// The waiting items whose group `keep` accepts.
+  template <class Keep>
+  std::vector<waiting_item> waiting_if(Keep keep) const;
+
   std::unique_ptr<impl> impl_;
   std::size_t ready_count_ = 0;
 };

@@ -48,6 +48,15 @@ inline constexpr std::size_t ack_batch_max = 1000;
 inline constexpr duration receive_wait_max = 20s;
 inline constexpr std::size_t pending_receives_max = 10'000;
 inline constexpr std::size_t redrive_batch_max = 10'000;
+/// Groups per page of `groups` (docs/api.md "Groups"): the default and the most a request may ask.
+inline constexpr std::uint32_t groups_page_default = 1000;
+inline constexpr std::uint32_t groups_page_max = 10'000;
+/// Groups one page may examine, per group it may return: a `state=blocked` page stops there and
+/// answers short, with a cursor, rather than scan a queue of idle-looking groups to its end.
+inline constexpr std::uint32_t groups_page_scan_factor = 10;
+/// Describe requests a page keeps outstanding at once: CAF keeps an actor's pending responses in
+/// a flat map with a linear lookup, so one request per group at once made a listing quadratic.
+inline constexpr std::size_t groups_describe_window = 64;
 
 // Store (persistence.md): a group-commit batch closes at whichever bound comes first.
 inline constexpr std::size_t store_batch_writes_max = 4096;  ///< write requests per batch
@@ -90,5 +99,7 @@ static_assert(max_attempts_default <= max_attempts_max);
 static_assert(receive_batch_max <= pending_receives_max);
 static_assert(throttle_rate_per_s_min < throttle_rate_per_s_max);
 static_assert(retry_after_max <= delay_max);
+static_assert(0 < groups_page_default && groups_page_default <= groups_page_max);
+static_assert(groups_describe_window > 0);
 
 }  // namespace laneq::limits

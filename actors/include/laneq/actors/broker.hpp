@@ -134,6 +134,9 @@ class blocking_queue {
   /// Redrives the given dead letters (all of them when `ids` is empty); returns how many.
   result<std::uint64_t> redrive(std::vector<message_id> ids = {});
   result<queue_stats> stats();
+  /// One page of the queue's groups (docs/api.md "Groups").
+  result<laneq::groups_page> page_of_groups(groups_query q);
+  /// Every group, page by page (one request per `limits::groups_page_max` groups examined).
   result<std::vector<group_info>> groups(bool blocked_only = false);
 
   const queue_api& handle() const { return q_; }

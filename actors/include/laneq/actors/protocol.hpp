@@ -16,6 +16,7 @@
 #include "laneq/fair_scheduler.hpp"
 #include "laneq/group_state.hpp"
 #include "laneq/lease.hpp"
+#include "laneq/limits.hpp"
 #include "laneq/message.hpp"
 #include "laneq/queue_spec.hpp"
 #include "laneq/topic_spec.hpp"
@@ -191,6 +192,23 @@ struct topic_enqueued {
   friend bool operator==(const topic_enqueued&, const topic_enqueued&) = default;
 };
 
+/// A request for one page of a queue's groups (`groups_atom`, docs/api.md "Groups"). Groups are
+/// listed in lane-id order, which does not change while a group lives, nor across a restart.
+struct groups_query {
+  /// The lane id (16 bytes) after which the page starts (`groups_page::next` of the previous
+  /// page); empty: from the first group.
+  std::string after;
+  std::uint32_t limit = limits::groups_page_default;  ///< 1 to limits::groups_page_max groups
+  bool blocked_only = false;                          ///< only groups that cannot deliver now
+};
+
+/// One page of a queue's groups. A page examines at most `limit * groups_page_scan_factor`
+/// groups, so a `blocked_only` page may hold fewer than `limit` groups and still have a `next`.
+struct groups_page {
+  std::vector<group_info> groups;  ///< in lane-id order
+  std::string next;                ///< `groups_query::after` of the next page; empty: the last
+};
+
 /// A queue as `describe` reports it.
 struct queue_description {
   std::string summary;  ///< queue_spec::describe()
@@ -236,6 +254,14 @@ auto inspect(Inspector& f, lease_outcome& x) {
 template <class Inspector>
 auto inspect(Inspector& f, waiting_item& x) {
   return f(x.group, x.id, x.throttled, x.since, x.until);
+}
+template <class Inspector>
+auto inspect(Inspector& f, groups_query& x) {
+  return f(x.after, x.limit, x.blocked_only);
+}
+template <class Inspector>
+auto inspect(Inspector& f, groups_page& x) {
+  return f(x.groups, x.next);
 }
 template <class Inspector>
 auto inspect(Inspector& f, group_recovery& x) {
@@ -461,6 +487,8 @@ CAF_ADD_TYPE_ID(laneq, (laneq::topic_prepared))
 CAF_ADD_TYPE_ID(laneq, (laneq::topic_enqueued))
 CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::topic_enqueued>))
 CAF_ADD_TYPE_ID(laneq, (laneq::checkpoint_info))
+CAF_ADD_TYPE_ID(laneq, (laneq::groups_query))
+CAF_ADD_TYPE_ID(laneq, (laneq::groups_page))
 CAF_ADD_ATOM(laneq, laneq, enqueue_atom, "enqueue")
 CAF_ADD_ATOM(laneq, laneq, receive_atom, "receive")
 CAF_ADD_ATOM(laneq, laneq, ack_atom, "ack")
@@ -550,7 +578,8 @@ using fairness_actor = caf::typed_actor<
                                                               std::vector<store_op>>,
     caf::replies_to<nack_atom, lease_token, nack_request>::with<caf::ok_atom>,
     caf::replies_to<extend_atom, lease_token, std::int64_t>::with<timestamp>,
-    caf::replies_to<waiting_atom>::with<std::vector<waiting_item>>,
+    // the waiting items of these groups (a page of `groups`)
+    caf::replies_to<waiting_atom, std::vector<group_id>>::with<std::vector<waiting_item>>,
     caf::replies_to<stats_atom>::with<queue_stats>,  // only `fairness` is filled in
     caf::reacts_to<extend_atom, group_actor, lease_token, timestamp>,  // a group head's new
                                                                        // deadline
@@ -567,7 +596,7 @@ using queue_api = caf::typed_actor<
     caf::replies_to<dlq_atom, std::uint32_t>::with<std::vector<dead_letter>>,
     caf::replies_to<redrive_atom, std::vector<message_id>>::with<std::uint64_t>,
     caf::replies_to<stats_atom>::with<queue_stats>,
-    caf::replies_to<groups_atom, bool>::with<std::vector<group_info>>>;
+    caf::replies_to<groups_atom, groups_query>::with<groups_page>>;
 
 /// The queue actor: the client API plus what its group and fairness actors report.
 using queue_actor = queue_api::extend<

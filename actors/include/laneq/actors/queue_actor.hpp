@@ -141,7 +141,11 @@ class queue_actor_impl : public actor_base<queue_actor> {
   void wake(group_entry& entry);
   /// The group holding the lease: its live incarnation, or a held head after a restart.
   group_entry* owner_of(const lease_token& l);
-  caf::result<std::vector<group_info>> describe_groups(bool blocked_only);
+  /// One page of groups (docs/api.md "Groups"): picks the page's groups from `group_by_lane_`
+  /// (O(log n + examined)), then has them describe themselves, a window at a time.
+  caf::result<groups_page> describe_groups(groups_query q);
+  struct groups_gather;  // state of a page being gathered (queue_actor.cpp)
+  void describe_next(const std::shared_ptr<groups_gather>& g);
   queue_stats stats() const;
 
   queue_actor_config qc_;

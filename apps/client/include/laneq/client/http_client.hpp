@@ -106,6 +106,13 @@ struct receive_params {
   std::int64_t wait_ms = 0;
 };
 
+/// One page of GET .../groups (docs/api.md "Groups").
+struct groups_params {
+  bool blocked_only = false;
+  std::optional<std::uint32_t> limit;  ///< absent: the server's default (1000)
+  std::string cursor;                  ///< the previous page's next_cursor; empty: the first page
+};
+
 /// A synchronous client over one keep-alive connection. Not thread-safe: one per thread.
 class http_client {
  public:
@@ -150,7 +157,8 @@ class http_client {
   /// POST .../dead-letters/redrive; empty `ids`: every dead letter.
   api_result<boost::json::value> redrive(std::string_view queue,
                                          const std::vector<std::string>& ids);
-  api_result<boost::json::value> groups(std::string_view queue, bool blocked_only);
+  /// GET .../groups: one page; its `next_cursor` (absent on the last page) asks for the next.
+  api_result<boost::json::value> groups(std::string_view queue, const groups_params& p);
   /// POST /v1/admin/checkpoint `{"dir"}`: an online backup into `dir` on the laneqd host
   /// (absolute, must not exist; an admin token); answers `{"dir", "bytes", "files", "ms"}`.
   api_result<boost::json::value> checkpoint(std::string_view dir);

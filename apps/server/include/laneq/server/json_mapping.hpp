@@ -35,6 +35,11 @@ std::optional<lease_token> decode_lease(std::string_view text);
 /// A message id as a decimal string.
 std::string encode_id(message_id id);
 std::optional<message_id> decode_id(std::string_view text);
+/// A page cursor of `GET .../groups` (docs/api.md "Groups"): the lane id a page ends at, as 32
+/// lowercase hex digits. Clients treat it as opaque.
+std::string encode_groups_cursor(std::string_view after);
+/// The lane id of a cursor, or nullopt when it is not one.
+std::optional<std::string> decode_groups_cursor(std::string_view text);
 
 /// Percent-decodes a URL path segment or query value; nullopt on a malformed escape.
 std::optional<std::string> percent_decode(std::string_view text);
