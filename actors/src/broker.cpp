@@ -13,12 +13,11 @@ namespace {
 /// One blocking request: the reply handler receives the typed response.
 template <class T, class Handle, class... Ts>
 result<T> call(caf::actor_system& sys, const Handle& dest, caf::timespan timeout, Ts&&... xs) {
-  caf::scoped_actor self{sys};
+  blocking_self self{sys};
   std::optional<result<T>> out;
   self->request(dest, timeout, std::forward<Ts>(xs)...)
       .receive([&](T& x) { out.emplace(std::move(x)); },
                [&](caf::error& e) { out.emplace(from_caf(e)); });
-  received_blocking_answer();
   return std::move(*out);
 }
 
@@ -91,23 +90,21 @@ broker::~broker() {
   if (!owns_store_) return;
   // Wait until the store has closed its database, so a broker opened next on the same data
   // directory finds it unlocked.
-  caf::scoped_actor self{sys_};
+  blocking_self self{sys_};
   self->monitor(store_);
   self->send_exit(store_, caf::exit_reason::user_shutdown);
   self->receive([](const caf::down_msg&) {});
-  received_blocking_answer();
 }
 
 blocking_admin::blocking_admin(caf::actor_system& sys, admin_actor admin, caf::timespan timeout)
     : sys_(sys), admin_(std::move(admin)), timeout_(timeout) {}
 
 result<queue_api> blocking_admin::create_queue(queue_spec spec) {
-  caf::scoped_actor self{sys_};
+  blocking_self self{sys_};
   std::optional<result<queue_api>> out;
   self->request(admin_, timeout_, create_atom_v, std::move(spec))
       .receive([&](queue_api& q, bool) { out.emplace(std::move(q)); },
                [&](caf::error& e) { out.emplace(from_caf(e)); });
-  received_blocking_answer();
   return std::move(*out);
 }
 

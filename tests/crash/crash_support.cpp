@@ -66,7 +66,7 @@ std::vector<status> store_client::write_many(std::vector<store_write> ws) {
 }
 
 void stop(caf::actor_system& sys, const store_actor& store) {
-  caf::scoped_actor self{sys};
+  blocking_self self{sys};
   self->monitor(store);
   self->send_exit(store, caf::exit_reason::user_shutdown);
   self->receive([](const caf::down_msg&) {});

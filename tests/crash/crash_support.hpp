@@ -14,6 +14,7 @@
 
 #include "caf/all.hpp"
 
+#include "laneq/actors/actor_base.hpp"
 #include "laneq/actors/persistence.hpp"
 #include "laneq/actors/protocol.hpp"
 #include "temp_dir.hpp"
@@ -35,7 +36,7 @@ inline store_op erase_range(std::string from, std::string to) {
   return store_op{store_op::kind::erase_range, std::move(from), std::move(to)};
 }
 
-/// A blocking client of one store actor. One per thread (it owns a scoped_actor).
+/// A blocking client of one store actor. One per thread (it owns a blocking_self).
 class store_client {
  public:
   static constexpr std::chrono::seconds timeout{60};
@@ -58,11 +59,11 @@ class store_client {
   /// in the store's mailbox together, so they share batches.
   std::vector<status> write_many(std::vector<store_write> ws);
 
-  caf::scoped_actor& self() { return self_; }
+  blocking_self& self() { return self_; }
   const store_actor& store() const { return store_; }
 
  private:
-  caf::scoped_actor self_;
+  blocking_self self_;
   store_actor store_;
 };
 

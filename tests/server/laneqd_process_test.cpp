@@ -10,6 +10,7 @@
 
 #include "caf/io/all.hpp"
 
+#include "laneq/actors/actor_base.hpp"
 #include "laneq/actors/remote_admin.hpp"
 #include "laneq/message.hpp"
 #include "laneqd_process.hpp"
@@ -157,7 +158,7 @@ TEST(laneqd_process, the_remote_admin_actor_is_published_on_a_port_the_os_picks)
   {
     auto admin = sys.middleman().remote_actor<remote_admin_actor>("127.0.0.1", caf_port);
     ASSERT_TRUE(admin) << sys.render(admin.error());
-    caf::scoped_actor self{sys};
+    blocking_self self{sys};
     // A queue made over HTTP is listed over CAF.
     ASSERT_EQ(put(http_port, "/v1/queues/remote", "{}").status, 201u);
     std::vector<std::string> names;
@@ -186,7 +187,7 @@ TEST(laneqd_process, the_remote_admin_serves_topics_over_caf) {
   {
     auto admin = sys.middleman().remote_actor<remote_admin_actor>("127.0.0.1", caf_port);
     ASSERT_TRUE(admin) << sys.render(admin.error());
-    caf::scoped_actor self{sys};
+    blocking_self self{sys};
     /// One request over the connection: the reply, or the laneq error it failed with.
     auto ask = [&]<class T>(std::type_identity<T>, auto&&... xs) -> result<T> {
       std::optional<result<T>> out;
