@@ -48,10 +48,13 @@ class tsan_visible : public Base {
   }
 
   /// A message may arrive while the actor runs and be handled in the same run: acquire before
-  /// each one, not only when the run starts.
+  /// each one, not only when the run starts. Release after each one too: once CAF marks the run
+  /// over, another thread may start the next before `resume` below returns.
   caf::invoke_message_result consume(caf::mailbox_element& x) override {
     __tsan_acquire(this);
-    return Base::consume(x);
+    auto result = Base::consume(x);
+    __tsan_release(this);
+    return result;
   }
 
   caf::resumable::resume_result resume(caf::execution_unit* eu, std::size_t max) override {
