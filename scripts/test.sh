@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # test.sh: what CI runs (via .ci/run). Installs the Debian packages, then builds and
-# runs every ctest test twice:
+# runs every ctest test twice, and the actor tests a third time:
 #   1. preset dev     (Debug, ASan + UBSan; leaks and UB abort the test)
-#   2. preset release (RelWithDebInfo -O2)
+#   2. preset release (RelWithDebInfo -O2 -g1)
+#   3. preset tsan    (ThreadSanitizer): the actor tests only (label actors), which run
+#      libqueue's code inside the actors on CAF's threaded scheduler; the first report
+#      fails the run (tests/README.md says why this subset)
+# Each step prints how long it took.
 # Prints one final line, "test.sh: PASSED ..." or "test.sh: FAILED ...", and exits
 # non-zero on any failure.
 #
@@ -21,7 +25,7 @@ finish() {
   local rc=$?
   local took=$(( $(date +%s) - start_s ))
   if [ "$rc" -eq 0 ]; then
-    echo "test.sh: PASSED (dev: ASan+UBSan, release) in ${took}s"
+    echo "test.sh: PASSED (dev: ASan+UBSan, release, tsan: actors) in ${took}s"
   else
     echo "test.sh: FAILED at step '${step}' (exit ${rc}) after ${took}s"
   fi
@@ -32,7 +36,10 @@ trap finish EXIT
 run() {  # run <step name> <command...>
   step="$1"; shift
   echo "==> [${step}] $*"
+  local t0
+  t0=$(date +%s)
   "$@"
+  echo "==> [${step}] took $(( $(date +%s) - t0 ))s"
 }
 
 if [ "${LANEQ_SKIP_DEPS:-0}" != "1" ]; then
@@ -55,5 +62,10 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 run "release: configure" cmake --preset release
 run "release: build"     cmake --build --preset release -j 2
 run "release: test"      ctest --preset release -j 2
+
+# ---- tsan: ThreadSanitizer, actor tests (TSAN_OPTIONS come from the test preset) ----
+run "tsan: configure" cmake --preset tsan
+run "tsan: build"     cmake --build --preset tsan -j 2 --target laneq_actor_tests
+run "tsan: test"      ctest --preset tsan -j 2 -L '^actors$'
 
 step="done"

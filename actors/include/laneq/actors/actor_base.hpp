@@ -33,8 +33,11 @@ class tsan_visible : public Base {
   using Base::Base;
 
 #ifdef LANEQ_TSAN_ANNOTATE
-  ~tsan_visible() override {
+  /// CAF calls this before the destructor, on the thread that dropped the last reference:
+  /// acquire here, not in ~tsan_visible, which runs after the derived class's members are gone.
+  void on_destroy() override {
     __tsan_acquire(this);
+    Base::on_destroy();
   }
 
   void launch(caf::execution_unit* eu, bool lazy, bool hide) override {
