@@ -233,7 +233,7 @@ struct overlap_coverage {
     std::ostringstream os;
     os << episodes << " episodes, " << crashes << " crashes, " << crashes_losing_writes
        << " crashes losing uncommitted writes (" << writes_lost << " writes), " << enqueues_cut
-       << " enqueues and " << ends_cut << " acks/nacks cut by a crash, " << deliveries
+       << " enqueues and " << ends_cut << " acks, nacks and extends cut by a crash, " << deliveries
        << " deliveries (" << delivered_before_answer << " read before their enqueue's answer), "
        << receives_racing_enqueues << " receives sent during an enqueue, " << acks
        << " acks confirmed, " << acks_racing_expiry << " acks racing their lease's expiry, "
@@ -641,39 +641,42 @@ class simulation {
                                    lr.extends_open > (k == end_kind::extend ? 1 : 0)});
       if (k != end_kind::extend) ++lr.ends_live;
       if (k == end_kind::ack || k == end_kind::dead) ++lr.terminal_live;
-      auto run = run_;
-      auto answered = [this, run, op](const status& st, timestamp extended_to) {
-        if (!current(run)) return;
-        auto it = open_.find(op);
-        auto e = it->second;
-        open_.erase(it);
-        ended(e, st, extended_to);
-      };
-      auto failed = [answered](caf::error& err) { answered(from_caf(err), timestamp{}); };
-      const auto& token = lr.d.lease;
-      switch (k) {
-        case end_kind::ack:
-          self->request(q_, caf::infinite, ack_atom_v, std::vector<lease_token>{token})
-              .then(
-                  [answered](std::vector<lease_outcome>& out) {
-                    answered(out.empty() ? status{ok_t{}} : status{out.front().err}, timestamp{});
-                  },
-                  failed);
-          break;
-        case end_kind::retry:
-        case end_kind::dead:
-          self->request(
-                  q_, caf::infinite, nack_atom_v, token,
-                  nack_request{k == end_kind::dead ? nack_kind::dead_letter : nack_kind::retry,
-                               retry_after.count()})
-              .then([answered](caf::ok_atom) { answered(ok_t{}, timestamp{}); }, failed);
-          break;
-        case end_kind::extend:
-          self->request(q_, caf::infinite, extend_atom_v, token, by.count())
-              .then([answered](timestamp deadline) { answered(ok_t{}, deadline); }, failed);
-          break;
-      }
+      request_end(self, op, lr.d.lease, k, retry_after, by);
     });
+  }
+
+  /// Client side: sends the ack, nack or extend `op`; its answer goes to `ended`.
+  void request_end(caf::event_based_actor* self, std::uint64_t op, const lease_token& token,
+                   end_kind k, duration retry_after, duration by) {
+    auto answered = [this, run = run_, op](const status& st, timestamp extended_to) {
+      if (!current(run)) return;
+      auto it = open_.find(op);
+      auto e = it->second;
+      open_.erase(it);
+      ended(e, st, extended_to);
+    };
+    auto failed = [answered](caf::error& err) { answered(from_caf(err), timestamp{}); };
+    switch (k) {
+      case end_kind::ack:
+        self->request(q_, caf::infinite, ack_atom_v, std::vector<lease_token>{token})
+            .then(
+                [answered](std::vector<lease_outcome>& out) {
+                  answered(out.empty() ? status{ok_t{}} : status{out.front().err}, timestamp{});
+                },
+                failed);
+        break;
+      case end_kind::retry:
+      case end_kind::dead:
+        self->request(q_, caf::infinite, nack_atom_v, token,
+                      nack_request{k == end_kind::dead ? nack_kind::dead_letter : nack_kind::retry,
+                                   retry_after.count()})
+            .then([answered](caf::ok_atom) { answered(ok_t{}, timestamp{}); }, failed);
+        break;
+      case end_kind::extend:
+        self->request(q_, caf::infinite, extend_atom_v, token, by.count())
+            .then([answered](timestamp deadline) { answered(ok_t{}, deadline); }, failed);
+        break;
+    }
   }
 
   // -- what the answers say -------------------------------------------------------------------
