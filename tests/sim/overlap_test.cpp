@@ -243,8 +243,8 @@ struct overlap_coverage {
   }
 };
 
-/// The minimums a judged run must reach per episode: at most two fifths of the lowest rates that
-/// 20 seeds of 60,000 steps reached (docs/guarantees.md); what it missed, one line each.
+/// The minimums a judged run must reach per episode: at most half of the lowest rates that 120
+/// seeds of 60,000 steps reached (docs/guarantees.md); what it missed, one line each.
 std::vector<std::string> unmet(const overlap_coverage& c) {
   std::vector<std::string> out;
   auto need = [&](const char* what, std::uint64_t got, std::uint64_t per_episode_x10) {
