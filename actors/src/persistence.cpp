@@ -90,7 +90,8 @@ rocksdb::Options make_db_options(const persistence_options& opts) {
   // logger: RocksDB's stopped the process on a full disk (persistence_log.hpp). LOG is moved to
   // LOG.old at 16 MiB.
   o.info_log_level = rocksdb::InfoLogLevel::INFO_LEVEL;
-  o.info_log = make_store_logger(opts.dir + "/LOG", 16u << 20, o.info_log_level);
+  o.info_log = opts.info_log ? opts.info_log
+                             : make_store_logger(opts.dir + "/LOG", 16u << 20, o.info_log_level);
   return o;
 }
 
@@ -381,6 +382,7 @@ class persistence_impl : public actor_base<store_actor> {
         db_(std::move(db)) {
     LANEQ_ASSERT(db_ != nullptr, "the persistence actor starts with an open database");
     last_open_attempt_ = clock().now();
+    measure_space(last_open_attempt_);  // the first enqueue must not find the figures empty
   }
 
   const char* name() const override { return "laneq.persistence"; }
@@ -410,6 +412,14 @@ class persistence_impl : public actor_base<store_actor> {
   }
 
   void on_exit() override {
+    if (fail_state() == caf::exit_reason::kill) {
+      // A crash (the simulation's, tests/support/sim_store.hpp): the database is closed as it
+      // stands; the open batch is never written and its members never answered.
+      members_.clear();
+      (void)close_db(db_);
+      store_actor::base::on_exit();
+      return;
+    }
     // Answer the open batch's members before the database goes away.
     if (!members_.empty()) commit();
     // A clean stop flushes the memtables (RocksDB flushes at Close only without a WAL), so a
@@ -512,13 +522,19 @@ class persistence_impl : public actor_base<store_actor> {
   void measure_space(caf::actor_clock::time_point now) {
     last_space_check_ = now;
     admitted_since_check_ = 0;
-    struct statvfs st {};
-    if (::statvfs(opts_.dir.c_str(), &st) != 0) return;  // keep the last figures
-    auto capacity = static_cast<std::uint64_t>(st.f_blocks) * st.f_frsize;
-    stats_.free_bytes = static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
+    auto disk = opts_.measure_disk ? opts_.measure_disk(opts_.dir) : statvfs_of(opts_.dir);
+    if (!disk) return;  // keep the last figures
+    stats_.free_bytes = disk->free;
     stats_.reserve_bytes = opts_.reserve_bytes != 0
                                ? opts_.reserve_bytes
-                               : std::min(store_reserve_bytes_max, capacity / 20);
+                               : std::min(store_reserve_bytes_max, disk->capacity / 20);
+  }
+
+  static std::optional<disk_space> statvfs_of(const std::string& dir) {
+    struct statvfs st {};
+    if (::statvfs(dir.c_str(), &st) != 0) return std::nullopt;
+    return disk_space{static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize,
+                      static_cast<std::uint64_t>(st.f_blocks) * st.f_frsize};
   }
 
   void rollback() {
@@ -727,6 +743,8 @@ result<store_actor> spawn_persistence(caf::actor_system& sys, persistence_option
   }
   if (!s.ok())
     return error{errc::storage_failed, "cannot open the store in " + opts.dir + ": " + describe(s)};
+  if (!opts.own_thread)
+    return sys.spawn<persistence_impl>(std::move(opts), std::move(db_opts), std::move(db));
   return sys.spawn<persistence_impl, caf::detached>(std::move(opts), std::move(db_opts),
                                                     std::move(db));
 }

@@ -159,9 +159,15 @@ std::uint64_t fault_fs::drop_unsynced() {
     } else if (size > st->synced) {
       dropped += size - st->synced;
       // RocksDB's POSIX file system does not implement Truncate: cut the real file directly.
-      std::error_code ec;
-      std::filesystem::resize_file(path, st->synced, ec);
-      if (ec) throw std::runtime_error("fault_fs: cannot truncate " + path + ": " + ec.message());
+      // (Its in-memory one, under the simulation's store, does.)
+      auto cut = target()->Truncate(path, st->synced, io, nullptr);
+      if (cut.IsNotSupported()) {
+        std::error_code ec;
+        std::filesystem::resize_file(path, st->synced, ec);
+        cut = ec ? IOStatus::IOError(ec.message()) : IOStatus::OK();
+      }
+      if (!cut.ok())
+        throw std::runtime_error("fault_fs: cannot truncate " + path + ": " + cut.ToString());
     }
   }
   std::lock_guard<std::mutex> guard{mu_};

@@ -2,16 +2,26 @@
 // suite that uses it.
 #include "harness.hpp"
 
+#include "sim_store.hpp"
+
 namespace laneq::test {
 
-harness::harness(std::uint64_t seed, broker_options opts)
+harness::harness(std::uint64_t seed, broker_options opts, harness_store store)
     : sys_(cfg_),
       sched_(dynamic_cast<caf::scheduler::test_coordinator&>(sys_.scheduler())),
       self_(sys_, true),
       seed_(seed),
-      store_(sys_.spawn<memory_store_impl>()) {
+      store_(open_store(store, opts)) {
   auto recovered = start(sim_epoch, std::move(opts));
   LANEQ_ASSERT(recovered.ok(), "a new broker starts on an empty store");
+}
+
+store_actor harness::open_store(harness_store kind, const broker_options& opts) {
+  if (kind == harness_store::memory) return sys_.spawn<memory_store_impl>();
+  disk_ = std::make_unique<sim_store>();
+  auto opened = disk_->open(sys_, opts.persistence);
+  LANEQ_ASSERT(opened.ok(), "a new store opens on an empty in-memory file system");
+  return std::move(opened).value();
 }
 
 harness::harness(std::uint64_t seed, std::shared_ptr<store_faults> faults)
@@ -27,18 +37,27 @@ harness::harness(std::uint64_t seed, std::shared_ptr<store_faults> faults)
 harness::~harness() {
   rng_ = nullptr;
   broker_.reset();
-  caf::anon_send_exit(store_, caf::exit_reason::user_shutdown);
+  // The in-memory file system goes with the harness: a clean stop's flush would be wasted.
+  caf::anon_send_exit(store_, disk_ ? caf::exit_reason::kill : caf::exit_reason::user_shutdown);
   run();
 }
 
 result<std::uint64_t> harness::restart(broker_options opts) {
   auto t = now();
+  if (disk_) disk_->lose_power();
   broker_.reset();
+  if (disk_) caf::anon_send_exit(store_, caf::exit_reason::kill);
   run();
   for (bool more = true; more;) {
     more = false;
     self_->receive([&](std::vector<delivery>&) { more = true; }, [&](caf::error&) { more = true; },
                    caf::after(std::chrono::seconds(0)) >> [] {});
+  }
+  if (disk_) {
+    disk_->reboot();
+    auto opened = disk_->open(sys_, opts.persistence);
+    if (!opened) return opened.err();
+    store_ = std::move(opened).value();
   }
   return start(t, std::move(opts));
 }

@@ -17,6 +17,19 @@
 
 namespace laneq::test {
 
+class sim_store;
+
+/// The store a harness runs its broker on.
+enum class harness_store {
+  /// memory_store (an ordered map that outlives its brokers): a restart loses nothing, not even
+  /// writes still waiting for their batch. The actor tests use it.
+  memory,
+  /// The real persistence actor on RocksDB over an in-memory file system (sim_store.hpp): a
+  /// restart is a power loss that keeps what was synced, and recovers through the same code as
+  /// laneqd's start. The simulation uses it.
+  rocksdb_mem,
+};
+
 /// Epoch of the simulated timeline: t = 0 of a test is this timestamp.
 inline constexpr timestamp sim_epoch = timestamp::from_ms(1'000'000);
 
@@ -34,8 +47,10 @@ struct test_config : caf::actor_system_config {
 /// here, every test file instantiated the same CAF messaging code again.
 class harness {
  public:
-  /// A broker on an in-memory store that outlives it (see `restart`).
-  explicit harness(std::uint64_t seed = 1, broker_options opts = {});
+  /// A broker on `store`, which outlives it (see `restart`). For rocksdb_mem,
+  /// `opts.persistence` gives the group-commit bounds (its batch linger is a simulated timer).
+  explicit harness(std::uint64_t seed = 1, broker_options opts = {},
+                   harness_store store = harness_store::memory);
 
   /// A broker whose store fails writes when `faults` says so.
   harness(std::uint64_t seed, std::shared_ptr<store_faults> faults);
@@ -47,9 +62,10 @@ class harness {
 
   /// A crash and a restart: every actor of the broker stops (writes the store has not
   /// committed are not answered), then a new broker on the same store rebuilds every queue,
-  /// on the same timeline. Returns how many queues it recovered. Queue handles from before
-  /// the restart are dead: look the queues up again. Answers to receives still waiting (long
-  /// polls, answered with an error as the broker stops) are dropped, as a client's connection
+  /// on the same timeline. On rocksdb_mem the store crashes too (a power loss, sim_store.hpp)
+  /// and is opened again as laneqd opens it. Returns how many queues it recovered. Queue handles
+  /// from before the restart are dead: look the queues up again. Answers to receives still waiting
+  /// (long polls, answered with an error as the broker stops) are dropped, as a client's connection
   /// would be.
   result<std::uint64_t> restart(broker_options opts = {});
 
@@ -145,11 +161,14 @@ class harness {
   caf::scheduler::test_coordinator& sched_;
   caf::scoped_actor self_;
   std::uint64_t seed_;
+  std::unique_ptr<sim_store> disk_;  ///< rocksdb_mem only
   store_actor store_;
   std::optional<broker> broker_;
   std::mt19937_64* rng_ = nullptr;
 
   result<std::uint64_t> start(timestamp epoch, broker_options opts);
+  /// The store to start with.
+  store_actor open_store(harness_store kind, const broker_options& opts);
   /// Takes the answer to a create request (the queue and whether it is new).
   std::optional<result<std::pair<queue_api, bool>>> collect_created();
 };

@@ -6,7 +6,9 @@
 // recovers by closing and reopening the database.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "laneq/actors/protocol.hpp"
@@ -14,12 +16,19 @@
 
 namespace rocksdb {
 class Env;
-}
+class Logger;
+}  // namespace rocksdb
 
 namespace laneq {
 
 /// The most a store keeps free by default (persistence_options::reserve_bytes).
 inline constexpr std::uint64_t store_reserve_bytes_max = 64u << 20;
+
+/// The size of the file system holding the data directory (persistence_options::measure_disk).
+struct disk_space {
+  std::uint64_t free = 0;      ///< bytes an unprivileged writer may still use
+  std::uint64_t capacity = 0;  ///< bytes in all
+};
 
 struct persistence_options {
   std::string dir;  ///< database directory, created if missing
@@ -35,11 +44,23 @@ struct persistence_options {
   std::uint64_t reserve_bytes = 0;
   /// RocksDB environment (tests: a fault-injecting file system); null for the default.
   std::shared_ptr<rocksdb::Env> env;
+  /// RocksDB's information log; null: LOG in `dir` (persistence_log.hpp). (The simulation's
+  /// in-memory file system has no real directory to write it to.)
+  std::shared_ptr<rocksdb::Logger> info_log;
+  /// Measures the file system holding `dir` (nullopt: unknown, the last figures stay); null:
+  /// statvfs(2) of `dir`. (The simulation's in-memory file system has no disk to measure.)
+  std::function<std::optional<disk_space>(const std::string& dir)> measure_disk;
+  /// true: the actor runs on a thread of its own (RocksDB's calls block). false: on the actor
+  /// system's scheduler, like every other actor; on CAF's test coordinator it is then run by
+  /// the test, in the simulated job order (the simulation, tests/support/sim_store.hpp).
+  bool own_thread = true;
 };
 
-/// Opens (or creates) the database in the calling thread, then spawns the persistence actor on
-/// its own thread. Fails with storage_failed when the directory cannot be opened and with
-/// corrupt_record when RocksDB finds corruption: the broker must refuse to start then.
+/// Opens (or creates) the database in the calling thread, then spawns the persistence actor (on
+/// its own thread unless `opts.own_thread` is false). An exit with `caf::exit_reason::kill` is
+/// a crash: the open batch is dropped unanswered and nothing is flushed (a clean stop commits
+/// it and flushes the memtables). Fails with storage_failed when the directory cannot be opened and
+/// with corrupt_record when RocksDB finds corruption: the broker must refuse to start then.
 result<store_actor> spawn_persistence(caf::actor_system& sys, persistence_options opts);
 
 }  // namespace laneq
