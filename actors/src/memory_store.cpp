@@ -38,6 +38,14 @@ void memory_store_impl::commit() {
   ++generation_;
 }
 
+void memory_store_impl::on_exit() {
+  if (fail_state() == caf::exit_reason::kill)
+    batch_.clear();
+  else
+    commit();
+  actor_base<store_actor>::on_exit();
+}
+
 memory_store_impl::behavior_type memory_store_impl::make_behavior() {
   return {
       [this](write_atom, store_write& w) -> caf::result<caf::ok_atom> {

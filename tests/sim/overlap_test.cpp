@@ -105,6 +105,13 @@ class volatile_store : public store_actor::base {
     };
   }
 
+  /// Killed at a crash: the writes never handed to the disk are lost unanswered, and their
+  /// promises (each a strong reference to the actor that wrote) go with them.
+  void on_exit() override {
+    batch_.clear();
+    store_actor::base::on_exit();
+  }
+
  private:
   struct pending {
     store_write write;

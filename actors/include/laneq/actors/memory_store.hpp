@@ -20,6 +20,9 @@ class memory_store_impl : public actor_base<store_actor> {
 
   behavior_type make_behavior() override;
   const char* name() const override { return "laneq.memory_store"; }
+  /// Commits the open batch on a clean stop; a kill (a crash) drops it unanswered. Either way
+  /// no response promise outlives the actor (each holds its requester alive).
+  void on_exit() override;
 
  private:
   struct pending {
