@@ -507,9 +507,13 @@ class persistence_impl : public actor_base<store_actor> {
     if (now - last_space_check_ >= space_check_interval) measure_space(now);
     if (stats_.free_bytes >= stats_.reserve_bytes + admitted_since_check_ + bytes) {
       admitted_since_check_ += bytes;
+      refused_bytes_ = 0;
+      update_low_space();
       return std::nullopt;
     }
     ++stats_.refused_low_space;
+    refused_bytes_ = bytes;
+    stats_.low_space = true;
     auto kib = [](std::uint64_t b) { return std::to_string(b >> 10) + " KiB"; };
     auto free_now = stats_.free_bytes - std::min(stats_.free_bytes, admitted_since_check_);
     return storage_failed("the disk holding " + opts_.dir + " has about " + kib(free_now) +
@@ -528,6 +532,15 @@ class persistence_impl : public actor_base<store_actor> {
     stats_.reserve_bytes = opts_.reserve_bytes != 0
                                ? opts_.reserve_bytes
                                : std::min(store_reserve_bytes_max, disk->capacity / 20);
+    update_low_space();
+  }
+
+  /// Low on space (health says degraded): below the reserve, or the last enqueue refused for
+  /// space would still not fit. Cleared by the measurement that finds room, or an admitted write.
+  void update_low_space() {
+    stats_.low_space =
+        stats_.reserve_bytes > 0 &&
+        stats_.free_bytes < stats_.reserve_bytes + admitted_since_check_ + refused_bytes_;
   }
 
   static std::optional<disk_space> statvfs_of(const std::string& dir) {
@@ -725,6 +738,7 @@ class persistence_impl : public actor_base<store_actor> {
   static constexpr auto space_check_interval = std::chrono::milliseconds(100);
   caf::actor_clock::time_point last_space_check_;
   std::uint64_t admitted_since_check_ = 0;
+  std::uint64_t refused_bytes_ = 0;  ///< of the last enqueue refused for space, until one fits
 };
 
 }  // namespace

@@ -3,9 +3,9 @@
 // Before the fix laneqd died on SIGABRT inside RocksDB's logger (`sync_without_flush_called_`,
 // exit 134; reproduced again on 2026-12-03 with the previous build) and aborted again when
 // restarted on the still-full disk. Now: the enqueue that does not fit is refused with
-// storage_failed by the free-space reserve, laneqd keeps running and serving what it holds, it
-// starts again on the full disk, and it takes enqueues again once there is space, with every
-// acknowledged message kept.
+// storage_failed by the free-space reserve, /healthz says degraded and why, laneqd keeps running
+// and serving what it holds (receive and ack), it starts again on the full disk, and once there
+// is space its health is ok again and it takes enqueues, with every acknowledged message kept.
 #include <sys/mount.h>
 
 #include <gtest/gtest.h>
@@ -92,15 +92,24 @@ TEST(full_disk, laneqd_answers_storage_failed_keeps_running_restarts_full_and_re
     EXPECT_NE(refused.message().find("would leave less than its reserve"), std::string::npos)
         << refused.body;
     ASSERT_GT(acked, 0);
-    // Still running and serving: health answers, and a receive hands out a stored message.
+    // Health says why enqueues fail (G7: an error and a degraded state).
     auto health = get(port, "/healthz");
-    EXPECT_TRUE(health.status == 503u || health.status == 200u) << health.body;
-    auto m = post(port, "/v1/queues/q/receive", R"({"max": 1, "lease_ms": 1})");
-    EXPECT_EQ(m.status, 200u) << m.body;
-    EXPECT_EQ(m.obj().at("messages").as_array().size(), 1u) << m.body;
+    EXPECT_EQ(health.status, 503u) << health.body;
+    EXPECT_EQ(health.obj().at("status").as_string(), "degraded") << health.body;
+    EXPECT_NE(health.body.find("low disk space"), std::string::npos) << health.body;
+    // Still serving: a receive hands out a stored message and its ack is stored.
+    auto m = post(port, "/v1/queues/q/receive", R"({"max": 1, "lease_ms": 60000})");
+    ASSERT_EQ(m.status, 200u) << m.body;
+    auto got = m.obj().at("messages").as_array();
+    ASSERT_EQ(got.size(), 1u) << m.body;
+    auto ack = post(port, "/v1/queues/q/ack",
+                    json::serialize(json::object{{"lease", got[0].as_object().at("lease")}}));
+    EXPECT_EQ(ack.status, 200u) << ack.body;
+    --acked;
     auto metrics = get(port, "/metrics");
     EXPECT_NE(metrics.body.find("laneq_store_refused_low_space_total 1\n"), std::string::npos)
         << metrics.body;
+    EXPECT_NE(metrics.body.find("laneq_store_low_space 1\n"), std::string::npos) << metrics.body;
     // Killed on the full disk, as a crash would leave it.
     EXPECT_EQ(p.stop(SIGKILL), 128 + SIGKILL) << "laneqd died before the kill:\n" << p.output(true);
   }
@@ -115,8 +124,16 @@ TEST(full_disk, laneqd_answers_storage_failed_keeps_running_restarts_full_and_re
   EXPECT_GE(backlog(port), acked);
   EXPECT_LE(backlog(port), acked + 4 * refused_batches);
 
-  // Space returns: enqueues are taken again (after the store's reopen, within seconds).
+  // Space returns: health says so by itself (no enqueue needed to find out), and enqueues are
+  // taken again.
   ASSERT_EQ(disk.resize(200), "");
+  reply health;
+  for (int i = 0; i < 120; ++i) {  // a hang guard: each /healthz measures the free space again
+    health = get(port, "/healthz");
+    if (health.status == 200u) break;
+    std::this_thread::sleep_for(500ms);
+  }
+  EXPECT_EQ(health.status, 200u) << health.body;
   client c{port};
   auto body = big_batch();
   reply r;

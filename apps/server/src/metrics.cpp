@@ -243,6 +243,8 @@ std::string server_metrics::render(const std::vector<queue_stats>& queues,
            "Free bytes on the data directory's file system (0 without a disk).", store->free_bytes);
     single(out, "laneq_store_reserve_bytes", "gauge",
            "Free space below which enqueues are refused (storage_failed).", store->reserve_bytes);
+    single(out, "laneq_store_low_space", "gauge",
+           "1 while enqueues are refused for space (below the reserve).", store->low_space ? 1 : 0);
     single(out, "laneq_store_refused_low_space_total", "counter",
            "Enqueues refused because the disk was below its reserve.", store->refused_low_space);
   }

@@ -274,6 +274,16 @@ caf::timespan call_timeout(const call& c) {
   return std::chrono::duration_cast<caf::timespan>(c.st->call_timeout);
 }
 
+/// Why /healthz answers degraded, or "" when the store is healthy: its last batch failed, or
+/// it refuses enqueues for space (docs/design/persistence.md, "A full disk").
+std::string health_problem(const store_stats& s) {
+  if (s.degraded) return s.reason;
+  if (!s.low_space) return {};
+  auto kib = [](std::uint64_t b) { return std::to_string(b >> 10) + " KiB"; };
+  return "low disk space: about " + kib(s.free_bytes) + " free, reserve " + kib(s.reserve_bytes) +
+         ": new messages are refused until space returns (deliveries and acks go on)";
+}
+
 json::object topic_to_json(const topic_spec& t) {
   json::object o;
   o["name"] = t.name();
@@ -567,10 +577,11 @@ void router::handle(http_request req, respond_fn done) {
         self.request(c->st->store, call_timeout(*c), stats_atom_v)
             .then(
                 [c](store_stats& s) {
+                  auto reason = health_problem(s);
                   json::object o;
-                  o["status"] = s.degraded ? "degraded" : "ok";
-                  if (s.degraded) o["reason"] = s.reason;
-                  c->reply(s.degraded ? 503 : 200, o);
+                  o["status"] = reason.empty() ? "ok" : "degraded";
+                  if (!reason.empty()) o["reason"] = reason;
+                  c->reply(reason.empty() ? 200 : 503, o);
                 },
                 [c](caf::error& e) {
                   json::object o;

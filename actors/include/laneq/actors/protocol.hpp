@@ -105,6 +105,9 @@ struct store_stats {
   std::uint64_t free_bytes = 0;
   std::uint64_t reserve_bytes = 0;
   std::uint64_t refused_low_space = 0;  ///< enqueue writes refused below the reserve
+  /// Enqueues are being refused for space: free space is below the reserve, or the last
+  /// enqueue refused would still not fit (deliveries and acks go on).
+  bool low_space = false;
 
   /// Counts a committed batch of `batch_writes` write requests in `batch_histogram`.
   void count_batch(std::size_t batch_writes) {
@@ -283,7 +286,7 @@ template <class Inspector>
 auto inspect(Inspector& f, store_stats& x) {
   return f(x.batches, x.writes, x.ops, x.bytes, x.syncs, x.failed_batches, x.reopens,
            x.batch_histogram, x.commit_histogram, x.commit_sum_us, x.degraded, x.reason,
-           x.free_bytes, x.reserve_bytes, x.refused_low_space);
+           x.free_bytes, x.reserve_bytes, x.refused_low_space, x.low_space);
 }
 template <class Inspector>
 auto inspect(Inspector& f, fairness_backlog& x) {
