@@ -52,6 +52,31 @@ bool parse_port(std::string_view text, std::uint16_t& out) {
   return true;
 }
 
+/// Refuses (false, with the reason on stderr) a listener anyone may use without a token, unless
+/// the config allows it; warns when it does. HTTP without tokens and the CAF port (which has
+/// none) beyond loopback.
+bool allowed_exposure(const laneq::server::server_config& cfg, bool publish_caf) {
+  if (auto exposed = laneq::server::anonymous_listener(cfg)) {
+    if (!cfg.allow_anonymous) {
+      std::cerr << "laneqd: refusing to start: " << *exposed
+                << ". Configure tokens, listen on 127.0.0.1, or set \"allow_anonymous\": true in "
+                   "the config.\n";
+      return false;
+    }
+    std::cerr << "laneqd: WARNING: " << *exposed << " (allow_anonymous is set).\n";
+  }
+  if (auto exposed = laneq::server::anonymous_caf_listener(cfg, publish_caf)) {
+    if (!cfg.caf_allow_anonymous) {
+      std::cerr << "laneqd: refusing to start: " << *exposed
+                << ". Publish it on 127.0.0.1 (caf.host), turn it off (--caf-port 0), or set "
+                   "\"caf\": {\"allow_anonymous\": true} in the config.\n";
+      return false;
+    }
+    std::cerr << "laneqd: WARNING: " << *exposed << " (caf.allow_anonymous is set).\n";
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -110,15 +135,7 @@ int main(int argc, char** argv) {
   if (http_port) cfg.http_port = *http_port;
   if (caf_port) cfg.caf_port = *caf_port;
   const bool publish_caf = cfg.caf_port != 0 || caf_port_any;
-  if (auto exposed = laneq::server::anonymous_listener(cfg)) {
-    if (!cfg.allow_anonymous) {
-      std::cerr << "laneqd: refusing to start: " << *exposed
-                << ". Configure tokens, listen on 127.0.0.1, or set \"allow_anonymous\": true in "
-                   "the config.\n";
-      return 2;
-    }
-    std::cerr << "laneqd: WARNING: " << *exposed << " (allow_anonymous is set).\n";
-  }
+  if (!allowed_exposure(cfg, publish_caf)) return 2;
 
   // Signals first, so no thread started later takes SIGTERM with the default action.
   boost::asio::io_context signal_io;
