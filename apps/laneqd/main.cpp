@@ -22,6 +22,7 @@
 #include "laneq/actors/broker.hpp"
 #include "laneq/actors/remote_admin.hpp"
 #include "laneq/server/config.hpp"
+#include "laneq/server/descriptors.hpp"
 #include "laneq/server/http_server.hpp"
 #include "laneq/server/router.hpp"
 
@@ -75,6 +76,23 @@ bool allowed_exposure(const laneq::server::server_config& cfg, bool publish_caf)
     std::cerr << "laneqd: WARNING: " << *exposed << " (caf.allow_anonymous is set).\n";
   }
   return true;
+}
+
+/// Raises the descriptor limit to the hard limit, lowers the connection cap (and its reserve)
+/// in `cfg` to fit under it and says so; returns the store's table files, or nothing (the
+/// reason on stderr) when the limit is too low to serve.
+std::optional<std::size_t> fit_descriptors(laneq::server::server_config& cfg, bool publish_caf) {
+  auto limit = laneq::server::raise_descriptor_limit();
+  auto plan = laneq::server::plan_descriptors(limit.soft, laneq::server::open_descriptors(),
+                                              publish_caf, cfg.limits);
+  if (!plan) {
+    std::cerr << "laneqd: refusing to start: " << plan.err().message << "\n";
+    return std::nullopt;
+  }
+  cfg.limits.connections = plan.value().connections;
+  cfg.limits.connections_reserve = plan.value().connections_reserve;
+  std::cerr << "laneqd: " << laneq::server::describe(plan.value(), limit) << "\n";
+  return plan.value().store_files;
 }
 
 }  // namespace
@@ -136,6 +154,8 @@ int main(int argc, char** argv) {
   if (caf_port) cfg.caf_port = *caf_port;
   const bool publish_caf = cfg.caf_port != 0 || caf_port_any;
   if (!allowed_exposure(cfg, publish_caf)) return 2;
+  auto store_files = fit_descriptors(cfg, publish_caf);
+  if (!store_files) return 2;
 
   // Signals first, so no thread started later takes SIGTERM with the default action.
   boost::asio::io_context signal_io;
@@ -159,6 +179,7 @@ int main(int argc, char** argv) {
   bo.group_window = cfg.group_window;
   bo.group_window_max = cfg.group_window_max;
   bo.window_budget_bytes = cfg.window_budget_bytes;
+  bo.persistence.max_open_files = static_cast<int>(*store_files);
   auto opened = laneq::broker::open(sys, bo);
   if (!opened) {
     std::cerr << "laneqd: cannot open the broker on " << cfg.data_dir << ": "
