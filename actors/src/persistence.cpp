@@ -70,6 +70,9 @@ rocksdb::Options make_db_options(const persistence_options& opts) {
   // table first: laneqd starts on a full disk (an open then needs only a new WAL and MANIFEST,
   // measured on a 20 MiB tmpfs), and serves what it holds while the disk stays full.
   o.avoid_flush_during_recovery = true;
+  // A bounded table cache: with RocksDB's default (-1) every table file stays open, and the
+  // descriptors a store takes grow with it until they collide with the HTTP connections'.
+  o.max_open_files = opts.max_open_files;
   // Flush and compaction share two background threads: the broker host is small (2 cores).
   o.max_background_jobs = 2;
   // LZ4: cheap on CPU; message bodies are often text and compress well.
@@ -369,6 +372,8 @@ std::string validate(const persistence_options& opts) {
   if (opts.batch_bytes_max == 0) add("batch_bytes_max must be at least 1");
   if (opts.batch_linger < duration::zero()) add("batch_linger must not be negative");
   if (opts.reopen_interval <= duration::zero()) add("reopen_interval must be positive");
+  if (opts.max_open_files != -1 && opts.max_open_files < 20)
+    add("max_open_files must be -1 (no bound) or at least 20");
   return problems;
 }
 

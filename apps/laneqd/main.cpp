@@ -22,6 +22,7 @@
 #include "laneq/actors/broker.hpp"
 #include "laneq/actors/remote_admin.hpp"
 #include "laneq/server/config.hpp"
+#include "laneq/server/descriptors.hpp"
 #include "laneq/server/http_server.hpp"
 #include "laneq/server/router.hpp"
 
@@ -50,6 +51,48 @@ bool parse_port(std::string_view text, std::uint16_t& out) {
   if (v > 65535) return false;
   out = static_cast<std::uint16_t>(v);
   return true;
+}
+
+/// Refuses (false, with the reason on stderr) a listener anyone may use without a token, unless
+/// the config allows it; warns when it does. HTTP without tokens and the CAF port (which has
+/// none) beyond loopback.
+bool allowed_exposure(const laneq::server::server_config& cfg, bool publish_caf) {
+  if (auto exposed = laneq::server::anonymous_listener(cfg)) {
+    if (!cfg.allow_anonymous) {
+      std::cerr << "laneqd: refusing to start: " << *exposed
+                << ". Configure tokens, listen on 127.0.0.1, or set \"allow_anonymous\": true in "
+                   "the config.\n";
+      return false;
+    }
+    std::cerr << "laneqd: WARNING: " << *exposed << " (allow_anonymous is set).\n";
+  }
+  if (auto exposed = laneq::server::anonymous_caf_listener(cfg, publish_caf)) {
+    if (!cfg.caf_allow_anonymous) {
+      std::cerr << "laneqd: refusing to start: " << *exposed
+                << ". Publish it on 127.0.0.1 (caf.host), turn it off (--caf-port 0), or set "
+                   "\"caf\": {\"allow_anonymous\": true} in the config.\n";
+      return false;
+    }
+    std::cerr << "laneqd: WARNING: " << *exposed << " (caf.allow_anonymous is set).\n";
+  }
+  return true;
+}
+
+/// Raises the descriptor limit to the hard limit, lowers the connection cap (and its reserve)
+/// in `cfg` to fit under it and says so; returns the store's table files, or nothing (the
+/// reason on stderr) when the limit is too low to serve.
+std::optional<std::size_t> fit_descriptors(laneq::server::server_config& cfg, bool publish_caf) {
+  auto limit = laneq::server::raise_descriptor_limit();
+  auto plan = laneq::server::plan_descriptors(limit.soft, laneq::server::open_descriptors(),
+                                              publish_caf, cfg.limits);
+  if (!plan) {
+    std::cerr << "laneqd: refusing to start: " << plan.err().message << "\n";
+    return std::nullopt;
+  }
+  cfg.limits.connections = plan.value().connections;
+  cfg.limits.connections_reserve = plan.value().connections_reserve;
+  std::cerr << "laneqd: " << laneq::server::describe(plan.value(), limit) << "\n";
+  return plan.value().store_files;
 }
 
 }  // namespace
@@ -110,15 +153,9 @@ int main(int argc, char** argv) {
   if (http_port) cfg.http_port = *http_port;
   if (caf_port) cfg.caf_port = *caf_port;
   const bool publish_caf = cfg.caf_port != 0 || caf_port_any;
-  if (auto exposed = laneq::server::anonymous_listener(cfg)) {
-    if (!cfg.allow_anonymous) {
-      std::cerr << "laneqd: refusing to start: " << *exposed
-                << ". Configure tokens, listen on 127.0.0.1, or set \"allow_anonymous\": true in "
-                   "the config.\n";
-      return 2;
-    }
-    std::cerr << "laneqd: WARNING: " << *exposed << " (allow_anonymous is set).\n";
-  }
+  if (!allowed_exposure(cfg, publish_caf)) return 2;
+  auto store_files = fit_descriptors(cfg, publish_caf);
+  if (!store_files) return 2;
 
   // Signals first, so no thread started later takes SIGTERM with the default action.
   boost::asio::io_context signal_io;
@@ -142,6 +179,7 @@ int main(int argc, char** argv) {
   bo.group_window = cfg.group_window;
   bo.group_window_max = cfg.group_window_max;
   bo.window_budget_bytes = cfg.window_budget_bytes;
+  bo.persistence.max_open_files = static_cast<int>(*store_files);
   auto opened = laneq::broker::open(sys, bo);
   if (!opened) {
     std::cerr << "laneqd: cannot open the broker on " << cfg.data_dir << ": "

@@ -51,7 +51,8 @@ TEST(config, every_field_is_read) {
   auto p = parse_config(R"({
     "data_dir": "/var/lib/laneq",
     "http": {"host": "0.0.0.0", "port": 8080, "threads": 2},
-    "caf": {"host": "::1", "port": 0, "threads": 4},
+    "caf": {"host": "::1", "port": 0, "threads": 4, "allow_anonymous": true},
+    "allow_anonymous": true,
     "sync": false,
     "reclaim_grace_ms": 2500,
     "group_window": 128,
@@ -75,6 +76,8 @@ TEST(config, every_field_is_read) {
   EXPECT_EQ(c.caf_host, "::1");
   EXPECT_EQ(c.caf_port, 0);
   EXPECT_EQ(c.actor_threads, 4u);
+  EXPECT_TRUE(c.caf_allow_anonymous);
+  EXPECT_TRUE(c.allow_anonymous);
   EXPECT_FALSE(c.sync);
   EXPECT_EQ(c.reclaim_grace, std::chrono::milliseconds{2500});
   EXPECT_EQ(c.group_window, 128u);
@@ -165,6 +168,26 @@ TEST(config, duplicate_tokens_and_clashing_ports_are_refused) {
   })");
   EXPECT_TRUE(names(p, "caf.port")) << all(p);
   EXPECT_TRUE(names(p, "tokens[1].token")) << all(p);
+}
+
+// The CAF port has no tokens: beyond loopback it is exposed whatever the HTTP tokens are, and
+// only when it is published.
+TEST(config, a_published_caf_port_beyond_loopback_is_exposed_even_with_tokens) {
+  auto p = parse_config(R"({"caf": {"host": "0.0.0.0"},
+    "tokens": [{"token": "admin-secret-token-1", "tenant": "*"}]})");
+  ASSERT_TRUE(p.errors.empty()) << all(p);
+  EXPECT_FALSE(anonymous_listener(p.config).has_value());
+  auto exposed = anonymous_caf_listener(p.config, true);
+  ASSERT_TRUE(exposed.has_value());
+  EXPECT_NE(exposed->find("0.0.0.0"), std::string::npos) << *exposed;
+  EXPECT_FALSE(anonymous_caf_listener(p.config, false).has_value());
+  EXPECT_FALSE(p.config.caf_allow_anonymous);
+  for (const char* host : {"127.0.0.1", "::1", "127.0.0.2"}) {
+    server_config c;
+    c.caf_host = host;
+    EXPECT_FALSE(anonymous_caf_listener(c, true).has_value()) << host;
+  }
+  EXPECT_TRUE(names(parse_config(R"({"caf": {"allow_anonymous": 1}})"), "caf.allow_anonymous"));
 }
 
 }  // namespace

@@ -208,19 +208,28 @@ TEST(http_hardening_connections,
   client authed{srv.port()};
   EXPECT_EQ(authed.call(http::verb::get, "/v1/queues", {}, token).status, 200u);
   EXPECT_EQ(authed.call(http::verb::get, "/v1/queues", {}, token).status, 200u);
-  // At the cap (8 open), a further connection is closed at once.
+  // At the cap (8 open), a new connection takes the place of the idle one in the reserve.
   wait_for_connections(srv, 7);
   idle.push_back(std::make_unique<client>(srv.port()));
   wait_for_connections(srv, 8);
+  EXPECT_EQ(get(srv.port(), "/healthz").status, 200u);
+  EXPECT_TRUE(closed_by_server(*idle.back(), 5s));
+  idle.pop_back();
+  // With the reserve held by authenticated connections, a further connection is closed at once.
+  wait_for_connections(srv, 7);
+  client authed2{srv.port()};
+  EXPECT_EQ(authed2.call(http::verb::get, "/v1/queues", {}, token).status, 200u);
+  wait_for_connections(srv, 8);
   client over{srv.port()};
   EXPECT_TRUE(closed_by_server(over, 5s));
-  idle.pop_back();
-  wait_for_connections(srv, 7);
   auto m = authed.call(http::verb::get, "/metrics", {}, token);
-  EXPECT_NE(m.body.find("laneq_http_connections 7\n"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("laneq_http_connections 8\n"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("laneq_http_connections_max 8\n"), std::string::npos) << m.body;
   EXPECT_NE(m.body.find("laneq_http_connections_refused_total{reason=\"cap\"} 1\n"),
             std::string::npos);
   EXPECT_NE(m.body.find("laneq_http_connections_refused_total{reason=\"reserve\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(m.body.find("laneq_http_connections_refused_total{reason=\"evicted\"} 1\n"),
             std::string::npos);
 }
 

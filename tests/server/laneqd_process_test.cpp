@@ -287,7 +287,8 @@ TEST(laneqd_process, the_remote_admin_serves_topics_over_caf) {
 }
 
 // Listening beyond loopback with no token lets anyone on the network use every queue: laneqd
-// refuses unless the config says allow_anonymous, and then says so loudly.
+// refuses unless the config says allow_anonymous (caf.allow_anonymous for the CAF port, which
+// has no tokens at all), and then says so loudly.
 TEST(laneqd_process, a_non_loopback_listener_without_tokens_needs_allow_anonymous) {
   auto dir = temp_dir("anon");
   {
@@ -322,6 +323,50 @@ TEST(laneqd_process, a_non_loopback_listener_without_tokens_needs_allow_anonymou
                        write_config("tokens.json", R"(, "tokens": [{"token": "a-token-0123456789",
                                                                   "tenant": "*"}])")}),
               "");
+    ASSERT_NE(read_port(p), 0) << p.output();
+    EXPECT_EQ(p.output().find("WARNING"), std::string::npos) << p.output();
+    EXPECT_EQ(p.stop(SIGTERM), 0) << p.output(true);
+  }
+  // The CAF port has no authentication at all, tokens or not: beyond loopback it needs
+  // caf.allow_anonymous, and is then announced with a WARNING. Unpublished, its host is moot.
+  auto caf_config = [&](const std::string& name, const std::string& caf) {
+    auto cfg = dir / name;
+    std::ofstream{cfg} << R"({"data_dir": ")" << (dir / "db").string()
+                       << R"(", "http": {"port": 0}, "caf": )" << caf
+                       << R"(, "tokens": [{"token": "a-token-0123456789", "tenant": "*"}]})";
+    return cfg.string();
+  };
+  {
+    laneqd_process p;
+    ASSERT_EQ(p.start({"--config", caf_config("caf.json", R"({"host": "0.0.0.0"})"), "--caf-port",
+                       "any"}),
+              "");
+    auto code = p.wait();
+    const auto& out = p.output(true);
+    EXPECT_EQ(code, 2) << out;
+    EXPECT_NE(out.find("refusing to start: the CAF port is published on 0.0.0.0"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find(R"("caf": {"allow_anonymous": true})"), std::string::npos) << out;
+    EXPECT_EQ(out.find("laneqd ready"), std::string::npos) << out;
+  }
+  {
+    laneqd_process p;
+    ASSERT_EQ(
+        p.start({"--config",
+                 caf_config("caf-allowed.json", R"({"host": "0.0.0.0", "allow_anonymous": true})"),
+                 "--caf-port", "any"}),
+        "");
+    ASSERT_NE(read_port(p), 0) << p.output();
+    EXPECT_NE(p.output().find("WARNING: the CAF port is published on 0.0.0.0"), std::string::npos)
+        << p.output();
+    EXPECT_EQ(p.output().find("laneqd caf_port=0\n"), std::string::npos) << p.output();
+    EXPECT_EQ(p.stop(SIGTERM), 0) << p.output(true);
+  }
+  {
+    laneqd_process p;
+    ASSERT_EQ(
+        p.start({"--config", caf_config("caf-off.json", R"({"host": "0.0.0.0", "port": 0})")}), "");
     ASSERT_NE(read_port(p), 0) << p.output();
     EXPECT_EQ(p.output().find("WARNING"), std::string::npos) << p.output();
     EXPECT_EQ(p.stop(SIGTERM), 0) << p.output(true);

@@ -107,6 +107,7 @@ class in_process_server {
   caf::actor_system& sys() { return sys_; }
   broker& brk() { return *broker_; }
   http_server& http() { return *http_; }
+  connection_counts& connections() { return router_->metrics()->connections(); }
 
  private:
   static caf::actor_system_config& prepare(caf::actor_system_config& cfg);

@@ -210,10 +210,11 @@ parsed_config config_from_json(const json::value& v) {
   }
   if (const auto* h = root->if_contains("caf")) {
     if (const auto* o = r.object(*h, "caf")) {
-      r.known(*o, {"host", "port", "threads"}, "caf.");
+      r.known(*o, {"host", "port", "threads", "allow_anonymous"}, "caf.");
       r.host(*o, "host", "caf.", c.caf_host);
       r.integer(*o, "port", "caf.", 0, 65535, c.caf_port);
       r.integer(*o, "threads", "caf.", 0, 256, c.actor_threads);
+      r.boolean(*o, "allow_anonymous", "caf.", c.caf_allow_anonymous);
     }
   }
   r.boolean(*root, "sync", "", c.sync);
@@ -243,14 +244,28 @@ parsed_config config_from_json(const json::value& v) {
   return out;
 }
 
-std::optional<std::string> anonymous_listener(const server_config& c) {
-  if (!c.tokens.empty()) return std::nullopt;
+namespace {
+
+bool loopback(const std::string& host) {
   boost::system::error_code ec;
-  auto addr = boost::asio::ip::make_address(c.http_host, ec);
-  if (!ec && addr.is_loopback()) return std::nullopt;
+  auto addr = boost::asio::ip::make_address(host, ec);
+  return !ec && addr.is_loopback();
+}
+
+}  // namespace
+
+std::optional<std::string> anonymous_listener(const server_config& c) {
+  if (!c.tokens.empty() || loopback(c.http_host)) return std::nullopt;
   return "HTTP listens on " + c.http_host +
          ", which is not a loopback address, and no tokens are configured: anyone who reaches "
          "it may use every queue";
+}
+
+std::optional<std::string> anonymous_caf_listener(const server_config& c, bool published) {
+  if (!published || loopback(c.caf_host)) return std::nullopt;
+  return "the CAF port is published on " + c.caf_host +
+         ", which is not a loopback address, and it has no authentication (tokens apply to "
+         "HTTP only): anyone who reaches it may use every queue of every tenant";
 }
 
 std::size_t actor_threads_for(std::size_t configured, unsigned cores) {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <deque>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -59,13 +60,14 @@ struct http_server::shared {
   }
 
   void log_refused(std::string_view why) {
-    log_limited(refused_logged,
-                "laneqd: HTTP connections refused (" + std::string{why} +
-                    "): " + std::to_string(counts->open) + " open, limits.connections " +
-                    std::to_string(limits.connections) + ", reserve " +
-                    std::to_string(limits.connections_reserve) +
-                    "; refused so far: " + std::to_string(counts->refused_cap) + " at the cap, " +
-                    std::to_string(counts->refused_reserve) + " in the reserve");
+    log_limited(refused_logged, "laneqd: HTTP connections refused (" + std::string{why} +
+                                    "): " + std::to_string(counts->open) +
+                                    " open, connection cap " + std::to_string(limits.connections) +
+                                    ", reserve " + std::to_string(limits.connections_reserve) +
+                                    "; refused so far: " + std::to_string(counts->refused_cap) +
+                                    " at the cap, " + std::to_string(counts->refused_reserve) +
+                                    " in the reserve, " + std::to_string(counts->evicted) +
+                                    " idle in the reserve closed");
   }
 };
 
@@ -101,6 +103,17 @@ class session : public std::enable_shared_from_this<session> {
   void run() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
   }
+
+  /// Called by the listener at the cap: closes this connection if it was taken from the
+  /// reserve and no request head has come in on it yet; false when one has (it is not idle).
+  bool evict() {
+    if (!reserved_ || claimed_.exchange(true)) return false;
+    asio::post(stream_.get_executor(), [self = shared_from_this()] { self->close(); });
+    return true;
+  }
+
+  /// Whether `evict` may still close it.
+  bool evictable() const { return reserved_ && !claimed_; }
 
  private:
   void read() {
@@ -166,6 +179,14 @@ class session : public std::enable_shared_from_this<session> {
     return std::nullopt;
   }
 
+  /// A connection from the reserve is kept once its first request head is in, unless the
+  /// listener evicted it first (its close is on the way: false).
+  bool keep() {
+    if (!reserved_ || kept_) return true;
+    kept_ = true;
+    return !claimed_.exchange(true);
+  }
+
   /// A connection counts as anonymous until a request on it carries a valid token. One taken
   /// from the reserve is served health checks (then closed) and authenticated requests only.
   std::optional<error> admit(const http::request<http::string_body>& req) {
@@ -195,7 +216,7 @@ class session : public std::enable_shared_from_this<session> {
   /// The head is in: a client that sent `Expect: 100-continue` waits for `100 Continue` (or a
   /// final answer) before it sends the body.
   void on_header(beast::error_code ec, std::size_t) {
-    if (failed(ec)) return;
+    if (failed(ec) || !keep()) return;
     stream_.expires_after(http_bounds::idle_timeout);  // the body, as before
     auto& req = parser_->get();
     version_ = req.version();
@@ -368,7 +389,10 @@ class session : public std::enable_shared_from_this<session> {
   bool served_ = false;         ///< a request was read: the connection may idle between requests
   bool reserved_ = false;       ///< taken from the reserve (see `admit`)
   bool authenticated_ = false;  ///< a request on it carried a valid token
-  std::size_t held_ = 0;        ///< bytes of the answer being written (`hold`)
+  bool kept_ = false;           ///< `keep` ran: a request head came in
+  /// Taken by the first of `evict` (the listener) and `keep` (this connection's strand).
+  std::atomic<bool> claimed_{false};
+  std::size_t held_ = 0;  ///< bytes of the answer being written (`hold`)
 };
 
 class listener : public std::enable_shared_from_this<listener> {
@@ -414,29 +438,65 @@ class listener : public std::enable_shared_from_this<listener> {
     accept();
   }
 
-  /// Serves the connection, from the reserve when the anonymous ones fill the rest; closes it
-  /// at once when `limits.connections` are open. Only this strand opens sessions.
+  /// Serves the connection, from the reserve when the anonymous ones fill the rest. When
+  /// `limits.connections` are open, it takes the place of the oldest idle connection in the
+  /// reserve (one that sent no request head), or is closed at once when there is none: idle
+  /// connections cannot hold the reserve against probes. Only this strand opens sessions.
   void admit(tcp::socket socket) {
     const auto& l = sh_->limits;
     auto& c = *sh_->counts;
-    if (sh_->stopping || c.open >= l.connections) {
+    const bool at_cap = c.open >= l.connections;
+    if (sh_->stopping || (at_cap && !evict_idle())) {
       beast::error_code ignored;
       socket.close(ignored);
       if (sh_->stopping) return;
       ++c.refused_cap;
-      return sh_->log_refused("limits.connections reached");
+      return sh_->log_refused("connection cap reached");
     }
-    bool reserved = c.anonymous >= l.connections - l.connections_reserve;
-    std::make_shared<session>(std::move(socket), sh_, io_, reserved)->run();
+    bool reserved = at_cap || c.anonymous >= l.connections - l.connections_reserve;
+    auto s = std::make_shared<session>(std::move(socket), sh_, io_, reserved);
+    if (reserved) remember(s);
+    s->run();
+  }
+
+  /// Closes the oldest idle connection from the reserve; false when there is none.
+  bool evict_idle() {
+    while (!reserved_.empty()) {
+      auto s = reserved_.front().lock();
+      reserved_.pop_front();
+      if (s && s->evict()) {
+        ++sh_->counts->evicted;
+        sh_->log_refused("connection cap reached, an idle connection in the reserve closed");
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// Keeps `s` as a candidate for `evict_idle`, forgetting the ones that left or are in use.
+  void remember(const std::shared_ptr<session>& s) {
+    if (reserved_.size() >= 2 * sh_->limits.connections_reserve + 16)
+      std::erase_if(reserved_, [](const std::weak_ptr<session>& w) {
+        auto live = w.lock();
+        return !live || !live->evictable();
+      });
+    reserved_.push_back(s);
   }
 
   /// After a failed accept (out of descriptors, EMFILE or ENFILE, say) the listening socket
   /// stays readable: accepting again at once would spin a core. Waits, then accepts again.
   void back_off(beast::error_code ec) {
-    sh_->log_limited(sh_->accept_logged, "laneqd: HTTP accept failed: " + ec.message() +
-                                             "; accepting again every " +
-                                             std::to_string(accept_backoff.count()) +
-                                             " ms (raise ulimit -n above limits.connections)");
+    auto& c = *sh_->counts;
+    if (ec == asio::error::no_descriptors)
+      ++c.accept_emfile;
+    else if (ec == boost::system::errc::too_many_files_open_in_system)
+      ++c.accept_enfile;
+    else
+      ++c.accept_other;
+    sh_->log_limited(sh_->accept_logged,
+                     "laneqd: HTTP accept failed: " + ec.message() + "; accepting again every " +
+                         std::to_string(accept_backoff.count()) +
+                         " ms (descriptors used outside the connection cap, CAF clients say)");
     timer_.expires_after(accept_backoff);
     timer_.async_wait([self = shared_from_this()](beast::error_code wec) {
       if (!wec && self->acceptor_.is_open()) self->accept();
@@ -447,6 +507,8 @@ class listener : public std::enable_shared_from_this<listener> {
   tcp::acceptor acceptor_;
   asio::steady_timer timer_{acceptor_.get_executor()};  ///< the back-off after a failed accept
   shared_ptr_t sh_;
+  /// Connections taken from the reserve, oldest first, that may still be idle (`evict_idle`).
+  std::deque<std::weak_ptr<session>> reserved_;
 };
 
 }  // namespace
@@ -458,6 +520,7 @@ http_server::http_server(router& r, http_limits limits, std::size_t threads)
   shared_->route = &r;
   shared_->limits = limits;
   shared_->counts = &r.metrics()->connections();
+  shared_->counts->max = limits.connections;
 }
 
 http_server::~http_server() {

@@ -66,6 +66,38 @@ void single(std::string& out, std::string_view name, std::string_view type, std:
   out += '\n';
 }
 
+/// A sample of a labelled series: `name{label="value"} n`.
+void labelled(std::string& out, std::string_view name, std::string_view label,
+              std::string_view value, std::uint64_t n) {
+  out += std::string{name} + "{" + std::string{label} + "=\"" + std::string{value} + "\"} " +
+         std::to_string(n) + "\n";
+}
+
+/// The HTTP connections: open, the cap, refusals and failed accepts.
+void render_connections(std::string& out, const connection_counts& c) {
+  single(out, "laneq_http_connections", "gauge", "HTTP connections open.", c.open);
+  single(out, "laneq_http_connections_max", "gauge",
+         "The HTTP connection cap: limits.connections, lowered to fit the descriptor limit.",
+         c.max);
+  single(out, "laneq_http_connections_anonymous", "gauge",
+         "HTTP connections open on which no valid token was seen yet.", c.anonymous);
+  const char* refused = "laneq_http_connections_refused_total";
+  header(out, refused, "counter",
+         "HTTP connections closed at once at the connection cap (cap), anonymous requests "
+         "refused on connections from the reserve (reserve), idle connections in the reserve "
+         "closed at the cap to make room (evicted).");
+  labelled(out, refused, "reason", "cap", c.refused_cap);
+  labelled(out, refused, "reason", "reserve", c.refused_reserve);
+  labelled(out, refused, "reason", "evicted", c.evicted);
+  const char* accept = "laneq_http_accept_errors_total";
+  header(out, accept, "counter",
+         "HTTP accepts that failed: out of the process's descriptors (emfile), of the system's "
+         "(enfile), other; each is followed by a 100 ms back-off.");
+  labelled(out, accept, "reason", "emfile", c.accept_emfile);
+  labelled(out, accept, "reason", "enfile", c.accept_enfile);
+  labelled(out, accept, "reason", "other", c.accept_other);
+}
+
 struct queue_series {
   const char* name;
   const char* type;
@@ -248,16 +280,7 @@ std::string server_metrics::render(const std::vector<queue_stats>& queues,
     single(out, "laneq_store_refused_low_space_total", "counter",
            "Enqueues refused because the disk was below its reserve.", store->refused_low_space);
   }
-  single(out, "laneq_http_connections", "gauge", "HTTP connections open.", connections_.open);
-  single(out, "laneq_http_connections_anonymous", "gauge",
-         "HTTP connections open on which no valid token was seen yet.", connections_.anonymous);
-  header(out, "laneq_http_connections_refused_total", "counter",
-         "HTTP connections closed at once at limits.connections (cap), and anonymous requests "
-         "refused on connections from the reserve (reserve).");
-  out += "laneq_http_connections_refused_total{reason=\"cap\"} " +
-         std::to_string(connections_.refused_cap) + "\n";
-  out += "laneq_http_connections_refused_total{reason=\"reserve\"} " +
-         std::to_string(connections_.refused_reserve) + "\n";
+  render_connections(out, connections_);
   single(out, "laneq_http_answer_bytes", "gauge",
          "Bytes of HTTP answers being written (limits.answer_bytes).", connections_.answer_bytes);
   single(out, "laneq_http_answers_refused_total", "counter",

@@ -24,6 +24,10 @@ namespace laneq {
 /// The most a store keeps free by default (persistence_options::reserve_bytes).
 inline constexpr std::uint64_t store_reserve_bytes_max = 64u << 20;
 
+/// persistence_options::max_open_files unless told: RocksDB's own default (-1) keeps every
+/// table file open, so a growing store takes ever more descriptors.
+inline constexpr int store_open_files_default = 1024;
+
 /// The size of the file system holding the data directory (persistence_options::measure_disk).
 struct disk_space {
   std::uint64_t free = 0;      ///< bytes an unprivileged writer may still use
@@ -42,6 +46,10 @@ struct persistence_options {
   /// so acks, deliveries and a restart keep room to write; 0: a twentieth of the file system,
   /// at most store_reserve_bytes_max.
   std::uint64_t reserve_bytes = 0;
+  /// Table files RocksDB keeps open at most (its max_open_files; at least 20). A table that does
+  /// not fit is opened for each read and closed again. laneqd derives it from its descriptor
+  /// limit (apps/server/include/laneq/server/descriptors.hpp).
+  int max_open_files = store_open_files_default;
   /// RocksDB environment (tests: a fault-injecting file system); null for the default.
   std::shared_ptr<rocksdb::Env> env;
   /// RocksDB's information log; null: LOG in `dir` (persistence_log.hpp). (The simulation's

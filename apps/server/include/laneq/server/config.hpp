@@ -40,6 +40,9 @@ struct server_config {
   std::uint16_t http_port = 7070;  ///< 0: the OS picks a free port
   std::string caf_host = "127.0.0.1";
   std::uint16_t caf_port = 7071;  ///< 0: no CAF remote actors
+  /// Publish the CAF remote actors on an address other than loopback (else laneqd refuses to
+  /// start): the CAF port has no authentication at all (`caf.allow_anonymous`).
+  bool caf_allow_anonymous = false;
   /// false: no queue syncs its writes (broker_options::sync).
   bool sync = true;
   duration reclaim_grace = limits::reclaim_grace_default;
@@ -73,6 +76,12 @@ parsed_config config_from_json(const boost::json::value& v);
 /// that names the address and says that anyone who reaches it may use every queue. Nothing
 /// otherwise. laneqd refuses to start on it unless `allow_anonymous`, and warns when it is set.
 std::optional<std::string> anonymous_listener(const server_config& c);
+
+/// When the CAF remote actors are `published` on an address other than loopback: a sentence that
+/// names the address and says that anyone who reaches it may use every queue (the CAF port has
+/// no tokens, whatever `tokens` holds). Nothing otherwise. laneqd refuses to start on it unless
+/// `caf.allow_anonymous`, and warns when it is set.
+std::optional<std::string> anonymous_caf_listener(const server_config& c, bool published);
 
 /// The CAF scheduler threads laneqd runs: `configured` if set, otherwise one fewer than the
 /// host's `cores`, at least 1. The core left over is for laneqd's own busy threads: the store

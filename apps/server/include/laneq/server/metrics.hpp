@@ -59,9 +59,15 @@ class histogram {
 /// The HTTP connections: the listener (http_server.cpp) counts them and applies its cap to them.
 struct connection_counts {
   std::atomic<std::size_t> open{0};
+  std::atomic<std::size_t> max{0};                ///< the cap (`limits.connections`) enforced
   std::atomic<std::size_t> anonymous{0};          ///< open connections no valid token was seen on
   std::atomic<std::uint64_t> refused_cap{0};      ///< closed at once: `limits.connections` open
   std::atomic<std::uint64_t> refused_reserve{0};  ///< anonymous requests refused in the reserve
+  /// Idle connections in the reserve closed at the cap to make room for a new one.
+  std::atomic<std::uint64_t> evicted{0};
+  std::atomic<std::uint64_t> accept_emfile{0};    ///< accepts failed: the process's descriptors
+  std::atomic<std::uint64_t> accept_enfile{0};    ///< accepts failed: the system's descriptors
+  std::atomic<std::uint64_t> accept_other{0};     ///< accepts failed otherwise
   std::atomic<std::size_t> answer_bytes{0};       ///< answers being written (`limits.answer_bytes`)
   std::atomic<std::uint64_t> refused_answers{0};  ///< answers refused over `limits.answer_bytes`
 };
