@@ -250,8 +250,11 @@ TEST(http_hardening_answers, answers_waiting_for_clients_that_do_not_read_are_bo
   for (int i = 0; i < 40; ++i)
     ASSERT_EQ(post(port, "/v1/queues/q/messages", R"({"body": ")" + big + R"("})").status, 200u);
   const std::string take = R"({"max": 20, "lease_ms": 600000})";
-  // A receiver that never reads: its 18 MB answer outgrows the socket buffers and waits.
+  // A receiver that never reads: its 18 MB answer outgrows the socket buffers and waits. Its
+  // receive buffer is fixed small: Linux grows it on loopback up to tcp_rmem's maximum (32 MiB
+  // here), which can take the whole answer.
   client stuck{port};
+  stuck.stream().socket().set_option(asio::socket_base::receive_buffer_size(4096));
   stuck.send_raw(
       "POST /v1/queues/q/receive HTTP/1.1\r\nHost: x\r\nContent-Type: "
       "application/json\r\nContent-Length: " +
