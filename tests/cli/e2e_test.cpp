@@ -1,5 +1,5 @@
 // End-to-end: the `laneq` binary, the CAF examples and the README demo against a real laneqd
-// process on free loopback ports (issue 4 §2, §4, §5).
+// process on loopback ports it binds itself (issue 4 §2, §4, §5).
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -167,8 +167,6 @@ TEST_F(cli_e2e, errors_name_the_problem_with_distinct_exit_codes) {
   EXPECT_NE(unreachable.err.find("127.0.0.1:1"), std::string::npos) << unreachable.err;
 }
 
-#if defined(LANEQ_EXAMPLE_PRODUCER_BIN) && defined(LANEQ_EXAMPLE_WORKER_BIN)
-// The CAF examples against laneqd's CAF port: every message acked once, in order per account.
 TEST_F(cli_e2e, backup_writes_a_checkpoint_that_a_second_laneqd_serves) {
   ASSERT_EQ(cli({"queue", "create", "jobs", "--key", "header:account"}).rc, 0);
   ASSERT_EQ(cli({"send", "jobs", "--header", "account=7", "one", "two", "three"}).rc, 0);
@@ -210,6 +208,8 @@ TEST_F(cli_e2e, backup_writes_a_checkpoint_that_a_second_laneqd_serves) {
   EXPECT_EQ(restored.stop(), 0);
 }
 
+#if defined(LANEQ_EXAMPLE_PRODUCER_BIN) && defined(LANEQ_EXAMPLE_WORKER_BIN)
+// The CAF examples against laneqd's CAF port: every message acked once, in order per account.
 TEST(caf_examples, worker_acks_every_message_in_order_per_account) {
   laneq::test::daemon d(LANEQ_LANEQD_BIN, true);
   ASSERT_TRUE(d.ready()) << d.startup_error();
