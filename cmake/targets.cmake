@@ -84,13 +84,16 @@ function(laneq_add_executable name)
 endfunction()
 
 # laneq_add_gtest(<name> LABEL <label> [TIMEOUT <seconds>] SOURCES <cpp>... LINK <lib>...
-#                 [PROPERTIES <prop> <value>...])
+#                 [PROPERTIES <prop> <value>...] [HEAVY <gtest filter>])
 # A GoogleTest executable whose tests are discovered when ctest runs (PRE_TEST:
 # nothing runs at build time, which matters under sanitizers). Every test gets a
 # TIMEOUT (default 300 s), and the ctest names are prefixed with "<label>." to keep suites apart.
 # PROPERTIES go to every discovered test (RUN_SERIAL TRUE, RESOURCE_LOCK <name>).
+# HEAVY names the tests of the binary that hold the ctest resource lock `heavy` (a gtest filter
+# such as "full_disk.*:laneqd_descriptors.*"): they are discovered by a second call with that
+# TEST_FILTER, the others by a first call with its negation, so each test is discovered once.
 function(laneq_add_gtest name)
-  cmake_parse_arguments(A "" "LABEL;TIMEOUT" "SOURCES;LINK;DEFINITIONS;PROPERTIES" ${ARGN})
+  cmake_parse_arguments(A "" "LABEL;TIMEOUT;HEAVY" "SOURCES;LINK;DEFINITIONS;PROPERTIES" ${ARGN})
   if(NOT A_TIMEOUT)
     set(A_TIMEOUT 300)
   endif()
@@ -98,9 +101,23 @@ function(laneq_add_gtest name)
   if(NOT TARGET ${name})
     return()
   endif()
+  set(_filter "")
+  if(A_HEAVY)
+    set(_filter TEST_FILTER "-${A_HEAVY}")
+  endif()
   gtest_discover_tests(${name}
     TEST_PREFIX "${A_LABEL}."
     DISCOVERY_MODE PRE_TEST
     DISCOVERY_TIMEOUT 60
+    ${_filter}
     PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "${A_LABEL}" ${A_PROPERTIES})
+  if(A_HEAVY)
+    gtest_discover_tests(${name}
+      TEST_PREFIX "${A_LABEL}."
+      TEST_LIST ${name}_HEAVY_TESTS
+      DISCOVERY_MODE PRE_TEST
+      DISCOVERY_TIMEOUT 60
+      TEST_FILTER "${A_HEAVY}"
+      PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "${A_LABEL}" ${A_PROPERTIES} RESOURCE_LOCK heavy)
+  endif()
 endfunction()

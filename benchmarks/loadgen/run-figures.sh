@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # run-figures.sh: the benchmarks/README.md figures. For each scenario, starts a fresh laneqd
-# (release build, its own data directory, synced writes: laneqd's default) on free ports, runs
-# laneq_loadgen against it with --server-pid, prints one JSON line per scenario on stdout and
-# stops laneqd with SIGTERM.
+# (release build, its own data directory, synced writes: laneqd's default) on ports the OS picks
+# (read from its output), runs laneq_loadgen against it with --server-pid, prints one JSON line
+# per scenario on stdout and stops laneqd with SIGTERM.
 #   bash benchmarks/loadgen/run-figures.sh [MESSAGES] [SCENARIO...]
 # Scenarios: http-unordered http-groups caf-unordered caf-groups http-rate caf-rate (default: all).
 # Environment: LOADGEN_IN_FLIGHT (producer batches in flight, default 1), LOADGEN_DURABILITY
@@ -35,11 +35,12 @@ for round in $(seq 1 "$rounds"); do
       *) echo "run-figures.sh: unknown scenario $s" >&2; exit 2 ;;
     esac
     data="$(mktemp -d -t laneq-bench.XXXXXX)"
-    caf_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-    "$bin/laneqd" --data-dir "$data/data" --http-port 0 --caf-port "$caf_port" >"$data/out" 2>"$data/err" &
+    # Both ports are picked by the OS when laneqd binds them, and read back from what it prints.
+    "$bin/laneqd" --data-dir "$data/data" --http-port 0 --caf-port any >"$data/out" 2>"$data/err" &
     pid=$!
     for _ in $(seq 1 300); do grep -q '^laneqd ready' "$data/out" && break; sleep 0.1; done
     port="$(sed -n 's/^laneqd http_port=\([0-9]*\)$/\1/p' "$data/out")"
+    caf_port="$(sed -n 's/^laneqd caf_port=\([0-9]*\)$/\1/p' "$data/out")"
     echo "== $s, round $round of $rounds (laneqd pid $pid, http $port, caf $caf_port, load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
     rc=0
     "$bin/laneq_loadgen" "${common[@]}" "${args[@]}" --url="http://127.0.0.1:$port" \

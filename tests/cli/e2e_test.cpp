@@ -1,5 +1,5 @@
 // End-to-end: the `laneq` binary, the CAF examples and the README demo against a real laneqd
-// process on free loopback ports (issue 4 §2, §4, §5).
+// process on loopback ports it binds itself (issue 4 §2, §4, §5).
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -167,8 +167,6 @@ TEST_F(cli_e2e, errors_name_the_problem_with_distinct_exit_codes) {
   EXPECT_NE(unreachable.err.find("127.0.0.1:1"), std::string::npos) << unreachable.err;
 }
 
-#if defined(LANEQ_EXAMPLE_PRODUCER_BIN) && defined(LANEQ_EXAMPLE_WORKER_BIN)
-// The CAF examples against laneqd's CAF port: every message acked once, in order per account.
 TEST_F(cli_e2e, backup_writes_a_checkpoint_that_a_second_laneqd_serves) {
   ASSERT_EQ(cli({"queue", "create", "jobs", "--key", "header:account"}).rc, 0);
   ASSERT_EQ(cli({"send", "jobs", "--header", "account=7", "one", "two", "three"}).rc, 0);
@@ -210,6 +208,8 @@ TEST_F(cli_e2e, backup_writes_a_checkpoint_that_a_second_laneqd_serves) {
   EXPECT_EQ(restored.stop(), 0);
 }
 
+#if defined(LANEQ_EXAMPLE_PRODUCER_BIN) && defined(LANEQ_EXAMPLE_WORKER_BIN)
+// The CAF examples against laneqd's CAF port: every message acked once, in order per account.
 TEST(caf_examples, worker_acks_every_message_in_order_per_account) {
   laneq::test::daemon d(LANEQ_LANEQD_BIN, true);
   ASSERT_TRUE(d.ready()) << d.startup_error();
@@ -299,7 +299,9 @@ TEST(loadgen, drives_laneqd_over_http_and_caf_with_sync_and_async_acks) {
 
 // A CAF call of the load generator has no timeout of its own, so a laneqd that stops answering
 // (frozen with SIGSTOP, its connections open) must still end the run: the stall check fails it,
-// the unanswered calls are abandoned, and the report says so with exit code 1.
+// the unanswered calls are abandoned, and the report says so with exit code 1. The stall check
+// is 5 s, not 1: on a loaded machine a running laneqd can go a second without an ack (a slow
+// sync), which would end the run before the freeze and prove nothing.
 TEST(loadgen, a_laneqd_that_stops_answering_fails_the_run_instead_of_hanging_it) {
   laneq::test::daemon d(LANEQ_LANEQD_BIN, true);
   ASSERT_TRUE(d.ready()) << d.startup_error();
@@ -307,7 +309,7 @@ TEST(loadgen, a_laneqd_that_stops_answering_fails_the_run_instead_of_hanging_it)
   auto err = d.dir().path() / "loadgen.err";
   auto pid = laneq::test::spawn({LANEQ_LOADGEN_BIN, "--transport=caf", "--url=" + d.url(),
                                  "--caf-port=" + std::to_string(d.caf_port()), "--messages=2000000",
-                                 "--groups=20", "--stall-s=1"},
+                                 "--groups=20", "--stall-s=5"},
                                 out, err);
   // Freeze laneqd once the run is under way: the progress line has counted an ack.
   const std::regex acking{"acked [1-9]"};
@@ -325,7 +327,7 @@ TEST(loadgen, a_laneqd_that_stops_answering_fails_the_run_instead_of_hanging_it)
   ASSERT_FALSE(ec) << "not JSON: " << report;
   const auto& o = v.as_object();
   EXPECT_FALSE(o.at("ok").as_bool());
-  EXPECT_NE(str(o.at("error")).find("stalled: no ack for 1 s"), std::string::npos) << report;
+  EXPECT_NE(str(o.at("error")).find("stalled: no ack for 5 s"), std::string::npos) << report;
   EXPECT_NE(str(o.at("error")).find("still unanswered"), std::string::npos) << report;
   EXPECT_GT(o.at("acked").to_number<std::int64_t>(), 0);
   EXPECT_EQ(d.stop(), 0) << "laneqd resumed and stopped cleanly after its client vanished";

@@ -1,12 +1,11 @@
 // Test support: runs programs as child processes (the laneq CLI, the CAF examples) with their
-// output in files, and a laneqd daemon on free ports with its own data directory, stopped with
-// SIGTERM. The temporary directory and waiting for a child come from tests/support.
+// output in files, and a laneqd daemon on ports it binds itself (the OS picks them) with its own
+// data directory, stopped with SIGTERM. The temporary directory and waiting for a child come from
+// tests/support.
 #pragma once
 
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -69,38 +68,27 @@ inline run_result run(const std::vector<std::string>& argv, const temp_dir& dir,
   return r;
 }
 
-/// A TCP port that was free a moment ago (bound to port 0 and closed).
-inline std::uint16_t free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-/// laneqd on a free HTTP port (and a CAF port when asked), with its own data directory.
+/// laneqd with its own data directory on ports the OS picks and laneqd binds itself
+/// (`--http-port 0`, and `--caf-port any` when asked for CAF, else `--caf-port 0`: none), read
+/// back from the lines it prints before `laneqd ready`. No port is probed and handed over, so a
+/// port cannot be taken by another process between the probe and laneqd's bind.
 class daemon {
  public:
   /// `data_dir` empty: a fresh `data` directory inside the daemon's own temporary directory.
   daemon(const std::string& binary, bool with_caf, const std::string& data_dir = {}) {
-    caf_port_ = with_caf ? free_port() : 0;
     auto out = dir_.path() / "laneqd.out";
     auto err = dir_.path() / "laneqd.err";
     pid_ =
         spawn({binary, "--data-dir", data_dir.empty() ? (dir_.path() / "data").string() : data_dir,
-               "--http-port", "0", "--caf-port", std::to_string(caf_port_)},
+               "--http-port", "0", "--caf-port", with_caf ? "any" : "0"},
               out, err);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < deadline) {
       auto text = slurp(out);
       if (text.find("laneqd ready") != std::string::npos) {
-        auto at = text.find("http_port=");
-        if (at != std::string::npos) http_port_ = std::stoi(text.substr(at + 10));
+        http_port_ = port_in(text, "laneqd http_port=");
+        caf_port_ = static_cast<std::uint16_t>(port_in(text, "laneqd caf_port="));
+        if (with_caf && caf_port_ == 0) startup_error_ = "laneqd printed no CAF port: " + text;
         break;
       }
       int status = 0;
@@ -111,7 +99,8 @@ class daemon {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    if (http_port_ == 0) startup_error_ = "laneqd did not get ready: " + slurp(err);
+    if (http_port_ == 0 && startup_error_.empty())
+      startup_error_ = "laneqd did not get ready: " + slurp(err);
   }
   ~daemon() { stop(); }
   daemon(const daemon&) = delete;
@@ -137,6 +126,19 @@ class daemon {
   const temp_dir& dir() const { return dir_; }
 
  private:
+  /// The number after `prefix` at the start of a line of `text` (0 if there is none).
+  static int port_in(const std::string& text, const std::string& prefix) {
+    auto at = text.find("\n" + prefix);
+    if (at != std::string::npos) {
+      ++at;
+    } else if (text.rfind(prefix, 0) == 0) {
+      at = 0;
+    } else {
+      return 0;
+    }
+    return std::atoi(text.c_str() + at + prefix.size());
+  }
+
   temp_dir dir_;
   pid_t pid_ = -1;
   int http_port_ = 0;

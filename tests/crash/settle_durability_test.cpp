@@ -5,7 +5,9 @@
 // every sync, so the test acts while the ack's write waits for its sync, then cuts the power.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <future>
+#include <set>
 #include <thread>
 
 #include "crash_support.hpp"
@@ -28,8 +30,11 @@ class SettleDurability : public ::testing::TestWithParam<bool> {
   }
 
   /// Waits until a sync is held by the file system (the write has reached its sync).
+  /// The 30 s are a hang guard, not a speed requirement.
   bool wait_for_held_sync() {
-    for (int i = 0; i < 3000 && fs_->syncs_waiting() == 0; ++i) std::this_thread::sleep_for(1ms);
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds{30};
+         fs_->syncs_waiting() == 0 && std::chrono::steady_clock::now() < until;)
+      std::this_thread::sleep_for(1ms);
     return fs_->syncs_waiting() > 0;
   }
 
@@ -81,11 +86,15 @@ TEST_P(SettleDurability, the_next_head_waits_until_the_end_of_the_current_one_is
   auto q = admin.lookup("ledger");
   ASSERT_TRUE(q.ok());
   blocking_queue client{sys_, q.value(), 5s};
-  for (int round = 0; round < 10; ++round) {
-    auto ds = client.receive({1, 0, 200'000});
+  // Until m0 and m1 came back after the restart, with long polls (answered as soon as the
+  // recovered group offers its head, so a slow recovery does not end the drain early).
+  std::set<std::string> after;
+  for (int round = 0; round < 10 && !(after.count("m0") && after.count("m1")); ++round) {
+    auto ds = client.receive({1, 0, 20'000'000});
     ASSERT_TRUE(ds.ok());
     if (ds.value().empty()) break;
     delivered.push_back(ds.value()[0].msg.body);
+    after.insert(ds.value()[0].msg.body);
     ASSERT_TRUE(client.ack(ds.value()[0].lease).ok());
   }
   // m0's end was never confirmed, so m0 comes back; then m1 must not have run before it.

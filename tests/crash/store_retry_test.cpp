@@ -5,6 +5,7 @@
 // the dead letter is a dead letter.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <future>
 #include <thread>
 
@@ -42,7 +43,9 @@ TEST_F(StoreRetry, failed_writes_are_sent_again_once_the_store_is_back) {
     ASSERT_TRUE(held.ok());
     EXPECT_TRUE(held.value().empty()) << "m1 was delivered before the erase of m0 was durable";
     fs_->clear_fault();
-    auto d1 = client.receive({1, 0, 5'000'000});  // the group retries the erase, then offers m1
+    // The group retries the erase (every second), then offers m1. The long poll is answered as
+    // soon as it does; the most a receive may wait (20 s) keeps a slow machine from failing it.
+    auto d1 = client.receive({1, 0, 20'000'000});
     ASSERT_TRUE(d1.ok() && d1.value().size() == 1u) << "m1 never came: the erase was not retried";
     EXPECT_EQ(d1.value()[0].msg.body, "m1");
 
@@ -51,20 +54,21 @@ TEST_F(StoreRetry, failed_writes_are_sent_again_once_the_store_is_back) {
     fs_->inject(fault_kind::io_error);
     auto lease = d1.value()[0].lease;
     auto dead = std::async(std::launch::async, [&] {
-      blocking_queue c{sys_, q.value(), 10s};
+      blocking_queue c{sys_, q.value(), 60s};
       return c.dead_letter(lease);
     });
     auto still_held = client.receive({1, 0, 100'000});
     ASSERT_TRUE(still_held.ok());
     EXPECT_TRUE(still_held.value().empty()) << "m2 was delivered before m1's move was durable";
-    for (int i = 0; i < 3000 && fs_->injected_failures() == failures; ++i)
+    for (auto until = std::chrono::steady_clock::now() + 30s;  // a hang guard
+         fs_->injected_failures() == failures && std::chrono::steady_clock::now() < until;)
       std::this_thread::sleep_for(1ms);
     ASSERT_GT(fs_->injected_failures(), failures) << "the move never reached the disk";
     fs_->clear_fault();
     auto moved = dead.get();
     EXPECT_TRUE(moved.ok()) << "the dead-letter move was not retried: "
                             << (moved.ok() ? std::string{} : moved.err().message);
-    auto d2 = client.receive({1, 0, 5'000'000});
+    auto d2 = client.receive({1, 0, 20'000'000});
     ASSERT_TRUE(d2.ok() && d2.value().size() == 1u);
     EXPECT_EQ(d2.value()[0].msg.body, "m2");
   }  // a clean stop, with m2 unacked
@@ -74,7 +78,7 @@ TEST_F(StoreRetry, failed_writes_are_sent_again_once_the_store_is_back) {
   auto q = admin.lookup("ledger");
   ASSERT_TRUE(q.ok());
   blocking_queue client{sys_, q.value(), 10s};
-  auto live = client.receive({10, 0, 500'000});
+  auto live = client.receive({10, 0, 20'000'000});  // answered once the group offers its head
   ASSERT_TRUE(live.ok());
   std::string bodies;
   for (auto& d : live.value()) bodies += d.msg.body + " ";

@@ -273,23 +273,27 @@ TEST_F(http_api, groups_refuse_a_bad_limit_or_cursor_naming_the_parameter) {
 
 TEST_F(http_api, a_long_poll_waits_without_holding_the_only_http_thread) {
   create("q");
-  // The server has one HTTP thread: the enqueue below is served while the receive waits.
+  // The server has one HTTP thread. While the receive below waits in the broker, the stats reads
+  // and the enqueue are served on that thread, and the enqueue wakes the receive: a long poll
+  // that waits out its time is answered empty, so an answer holding "wake" can only come from
+  // the enqueue. (The wait is the longest allowed, so that a slow machine does not see it end.)
   auto waiting = std::async(std::launch::async, [this] {
-    auto started = std::chrono::steady_clock::now();
-    auto r = post(port(), "/v1/queues/q/receive", R"({"max": 1, "wait_ms": 10000})");
-    return std::pair{r, std::chrono::steady_clock::now() - started};
+    return post(port(), "/v1/queues/q/receive", R"({"max": 1, "wait_ms": 20000})");
   });
-  // Wait (bounded) until the broker holds the receive, then enqueue.
-  auto until = std::chrono::steady_clock::now() + 10s;
-  while (stats("q").at("waiting_receives").to_number<std::int64_t>() == 0 &&
-         std::chrono::steady_clock::now() < until)
+  auto waiting_receives = [this] {
+    return stats("q").at("waiting_receives").to_number<std::int64_t>();
+  };
+  // Until the broker holds the receive (a hang guard, not a speed requirement).
+  auto until = std::chrono::steady_clock::now() + 15s;
+  while (waiting_receives() == 0 && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(waiting_receives(), 1) << "the receive never waited in the broker";
   send("q", R"({"body": "wake"})");
-  auto [r, took] = waiting.get();
+  auto r = waiting.get();
   ASSERT_EQ(r.status, 200u) << r.body;
-  ASSERT_EQ(r.obj().at("messages").as_array().size(), 1u);
+  ASSERT_EQ(r.obj().at("messages").as_array().size(), 1u) << "the enqueue did not wake the receive";
   EXPECT_EQ(str(r.obj().at("messages").as_array()[0].as_object().at("body")), "wake");
-  EXPECT_LT(took, 9s);
+  EXPECT_EQ(waiting_receives(), 0);
 
   auto started = std::chrono::steady_clock::now();
   auto empty = post(port(), "/v1/queues/q/receive", R"({"max": 1, "wait_ms": 150})");
@@ -480,8 +484,9 @@ TEST(http_call_timeout, a_call_the_broker_never_answers_fails_with_503_unavailab
   EXPECT_EQ(r.status, 503u) << r.body;
   EXPECT_EQ(r.code(), "unavailable");
   EXPECT_NE(r.message().find("did not answer within"), std::string::npos) << r.body;
+  // The gateway's timeout answered (the message above), not before the call's 300 ms were up;
+  // how soon after is the machine's business (the stream's 20 s expiry guards against a hang).
   EXPECT_GE(took, 300ms);
-  EXPECT_LT(took, 5s);  // the gateway looks at its calls once a second
   // The connection and the broker serve on once the store answers again.
   faults->hold_appends = false;
   c.stream().expires_after(20s);

@@ -52,7 +52,8 @@ inline std::uint16_t read_port(laneqd_process& p) {
   return static_cast<std::uint16_t>(std::stoi(port_line->substr(port_line->find('=') + 1)));
 }
 
-/// Starts laneqd on `data`/db with free ports (and `extra` arguments); returns the HTTP port.
+/// Starts laneqd on `data`/db with an HTTP port the OS picks and no CAF port (and `extra`
+/// arguments); returns the HTTP port, read from what laneqd prints.
 inline std::uint16_t start_and_read_port(laneqd_process& p, const std::filesystem::path& data,
                                          std::vector<std::string> extra = {}) {
   std::vector<std::string> args{"--data-dir", (data / "db").string(), "--http-port",
