@@ -314,24 +314,32 @@ class session : public std::enable_shared_from_this<session> {
     send(res, counted);
   }
 
-  /// Counts `n` bytes of answer against `limits.answer_bytes` until it is written; false (and
-  /// nothing counted) when others are being written and `n`, not a small answer, would take
-  /// them past it.
+  /// Counts `n` bytes of answer until it is written; false (and nothing counted) when `n` is
+  /// not a small answer, other answers over small_answer_bytes are being written, and `n` would
+  /// take those past `limits.answer_bytes`. Small answers count in the metric only, so they never
+  /// make a large answer wait: one large answer alone is always written.
   bool hold(std::size_t n, bool always = false) {
-    auto& total = sh_->counts->answer_bytes;
-    auto before = total.fetch_add(n);
-    if (!always && n > small_answer_bytes && before > 0 && before + n > sh_->limits.answer_bytes) {
-      total -= n;
-      ++sh_->counts->refused_answers;
-      return false;
+    bool large = n > small_answer_bytes;
+    if (large) {
+      auto& held_large = sh_->counts->large_answer_bytes;
+      auto before = held_large.fetch_add(n);
+      if (!always && before > 0 && before + n > sh_->limits.answer_bytes) {
+        held_large -= n;
+        ++sh_->counts->refused_answers;
+        return false;
+      }
     }
+    sh_->counts->answer_bytes += n;
     held_ = n;
+    held_large_ = large;
     return true;
   }
 
   void release() {
     sh_->counts->answer_bytes -= held_;
+    if (held_large_) sh_->counts->large_answer_bytes -= held_;
     held_ = 0;
+    held_large_ = false;
   }
 
   /// The answer to a HEAD request: GET's header fields, its Content-Length, no body.
@@ -392,7 +400,8 @@ class session : public std::enable_shared_from_this<session> {
   bool kept_ = false;           ///< `keep` ran: a request head came in
   /// Taken by the first of `evict` (the listener) and `keep` (this connection's strand).
   std::atomic<bool> claimed_{false};
-  std::size_t held_ = 0;  ///< bytes of the answer being written (`hold`)
+  std::size_t held_ = 0;     ///< bytes of the answer being written (`hold`)
+  bool held_large_ = false;  ///< ... over small_answer_bytes: counted against the bound
 };
 
 class listener : public std::enable_shared_from_this<listener> {

@@ -65,11 +65,12 @@ struct connection_counts {
   std::atomic<std::uint64_t> refused_reserve{0};  ///< anonymous requests refused in the reserve
   /// Idle connections in the reserve closed at the cap to make room for a new one.
   std::atomic<std::uint64_t> evicted{0};
-  std::atomic<std::uint64_t> accept_emfile{0};    ///< accepts failed: the process's descriptors
-  std::atomic<std::uint64_t> accept_enfile{0};    ///< accepts failed: the system's descriptors
-  std::atomic<std::uint64_t> accept_other{0};     ///< accepts failed otherwise
-  std::atomic<std::size_t> answer_bytes{0};       ///< answers being written (`limits.answer_bytes`)
-  std::atomic<std::uint64_t> refused_answers{0};  ///< answers refused over `limits.answer_bytes`
+  std::atomic<std::uint64_t> accept_emfile{0};  ///< accepts failed: the process's descriptors
+  std::atomic<std::uint64_t> accept_enfile{0};  ///< accepts failed: the system's descriptors
+  std::atomic<std::uint64_t> accept_other{0};   ///< accepts failed otherwise
+  std::atomic<std::size_t> answer_bytes{0};     ///< answers being written (`limits.answer_bytes`)
+  std::atomic<std::size_t> large_answer_bytes{0};  ///< of those, answers over 64 KiB (the bound's)
+  std::atomic<std::uint64_t> refused_answers{0};   ///< answers refused over `limits.answer_bytes`
 };
 
 /// What the HTTP front end measures itself. Thread-safe.
