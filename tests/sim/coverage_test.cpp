@@ -45,6 +45,26 @@ TEST(SimCoverage, every_class_must_crash_expire_dead_letter_redrive_and_reclaim)
   }
 }
 
+TEST(SimCoverage, only_throttled_classes_must_judge_throttled_answers_for_fairness) {
+  for (std::size_t i = 0; i < class_count; ++i) {
+    auto c = static_cast<episode_class>(i);
+    auto m = minimums_of(c);
+    auto judged = std::any_of(m.begin(), m.end(), [](const minimum& x) {
+      return x.e == event::throttled_fairness_checks;
+    });
+    EXPECT_EQ(judged, is_throttled(c)) << class_names[i];
+  }
+  auto rc = run_with(10, 20);
+  rc.of(episode_class::fast_throttled)
+      .n[static_cast<std::size_t>(event::throttled_fairness_checks)] = 4;
+  auto missed = unmet(rc);
+  ASSERT_EQ(missed.size(), 1u);
+  EXPECT_EQ(
+      missed[0],
+      "class fast+throttled: 4 throttled answers judged for fairness in 10 episodes, at least "
+      "20 required");
+}
+
 TEST(SimCoverage, an_empty_class_misses_every_minimum) {
   auto rc = run_with(10, 20);
   rc.of(episode_class::durable) = coverage{};
