@@ -3,7 +3,7 @@
 
     python3 tests/backlog/backlog_memory.py --bin-dir DIR (unordered|ordered)
 
-Starts a fresh laneqd from DIR (`--data-dir TMP/data --http-port 0 --caf-port 0`), fills one
+Starts a fresh laneqd from DIR (laneqd_process.py: own data directory, OS-picked ports), fills one
 queue with waiting messages (nothing consumes them) by `laneq_loadgen --mode=backlog`, and checks
 the report (issue 22 §6; the figures: benchmarks/README.md, "Backlog memory"):
 
@@ -19,39 +19,11 @@ backlog_memory.ordered.
 import argparse
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 
-START_TIMEOUT_S = 60
-
-
-class Laneqd:
-    """A laneqd on a port the OS picked, with its own data directory."""
-
-    def __init__(self, bin_dir, tmp):
-        self.out_path = os.path.join(tmp, "laneqd.out")
-        with open(self.out_path, "wb") as out, open(os.path.join(tmp, "laneqd.err"), "wb") as err:
-            self.proc = subprocess.Popen(
-                [os.path.join(bin_dir, "laneqd"), "--data-dir", os.path.join(tmp, "data"),
-                 "--http-port", "0", "--caf-port", "0"], stdout=out, stderr=err)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        text = b""
-        while b"laneqd ready\n" not in text:
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("laneqd did not start: " + text.decode(errors="replace"))
-            time.sleep(0.02)
-            with open(self.out_path, "rb") as f:
-                text = f.read()
-        self.url = "http://127.0.0.1:%s" % re.search(rb"^laneqd http_port=(\d+)$", text,
-                                                      re.M).group(1).decode()
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout=120)
+from laneqd_process import Laneqd
 
 
 def fill(bin_dir, d, messages, groups):

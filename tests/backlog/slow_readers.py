@@ -26,46 +26,16 @@ import argparse
 import json
 import os
 import re
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
-START_TIMEOUT_S = 60
+from laneqd_process import Laneqd
 
 
-class Laneqd:
-    """A laneqd on ports the OS picked, with its own data directory and config."""
-
-    def __init__(self, bin_dir, tmp, answer_bytes, env):
-        config = os.path.join(tmp, "laneqd.json")
-        with open(config, "w") as f:
-            json.dump({"data_dir": os.path.join(tmp, "data"),
-                       "http": {"port": 0}, "caf": {"port": 0},
-                       "limits": {"answer_bytes": answer_bytes}}, f)
-        self.out_path = os.path.join(tmp, "laneqd.out")
-        with open(self.out_path, "wb") as out, open(os.path.join(tmp, "laneqd.err"), "wb") as err:
-            self.proc = subprocess.Popen([os.path.join(bin_dir, "laneqd"), "--config", config],
-                                         stdout=out, stderr=err, env=env)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        text = b""
-        while b"laneqd ready\n" not in text:
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("laneqd did not start: " + text.decode(errors="replace"))
-            time.sleep(0.02)
-            with open(self.out_path, "rb") as f:
-                text = f.read()
-        self.port = int(re.search(rb"^laneqd http_port=(\d+)$", text, re.M).group(1))
-
-    def call(self, method, path, body=None):
-        req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.port, path), method=method,
-                                     data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return r.read().decode()
+class ObservedLaneqd(Laneqd):
+    """A laneqd whose memory and metrics are read while receivers stall."""
 
     def rss_bytes(self):
         with open("/proc/%d/status" % self.proc.pid) as f:
@@ -74,10 +44,6 @@ class Laneqd:
     def metric(self, name):
         m = re.search(r"^%s (\d+)$" % re.escape(name), self.call("GET", "/metrics"), re.M)
         return int(m.group(1)) if m else None
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout=120)
 
 
 def receive_request(port, max_messages):
@@ -92,7 +58,7 @@ def run(args):
         env = dict(os.environ)
         if args.check:
             env["MALLOC_CONF"] = "dirty_decay_ms:0,muzzy_decay_ms:0"
-        d = Laneqd(args.bin_dir, tmp, args.answer_mib << 20, env)
+        d = ObservedLaneqd(args.bin_dir, tmp, {"answer_bytes": args.answer_mib << 20}, env)
         try:
             d.call("PUT", "/v1/queues/q", {})
             body = "x" * (args.message_kib << 10)
