@@ -83,17 +83,20 @@ function(laneq_add_executable name)
   laneq_set_warnings(${name})
 endfunction()
 
-# laneq_add_gtest(<name> LABEL <label> [TIMEOUT <seconds>] SOURCES <cpp>... LINK <lib>...
-#                 [PROPERTIES <prop> <value>...] [HEAVY <gtest filter>])
+# laneq_add_gtest(<name> LABEL <label> [ALSO_LABELS <label>...] [TIMEOUT <seconds>]
+#                 SOURCES <cpp>... LINK <lib>... [PROPERTIES <prop> <value>...]
+#                 [HEAVY <gtest filter>])
 # A GoogleTest executable whose tests are discovered when ctest runs (PRE_TEST:
 # nothing runs at build time, which matters under sanitizers). Every test gets a
-# TIMEOUT (default 300 s), and the ctest names are prefixed with "<label>." to keep suites apart.
+# TIMEOUT (default 300 s), and the ctest names are prefixed with "<label>." to keep suites apart;
+# ALSO_LABELS are further ctest labels (the tsan test preset selects by them).
 # PROPERTIES go to every discovered test (RUN_SERIAL TRUE, RESOURCE_LOCK <name>).
 # HEAVY names the tests of the binary that hold the ctest resource lock `heavy` (a gtest filter
 # such as "full_disk.*:laneqd_descriptors.*"): they are discovered by a second call with that
 # TEST_FILTER, the others by a first call with its negation, so each test is discovered once.
 function(laneq_add_gtest name)
-  cmake_parse_arguments(A "" "LABEL;TIMEOUT;HEAVY" "SOURCES;LINK;DEFINITIONS;PROPERTIES" ${ARGN})
+  cmake_parse_arguments(A "" "LABEL;TIMEOUT;HEAVY" "ALSO_LABELS;SOURCES;LINK;DEFINITIONS;PROPERTIES"
+    ${ARGN})
   if(NOT A_TIMEOUT)
     set(A_TIMEOUT 300)
   endif()
@@ -120,4 +123,19 @@ function(laneq_add_gtest name)
       TEST_FILTER "${A_HEAVY}"
       PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "${A_LABEL}" ${A_PROPERTIES} RESOURCE_LOCK heavy)
   endif()
+  if(A_ALSO_LABELS)
+    laneq_also_label(${name} "${A_LABEL};${A_ALSO_LABELS}")
+  endif()
+endfunction()
+
+# laneq_also_label(<gtest executable> <labels>): sets LABELS on every test discovered from it.
+# GoogleTest's discovery writes a list-valued property as separate words, so the labels are set
+# by a ctest include file of our own, read after the discovery's (which lists the tests in
+# <name>_TESTS and <name>_HEAVY_TESTS).
+function(laneq_also_label name labels)
+  set(_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake")
+  file(WRITE "${_file}" "foreach(_t IN LISTS ${name}_TESTS ${name}_HEAVY_TESTS)\n"
+    "  set_tests_properties(\"\${_t}\" PROPERTIES LABELS \"${labels}\")\n"
+    "endforeach()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${_file}")
 endfunction()

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # test.sh: what CI runs (via .ci/run). Installs the Debian packages, then builds and
-# runs every ctest test twice, and the actor tests a third time:
+# runs every ctest test twice, and the threaded ones a third time:
 #   1. preset dev     (Debug, ASan + UBSan; leaks and UB abort the test)
 #   2. preset release (RelWithDebInfo -O2 -g1)
-#   3. preset tsan    (ThreadSanitizer): the actor tests only (label actors), which run
-#      libqueue's code inside the actors on CAF's threaded scheduler; the first report
-#      fails the run (tests/README.md says why this subset)
+#   3. preset tsan    (ThreadSanitizer): libqueue's unit tests, the actor tests, the
+#      persistence actor's tests (RocksDB on disk) and the HTTP server's tests (laneqd in
+#      process and as a process); the first report fails the run (tests/README.md says
+#      what is left out)
 # Each step prints how long it took.
 # Prints one final line, "test.sh: PASSED ..." or "test.sh: FAILED ...", and exits
 # non-zero on any failure.
@@ -25,7 +26,7 @@ finish() {
   local rc=$?
   local took=$(( $(date +%s) - start_s ))
   if [ "$rc" -eq 0 ]; then
-    echo "test.sh: PASSED (dev: ASan+UBSan, release, tsan: actors) in ${took}s"
+    echo "test.sh: PASSED (dev: ASan+UBSan, release, tsan: unit, actors, persistence, server) in ${took}s"
   else
     echo "test.sh: FAILED at step '${step}' (exit ${rc}) after ${took}s"
   fi
@@ -63,9 +64,10 @@ run "release: configure" cmake --preset release
 run "release: build"     cmake --build --preset release -j 2
 run "release: test"      ctest --preset release -j 2
 
-# ---- tsan: ThreadSanitizer, actor tests (TSAN_OPTIONS come from the test preset) ----
+# ---- tsan: ThreadSanitizer (labels and TSAN_OPTIONS come from the test preset) ----
 run "tsan: configure" cmake --preset tsan
-run "tsan: build"     cmake --build --preset tsan -j 2 --target laneq_actor_tests
-run "tsan: test"      ctest --preset tsan -j 2 -L '^actors$'
+run "tsan: build"     cmake --build --preset tsan -j 2 --target laneq_unit_tests \
+  laneq_actor_tests laneq_crash_tests laneq_server_tests laneqd
+run "tsan: test"      ctest --preset tsan -j 2
 
 step="done"

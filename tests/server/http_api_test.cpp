@@ -424,9 +424,9 @@ TEST_F(http_api, healthz_is_ok_on_a_healthy_store) {
 }
 
 /// A store that answers stats as degraded (and keeps everything in memory otherwise).
-class degraded_store : public store_actor::base {
+class degraded_store : public actor_base<store_actor> {
  public:
-  explicit degraded_store(caf::actor_config& cfg) : store_actor::base(cfg) {}
+  explicit degraded_store(caf::actor_config& cfg) : actor_base<store_actor>(cfg) {}
   behavior_type make_behavior() override {
     inner_ = spawn<memory_store_impl>();
     return {

@@ -74,10 +74,10 @@ struct power_line {
 /// disk (a memory store that outlives every run) and answers each write once the disk committed
 /// it. When the power goes, the batch is lost and nothing is answered any more: a write taken but
 /// not committed is lost, as on a real crash, and was never answered OK.
-class volatile_store : public store_actor::base {
+class volatile_store : public actor_base<store_actor> {
  public:
   volatile_store(caf::actor_config& cfg, store_actor disk, std::shared_ptr<power_line> power)
-      : store_actor::base(cfg), disk_(std::move(disk)), power_(std::move(power)) {}
+      : actor_base<store_actor>(cfg), disk_(std::move(disk)), power_(std::move(power)) {}
 
   const char* name() const override { return "laneq.test.volatile_store"; }
 
@@ -109,7 +109,7 @@ class volatile_store : public store_actor::base {
   /// promises (each a strong reference to the actor that wrote) go with them.
   void on_exit() override {
     batch_.clear();
-    store_actor::base::on_exit();
+    actor_base<store_actor>::on_exit();
   }
 
  private:

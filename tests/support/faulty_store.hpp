@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "laneq/actors/actor_base.hpp"
 #include "laneq/actors/memory_store.hpp"
 #include "laneq/actors/protocol.hpp"
 
@@ -18,10 +19,10 @@ struct store_faults {
   std::atomic<bool> hold_appends{false};  ///< answer no write while set (they wait forever)
 };
 
-class faulty_store : public store_actor::base {
+class faulty_store : public actor_base<store_actor> {
  public:
   faulty_store(caf::actor_config& cfg, std::shared_ptr<store_faults> faults)
-      : store_actor::base(cfg), faults_(std::move(faults)) {}
+      : actor_base<store_actor>(cfg), faults_(std::move(faults)) {}
 
   const char* name() const override { return "laneq.test.faulty_store"; }
   void on_exit() override {
