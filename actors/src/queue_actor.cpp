@@ -7,7 +7,7 @@
 
 #include "laneq/actors/fairness_actor.hpp"
 #include "laneq/actors/group_actor.hpp"
-#include "laneq/header_name.hpp"
+#include "laneq/message_checks.hpp"
 
 namespace laneq {
 
@@ -21,60 +21,6 @@ error limit(const std::string& what) {
 error named(error e, std::string_view key) {
   e.message = codec::describe_message_key(key) + ": " + e.message;
   return e;
-}
-
-/// `messages[i]`, or `messages[i].name` when a field is named.
-std::string field(std::size_t i, const char* name) {
-  std::string out = "messages[" + std::to_string(i) + "]";
-  if (*name != '\0') out += std::string{"."} + name;
-  return out;
-}
-
-/// `s` with bytes outside printable ASCII as `\xNN`, for an error message.
-std::string printable(std::string_view s) {
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    if (c >= ' ' && c < 0x7f) {
-      out += ch;
-    } else {
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
-}
-
-/// Checks one outgoing message against the limits header.
-std::optional<error> check_message(const outgoing_message& m, std::size_t i) {
-  if (m.body.size() > limits::body_bytes_max)
-    return limit(field(i, "body") + " is " + std::to_string(m.body.size()) + " bytes, at most " +
-                 std::to_string(limits::body_bytes_max) + " allowed");
-  if (m.headers.size() > limits::headers_max)
-    return limit(field(i, "headers") + " has " + std::to_string(m.headers.size()) +
-                 " entries, at most " + std::to_string(limits::headers_max) + " allowed");
-  for (const auto& h : m.headers) {
-    if (h.name.empty())
-      return error{errc::invalid_argument, field(i, "headers") + " has an empty header name"};
-    if (!is_header_name(h.name))
-      return error{errc::invalid_argument,
-                   field(i, "headers") + " name '" + printable(h.name.substr(0, 64)) +
-                       "' is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~)"};
-    if (h.name.size() > limits::header_name_bytes_max ||
-        h.value.size() > limits::header_value_bytes_max)
-      return limit(field(i, "headers") + " '" + h.name.substr(0, 64) +
-                   "' is too long (name at most " + std::to_string(limits::header_name_bytes_max) +
-                   " bytes, value at most " + std::to_string(limits::header_value_bytes_max) + ")");
-  }
-  if (m.fairness_key.size() > limits::fairness_key_bytes_max)
-    return limit(field(i, "fairness_key") + " is longer than " +
-                 std::to_string(limits::fairness_key_bytes_max) + " bytes");
-  if (m.delay < duration{0} || m.delay > limits::delay_max)
-    return error{errc::invalid_argument, field(i, "delay_ms") + " must be between 0 and " +
-                                             std::to_string(limits::delay_max.count() / 1000)};
-  return std::nullopt;
 }
 
 }  // namespace
@@ -294,12 +240,7 @@ result<queue_actor_impl::admitted> queue_actor_impl::admit(std::vector<outgoing_
                                                            timestamp t,
                                                            const std::vector<shared_json>* parsed) {
   const auto& spec = qc_.spec;
-  if (batch.empty() || batch.size() > limits::enqueue_batch_max)
-    return error{errc::invalid_argument, "enqueue: a batch holds 1 to " +
-                                             std::to_string(limits::enqueue_batch_max) +
-                                             " messages, got " + std::to_string(batch.size())};
-  for (std::size_t i = 0; i < batch.size(); ++i)
-    if (auto err = check_message(batch[i], i)) return *err;
+  if (auto err = check_batch(batch)) return *err;
   if (qc_.hook_missing)
     return error{errc::enqueue_rejected,
                  "queue '" + spec.name() +
@@ -368,7 +309,7 @@ result<queue_actor_impl::admitted> queue_actor_impl::admit(std::vector<outgoing_
       auto attrs = spec.hook()(m);
       if (!attrs)
         return fail(
-            error{errc::enqueue_rejected, "queue '" + spec.name() + "': " + field(i, "") +
+            error{errc::enqueue_rejected, "queue '" + spec.name() + "': " + message_field(i, "") +
                                               " rejected by on_enqueue: " + attrs.err().message});
       if (attrs.value().size() > limits::attributes_max)
         return fail(limit("queue '" + spec.name() + "': on_enqueue returned more than " +
@@ -389,7 +330,7 @@ result<queue_actor_impl::admitted> queue_actor_impl::admit(std::vector<outgoing_
     if (missing) ++missing_total;
     if (!where) {
       auto err = where.err();
-      err.message = field(i, "") + ": " + err.message;
+      err.message = message_field(i, "") + ": " + err.message;
       return fail(std::move(err));
     }
     // The lane is fixed; only the headers the queue stores reach the store (lanes.md L7).

@@ -386,6 +386,10 @@ std::vector<waiting_item> fair_scheduler::waiting(
   return waiting_if([&groups](group_id g) { return groups.count(g) != 0; });
 }
 
+bool fair_scheduler::has_group(group_id group) const {
+  return impl_->groups.count(group) != 0;
+}
+
 std::size_t fair_scheduler::bucket_count() const {
   return impl_->buckets.size();
 }

@@ -100,4 +100,14 @@ std::uint64_t nonce_source::lease_nonce(const lease_subject& s) const {
   return h;
 }
 
+bool issued_before_restart(const nonce_source& nonces, std::uint64_t uid, std::uint64_t epoch,
+                           const lease_token& lease, const message& m) {
+  if (lease.msg != m.id || lease.attempt != m.attempts + 1) return false;
+  for (std::uint64_t back = 1; back <= reclaim_epochs && back < epoch; ++back)
+    if (lease.nonce ==
+        nonces.lease_nonce(lease_subject{uid, m.id, m.seq, lease.attempt, epoch - back}))
+      return true;
+  return false;
+}
+
 }  // namespace laneq

@@ -78,6 +78,8 @@ class fair_scheduler {
   /// The waiting items of the groups in `groups` (one pass over the waiting items, no copy of
   /// the others: a page of the groups listing).
   std::vector<waiting_item> waiting(const std::unordered_set<group_id>& groups) const;
+  /// True if the head of `group` is in the scheduler (ready or waiting).
+  bool has_group(group_id group) const;
   /// Live throttle buckets (full buckets are dropped: they behave exactly like new ones).
   std::size_t bucket_count() const;
 

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "laneq/ids.hpp"
+#include "laneq/message.hpp"
 #include "laneq/time.hpp"
 
 namespace laneq {
@@ -59,5 +60,15 @@ class nonce_source {
   std::uint64_t k1_;
   std::uint64_t counter_ = 0;
 };
+
+/// Earlier broker runs whose tokens may still reclaim a held head after a restart (a crash during
+/// a reclaim grace must not cost the old holder its claim).
+inline constexpr std::uint64_t reclaim_epochs = 4;
+
+/// True if `lease` was issued for `m` (of the queue or shard `uid`) in one of the last
+/// `reclaim_epochs` runs before run `epoch`: fast delivery's reclaim (recovery.md R6). Only the
+/// holder of `nonces`' key makes such a nonce.
+bool issued_before_restart(const nonce_source& nonces, std::uint64_t uid, std::uint64_t epoch,
+                           const lease_token& lease, const message& m);
 
 }  // namespace laneq

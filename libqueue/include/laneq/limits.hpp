@@ -23,6 +23,9 @@ inline constexpr std::uint32_t max_attempts_default = 10;
 inline constexpr std::size_t stored_header_names_max = 64;  ///< names in an allow or deny list
 inline constexpr duration dedupe_window_min = 1ms;
 inline constexpr duration dedupe_window_max = std::chrono::hours{24 * 7};
+/// Dedupe keys a shard remembers; past it the oldest goes first (laneq_dedupe_evictions_total).
+/// About 100 to 300 bytes each, by key length: at most some 300 MB per shard.
+inline constexpr std::size_t dedupe_entries_max = 1'000'000;
 inline constexpr std::size_t topic_queues_max = 16;  ///< queues a topic fans out into
 inline constexpr std::size_t topics_max = 1000;
 

@@ -9,6 +9,7 @@
 
 #include "caf/all.hpp"
 
+#include "laneq/latency.hpp"
 #include "laneq/time.hpp"
 
 namespace laneq {
@@ -59,19 +60,6 @@ class window_budget {
 };
 
 using window_budget_ptr = std::shared_ptr<window_budget>;
-
-/// Upper bounds, in seconds, of every latency histogram's buckets (a last bucket takes the
-/// rest): Prometheus' usual ladder, from 0.5 ms to 30 s.
-inline constexpr std::array<double, 15> latency_bounds_s{
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
-
-/// The latency_bounds_s bucket of `d`: the first whose bound it does not exceed, or the last.
-inline std::size_t latency_bucket(duration d) {
-  auto us = static_cast<double>(d.count() > 0 ? d.count() : 0);
-  std::size_t i = 0;
-  while (i < latency_bounds_s.size() && us > latency_bounds_s[i] * 1e6) ++i;
-  return i;
-}
 
 /// Per-queue counters and gauges, updated by the queue's actors (relaxed atomics: they are
 /// observations, never used for decisions).

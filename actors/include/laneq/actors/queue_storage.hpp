@@ -35,10 +35,6 @@ struct queue_storage {
   duration reclaim_grace = limits::reclaim_grace_default;
   duration lease_default = limits::lease_default;  ///< the queue's (a reclaimed lease runs on)
   duration store_retry = limits::store_reopen_interval;  ///< before a failed write goes again
-  /// Earlier runs whose tokens may still reclaim a held head (a crash during a grace must not
-  /// cost the old holder its claim).
-  static constexpr std::uint64_t reclaim_epochs = 4;
-
   store_op put_message(const codec::lane_id& lane, const message& m) const {
     return {store_op::kind::put, codec::message_key(uid, lane, m.seq), codec::encode_message(m)};
   }
@@ -58,12 +54,7 @@ struct queue_storage {
   /// True if `lease` was issued for `m` in one of the last runs before this one (fast
   /// delivery's reclaim): only this broker's key makes such a nonce.
   bool issued_before_restart(const lease_token& lease, const message& m) const {
-    if (lease.msg != m.id || lease.attempt != m.attempts + 1) return false;
-    for (std::uint64_t back = 1; back <= reclaim_epochs && back < epoch; ++back)
-      if (lease.nonce ==
-          nonces.lease_nonce(lease_subject{uid, m.id, m.seq, lease.attempt, epoch - back}))
-        return true;
-    return false;
+    return laneq::issued_before_restart(nonces, uid, epoch, lease, m);
   }
   store_write write(std::vector<store_op> ops) const { return store_write{std::move(ops), sync}; }
 };

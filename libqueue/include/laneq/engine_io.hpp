@@ -1,0 +1,209 @@
+// The requests, answers and store operations of a queue, as plain structs: what a shard engine
+// (laneq/shard_engine.hpp) takes and gives, and what the actor protocol (actors/protocol.hpp)
+// carries between processes. No CAF here: `inspect` overloads are plain templates.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "laneq/error.hpp"
+#include "laneq/group_state.hpp"
+#include "laneq/lease.hpp"
+#include "laneq/limits.hpp"
+#include "laneq/message.hpp"
+
+namespace laneq {
+
+/// A receive call: up to `max` messages, leased for `lease_us` (0: the queue's default), waiting
+/// up to `wait_us` for the first one (long poll; 0: answer at once).
+struct receive_request {
+  std::uint32_t max = 1;
+  std::int64_t lease_us = 0;
+  std::int64_t wait_us = 0;
+};
+
+/// How a consumer gives a message back.
+struct nack_request {
+  nack_kind kind = nack_kind::retry;
+  std::int64_t retry_after_us = 0;
+};
+
+/// One delivered message with its lease.
+struct delivery {
+  message msg;
+  lease_token lease;
+  timestamp deadline;
+  /// The message's ordering key (docs/design/lanes.md L5): the key itself, or `tenant/queue` for
+  /// the keyless lane and an `ordered()` queue; empty when unordered.
+  std::string ordering_key;
+};
+
+/// The outcome of one lease in a batch ack: only failures are listed.
+struct lease_outcome {
+  lease_token lease;
+  error err;
+};
+
+/// One change to the store. A batch applies its operations in order, atomically.
+struct store_op {
+  enum class kind : std::uint8_t {
+    put = 1,          ///< key -> value
+    erase = 2,        ///< key
+    erase_range = 3,  ///< every key in [key, value)
+  };
+  kind what = kind::put;
+  std::string key;
+  std::string value;
+};
+
+/// A write: operations committed together. `sync`: durable against power loss before the answer
+/// (false: durable against a process crash only, ARCHITECTURE.md §4). `admits`: the write adds
+/// new messages (an enqueue); the persistence actor refuses it while the disk is below its free
+/// space reserve, so acks, deliveries and restarts keep the room they need (persistence.md).
+struct store_write {
+  std::vector<store_op> ops;
+  bool sync = true;
+  bool admits = false;
+};
+
+/// One key and value read back by a scan.
+struct store_entry {
+  std::string key;
+  std::string value;
+};
+
+/// Messages of one fairness key that are ready or waiting for delivery (unordered messages and
+/// group heads in the fairness actor; messages queued behind a group head are not counted).
+struct fairness_backlog {
+  std::string key;  ///< the fairness key; "" with `other` set: every key beyond the bound
+  std::uint64_t backlog = 0;
+  bool other = false;
+};
+
+/// Counters and gauges of one queue.
+struct queue_stats {
+  std::string name;
+  // Counters (since this broker started; `recovered` counts what it found in the store).
+  std::uint64_t enqueued = 0;
+  std::uint64_t delivered = 0;
+  std::uint64_t acked = 0;
+  std::uint64_t nacked = 0;
+  std::uint64_t lease_expired = 0;
+  std::uint64_t dead_lettered = 0;
+  std::uint64_t redriven = 0;
+  std::uint64_t key_missing = 0;   ///< messages that lacked an ordering key component
+  std::uint64_t rejected = 0;      ///< enqueues refused (missing key, hook, limits)
+  std::uint64_t recovered = 0;     ///< messages found in the store at start
+  std::uint64_t deduplicated = 0;  ///< enqueues answered with an earlier message's id (dedupe)
+  /// Store reads of group windows (a group holds at most `group_window` messages in memory and
+  /// reads the rest back in order as its window drains), and the messages they returned.
+  std::uint64_t window_reads = 0;
+  std::uint64_t window_read_messages = 0;
+  /// Message records that failed their checksum or format check when a group read them back:
+  /// each stops its group (fail-stop, docs/design/persistence.md).
+  std::uint64_t corrupt_records = 0;
+  // Gauges.
+  std::uint64_t backlog = 0;  ///< messages in the queue, in flight included
+  std::uint64_t in_flight = 0;
+  std::uint64_t live_groups = 0;
+  std::uint64_t dead_letters = 0;
+  std::uint64_t waiting_receives = 0;
+  std::uint64_t window_bytes = 0;  ///< memory of the messages its groups hold (window budget)
+  // Histogram: enqueue to first delivery, counts per bucket of latency_bounds_s (the
+  // last one unbounded), and the sum of the observed times.
+  std::vector<std::uint64_t> first_delivery;
+  std::uint64_t first_delivery_sum_us = 0;
+  /// The largest per-fairness-key backlogs, at most limits::fairness_backlog_keys_max of them,
+  /// plus one `other` entry summing the rest (bounded metric cardinality).
+  std::vector<fairness_backlog> fairness;
+};
+
+/// A topic enqueue's first phase in one queue (docs/design/lanes.md L10): the queue has placed
+/// the messages and answers their ids and the store operations that commit them. It holds its
+/// other writes until the topic tells it the outcome (`settle_atom`).
+struct topic_prepared {
+  std::vector<message_id> ids;
+  std::vector<store_op> ops;
+  bool sync = true;
+};
+
+/// A request for one page of a queue's groups (`groups_atom`, docs/api.md "Groups"). Groups are
+/// listed in lane-id order, which does not change while a group lives, nor across a restart.
+struct groups_query {
+  /// The lane id (16 bytes) after which the page starts (`groups_page::next` of the previous
+  /// page); empty: from the first group.
+  std::string after;
+  std::uint32_t limit = limits::groups_page_default;  ///< 1 to limits::groups_page_max groups
+  bool blocked_only = false;                          ///< only groups that cannot deliver now
+};
+
+/// One page of a queue's groups. A page examines at most `limit * groups_page_scan_factor`
+/// groups, so a `blocked_only` page may hold fewer than `limit` groups and still have a `next`.
+struct groups_page {
+  std::vector<group_info> groups;  ///< in lane-id order
+  std::string next;                ///< `groups_query::after` of the next page; empty: the last
+};
+
+template <class Inspector>
+auto inspect(Inspector& f, error& x) {
+  return f(x.code, x.message);
+}
+template <class Inspector>
+auto inspect(Inspector& f, outgoing_message& x) {
+  return f(x.body, x.headers, x.fairness_key, x.delay);
+}
+template <class Inspector>
+auto inspect(Inspector& f, receive_request& x) {
+  return f(x.max, x.lease_us, x.wait_us);
+}
+template <class Inspector>
+auto inspect(Inspector& f, nack_request& x) {
+  return f(x.kind, x.retry_after_us);
+}
+template <class Inspector>
+auto inspect(Inspector& f, delivery& x) {
+  return f(x.msg, x.lease, x.deadline, x.ordering_key);
+}
+template <class Inspector>
+auto inspect(Inspector& f, lease_outcome& x) {
+  return f(x.lease, x.err);
+}
+template <class Inspector>
+auto inspect(Inspector& f, store_op& x) {
+  return f(x.what, x.key, x.value);
+}
+template <class Inspector>
+auto inspect(Inspector& f, store_write& x) {
+  return f(x.ops, x.sync, x.admits);
+}
+template <class Inspector>
+auto inspect(Inspector& f, store_entry& x) {
+  return f(x.key, x.value);
+}
+template <class Inspector>
+auto inspect(Inspector& f, fairness_backlog& x) {
+  return f(x.key, x.backlog, x.other);
+}
+template <class Inspector>
+auto inspect(Inspector& f, queue_stats& x) {
+  return f(x.name, x.enqueued, x.delivered, x.acked, x.nacked, x.lease_expired, x.dead_lettered,
+           x.redriven, x.key_missing, x.rejected, x.recovered, x.deduplicated, x.window_reads,
+           x.window_read_messages, x.corrupt_records, x.backlog, x.in_flight, x.live_groups,
+           x.dead_letters, x.waiting_receives, x.window_bytes, x.first_delivery,
+           x.first_delivery_sum_us, x.fairness);
+}
+template <class Inspector>
+auto inspect(Inspector& f, topic_prepared& x) {
+  return f(x.ids, x.ops, x.sync);
+}
+template <class Inspector>
+auto inspect(Inspector& f, groups_query& x) {
+  return f(x.after, x.limit, x.blocked_only);
+}
+template <class Inspector>
+auto inspect(Inspector& f, groups_page& x) {
+  return f(x.groups, x.next);
+}
+
+}  // namespace laneq

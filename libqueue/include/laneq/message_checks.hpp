@@ -1,0 +1,29 @@
+// The checks an enqueued message must pass before it is placed: sizes and counts against
+// `limits.hpp`, header names that are HTTP tokens, delay ranges. Each error names the message
+// and field (`messages[3].body`) and the bound.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "laneq/error.hpp"
+#include "laneq/message.hpp"
+
+namespace laneq {
+
+/// The first rule `m` (the `i`-th message of its batch) breaks, or nothing.
+std::optional<error> check_message(const outgoing_message& m, std::size_t i);
+
+/// The first rule the batch breaks (its size, then each message), or nothing.
+std::optional<error> check_batch(const std::vector<outgoing_message>& batch);
+
+/// `messages[i]`, or `messages[i].name` when a field is named.
+std::string message_field(std::size_t i, const char* name);
+
+/// `s` with bytes outside printable ASCII as `\xNN`, for an error message.
+std::string printable(std::string_view s);
+
+}  // namespace laneq

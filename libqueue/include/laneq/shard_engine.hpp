@@ -1,0 +1,324 @@
+// One shard of a queue as a deterministic state machine (docs/decisions/0009): it owns a disjoint
+// set of the queue's ordering groups and its share of the unordered messages, and everything the
+// queue does with them: admission (limits, hook, dedupe, placement), the groups (each a
+// lightweight actor: a `group_state` with its head, window and lease, handling one event at a
+// time), fairness and throttles (`fair_scheduler`), leases and their deadlines, long polls, dead
+// letters and redrive, read-back of group windows, recovery from the store, introspection.
+//
+// Inputs are calls that carry `now`; the engine never reads a clock. What it wants done comes out
+// as effects (`take_effects`): store writes and reads (each with an id the answer names), replies
+// to requests (by the request id the caller chose), log lines, and the time at which `tick` must
+// run next. The shard actor (actors/) carries them out; tests and the simulation drive the engine
+// directly. No CAF, no RocksDB, no threads, no locks.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "laneq/codec.hpp"
+#include "laneq/deadline_heap.hpp"
+#include "laneq/dedupe_window.hpp"
+#include "laneq/engine_io.hpp"
+#include "laneq/fair_scheduler.hpp"
+#include "laneq/group_state.hpp"
+#include "laneq/latency.hpp"
+#include "laneq/lease.hpp"
+#include "laneq/lease_table.hpp"
+#include "laneq/queue_spec.hpp"
+#include "laneq/write_log.hpp"
+
+namespace laneq {
+
+/// Names a request of the caller's (its response promise); the engine echoes it in the reply.
+using request_id = std::uint64_t;
+
+/// What a shard is configured with (fixed for its life, but for the spec's hook and key
+/// functions, which `adopt` gives back after a restart).
+struct shard_config {
+  queue_spec spec;
+  std::uint64_t uid = 0;  ///< the shard's key prefix in the store (never reused)
+  /// The shard's index in its queue: its message ids carry it in their high 16 bits, so ids are
+  /// unique across a queue's shards and a lease names its shard.
+  std::uint32_t shard = 0;
+  bool sync = true;  ///< writes synced before they are answered
+  std::size_t window = limits::group_window_default;
+  std::size_t window_max = limits::group_window_max_default;
+  /// Bytes of messages the shard's group windows may hold before groups stop growing past
+  /// `window` (docs/operations.md, "Group windows").
+  std::size_t window_budget_bytes = limits::window_budget_bytes_default;
+  std::size_t dedupe_entries_max = limits::dedupe_entries_max;
+  std::uint64_t epoch = 1;  ///< this broker run (lease nonces, reclaim)
+  nonce_source nonces{0, 0};
+  duration reclaim_grace = limits::reclaim_grace_default;
+  duration store_retry = limits::store_reopen_interval;  ///< before a failed write goes again
+  /// Recovered without the on_enqueue hook it had: enqueues are refused until `adopt`.
+  bool hook_missing = false;
+};
+
+/// A store write the engine wants: answer it with `on_written(id, ...)`.
+using engine_write = outgoing_write;
+
+/// A store scan the engine wants: up to `max` entries with from <= key < to, in key order.
+/// Answer it with `on_read(id, ...)`.
+struct engine_read {
+  std::uint64_t id = 0;
+  std::string from;
+  std::string to;
+  std::uint32_t max = 0;
+};
+
+/// What a request is answered with.
+using engine_answer =
+    std::variant<error, ok_t, std::vector<message_id>, std::vector<delivery>,
+                 std::vector<lease_outcome>, timestamp, std::uint64_t, std::vector<dead_letter>>;
+
+struct engine_reply {
+  request_id to = 0;
+  engine_answer value;
+};
+
+/// Everything the engine asks for after one or more inputs.
+struct engine_effects {
+  std::vector<engine_write> writes;  ///< in order: send them to the store in this order
+  std::vector<engine_read> reads;
+  std::vector<engine_reply> replies;
+  std::vector<std::string> log;  ///< lines for the operator (a group stopped at a corrupt record)
+  /// The shard cannot go on (its recovery failed): stop it with this error.
+  std::optional<error> failed;
+  /// When `tick` must run next; none: nothing is due.
+  std::optional<timestamp> wake;
+  bool empty() const { return writes.empty() && reads.empty() && replies.empty() && log.empty(); }
+};
+
+/// Counters of one shard since this broker run started (`recovered`: found in the store).
+struct shard_counters {
+  std::uint64_t enqueued = 0;
+  std::uint64_t delivered = 0;
+  std::uint64_t acked = 0;
+  std::uint64_t nacked = 0;
+  std::uint64_t lease_expired = 0;
+  std::uint64_t dead_lettered = 0;
+  std::uint64_t redriven = 0;
+  std::uint64_t key_missing = 0;
+  std::uint64_t deduplicated = 0;
+  std::uint64_t rejected = 0;
+  std::uint64_t recovered = 0;
+  std::uint64_t window_reads = 0;
+  std::uint64_t window_read_messages = 0;
+  std::uint64_t corrupt_records = 0;
+  std::vector<std::uint64_t> first_delivery =
+      std::vector<std::uint64_t>(latency_bounds_s.size() + 1);
+  std::uint64_t first_delivery_sum_us = 0;
+};
+
+class shard_engine {
+ public:
+  explicit shard_engine(shard_config cfg);
+  ~shard_engine();
+  shard_engine(const shard_engine&) = delete;
+  shard_engine& operator=(const shard_engine&) = delete;
+
+  // -- client requests: each is answered by one reply to `r` (now or later) --------------------
+
+  /// Answered with the ids (a duplicate has its original's id) once the batch is durable and its
+  /// messages are deliverable. `parsed`: the bodies already parsed as JSON (a topic enqueue).
+  void enqueue(request_id r, std::vector<outgoing_message> batch, timestamp now);
+  /// Answered with the deliveries; a long poll (`wait_us`) waits for the first one. With durable
+  /// delivery, once the leases are committed.
+  void receive(request_id r, const receive_request& req, timestamp now);
+  /// Answered with the leases that failed once the acks' erases are durable.
+  void ack(request_id r, const std::vector<lease_token>& leases, timestamp now);
+  void nack(request_id r, const lease_token& lease, const nack_request& req, timestamp now);
+  /// Answered with the new deadline (durable delivery: once committed).
+  void extend(request_id r, const lease_token& lease, std::int64_t by_us, timestamp now);
+  /// Answered with the first `max` dead letters.
+  void dead_letters(request_id r, std::uint32_t max, timestamp now);
+  /// Answered with how many were redriven (every dead letter, up to the batch bound, if empty).
+  void redrive(request_id r, const std::vector<message_id>& ids, timestamp now);
+
+  /// Places a topic's batch (docs/design/lanes.md L10) and answers the ids and the operations
+  /// that store it, for the topic to write with its other queues'. Holds this shard's writes
+  /// until `settle`.
+  result<topic_prepared> prepare(std::vector<outgoing_message> batch,
+                                 const std::vector<shared_json>& parsed, timestamp now);
+  /// The topic's write committed (true) or failed; answered once the committed messages are
+  /// deliverable.
+  void settle(request_id r, bool committed, timestamp now);
+
+  // -- introspection (answered at once) ---------------------------------------------------------
+
+  queue_stats stats(timestamp now) const;
+  result<groups_page> groups(const groups_query& q, timestamp now) const;
+
+  // -- the store and time -----------------------------------------------------------------------
+
+  /// Rebuilds the shard from the store (recovery.md); answered with ok or the error that stops
+  /// it. Requests that come meanwhile wait. Deferred while key functions are missing (`adopt`).
+  void recover(request_id r, timestamp now);
+  /// The queue was created again with this spec (its hook and key functions).
+  void adopt(queue_spec spec, timestamp now);
+  void on_written(std::uint64_t write, std::optional<error> failure, timestamp now);
+  void on_read(std::uint64_t read, result<std::vector<store_entry>> page, timestamp now);
+  void tick(timestamp now);
+  /// Answers every waiting request with `why` (the shard stops).
+  void stop(const error& why);
+
+  /// The effects of the inputs since the last call, with the next wake-up.
+  engine_effects take_effects();
+
+  // -- queries ----------------------------------------------------------------------------------
+
+  const shard_config& config() const { return cfg_; }
+  const shard_counters& counters() const { return counters_; }
+  std::size_t live_groups() const { return groups_.size(); }
+  /// Aborts on a broken invariant of the whole shard.
+  void check_invariants() const;
+
+ private:
+  struct group_slot;
+  struct recovery;
+  struct group_write;
+  struct pending_receive {
+    request_id r = 0;
+    std::uint32_t max = 1;
+    duration lease{0};
+    timestamp deadline;
+  };
+  struct placed {
+    message msg;
+    placement where;
+    codec::lane_id lane;
+  };
+  struct admitted {
+    std::vector<placed> batch;
+    std::vector<message_id> ids;
+    std::vector<std::string> new_keys;
+    std::vector<store_op> ops;
+    std::uint64_t duplicates = 0;
+    /// Dedupe keys of duplicates whose original's write is not durable yet: the answer waits.
+    std::vector<std::string> waits_on;
+  };
+  /// A request that waits for recovery to finish.
+  struct held_request {
+    request_id r = 0;
+    std::function<void()> run;
+  };
+  enum class read_kind : std::uint8_t { fetch, recovery };
+
+  // admission (shard_admission.cpp)
+  result<admitted> admit(std::vector<outgoing_message>& batch, timestamp t,
+                         const std::vector<shared_json>* parsed);
+  void settle_dedupe(const admitted& a, bool committed);
+  codec::lane_id lane_of(const placement& where) const;
+  placement stored_placement(const message& m, const codec::lane_id& lane) const;
+  store_op counters_op() const;
+
+  // groups (shard_groups.cpp)
+  group_slot& group_for(const placement& where, const codec::lane_id& lane,
+                        group_id id = group_id{});
+  group_slot* find_group(group_id id);
+  group_slot* owner_of(const lease_token& l);
+  void route(std::vector<placed> batch, timestamp t);
+  /// Carries out a group's effects; returns the store operations to write for it.
+  group_write apply(group_slot& g, group_effects fx);
+  /// Writes `w` for group `g` (its next head waits for it); `answer` hears the outcome. Ends
+  /// with `offer_when_settled`: `g` may be gone after it.
+  void write_for(group_slot& g, group_write w, std::function<void(std::optional<error>)> answer,
+                 timestamp t);
+  void offer_when_settled(group_slot& g, timestamp t);
+  void maybe_drop(group_slot& g);
+  bool may_grow() const;
+  void expire_if_due(group_slot& g, timestamp t);
+  void reclaim(group_slot& g, const lease_token& lease, timestamp t);
+  void restore_lease(group_slot& g, const lease_token& lease, timestamp deadline, timestamp t);
+  void fetch(group_slot& g, const fetch_request& req);
+  void on_fetched(group_id id, result<std::vector<store_entry>> page, timestamp t);
+  std::vector<store_op> end_attempt(const lease_token& lease, std::vector<store_op> ops);
+  std::vector<store_op> move_dead(std::vector<dead_letter> dls, const codec::lane_id& lane);
+
+  // deliveries and leases (shard_delivery.cpp)
+  void catch_up(timestamp t);
+  std::vector<delivery> take(std::uint32_t max, duration lease, timestamp t);
+  void hand_out(request_id r, std::vector<delivery> out);
+  void serve_pending(timestamp t);
+  void end_polls(timestamp t);
+  void ack_one(const lease_token& l, timestamp t, std::vector<store_op>& ops,
+               std::vector<lease_outcome>& failed, std::vector<group_id>& touched);
+  std::vector<store_op> retry_or_dead_letter(message m, duration retry_after, bool force_dead,
+                                             timestamp t, bool& moved);
+  void expire_leases(timestamp t);
+  result<ok_t> check_receive(const receive_request& req) const;
+
+  // recovery (shard_recovery.cpp)
+  void start_recovery(timestamp t);
+  void on_recovery_page(std::vector<store_entry> page, timestamp t);
+  std::optional<error> take_record(recovery& r, const store_entry& e, timestamp t);
+  std::optional<error> take_message(recovery& r, const store_entry& e);
+  void finish_recovery(timestamp t);
+  struct recovered_lane;
+  void recover_group(recovery& r, const codec::lane_id& stored, recovered_lane& lane, timestamp t);
+  void fail_recovery(error e);
+  /// Keeps a request that came while recovery runs, for after it.
+  void hold(request_id r, std::function<void()> f);
+  void release_held();
+
+  void reply(request_id r, engine_answer a);
+  void read(read_kind kind, group_id g, std::string from, std::string to, std::uint32_t max);
+
+  shard_config cfg_;
+  shard_counters counters_;
+  write_log writes_;
+  fair_scheduler sched_;
+  lease_table leases_;  // unordered messages in flight
+  dedupe_window dedupe_;
+  engine_effects fx_;
+  timestamp last_now_;
+
+  std::uint64_t next_id_ = 1;
+  std::uint64_t next_seq_ = 1;
+  std::uint64_t next_dead_ = 1;
+  std::uint64_t next_group_ = 1;
+  std::uint64_t next_read_ = 1;
+
+  std::unordered_map<group_id, std::unique_ptr<group_slot>> groups_;
+  std::unordered_map<std::string, group_id> group_by_key_;          // by encoded key (saves a hash)
+  std::map<std::array<std::uint8_t, 16>, group_id> group_by_lane_;  // one group per lane
+  /// Fast delivery after a restart: recovered heads by message id, so a token of the previous
+  /// run (whose group id is gone) reaches its group; dropped when the group goes.
+  std::unordered_map<message_id, group_id> reclaimable_;
+  deadline_heap<group_id> group_leases_;  // lease deadlines of group heads in flight
+  deadline_heap<group_id> holds_;         // ends of reclaim graces
+  deadline_heap<group_id> fetch_retries_;
+  std::size_t window_bytes_ = 0;  // what the groups hold in memory (the window budget)
+
+  std::deque<pending_receive> pending_;
+  std::multiset<timestamp> pending_deadlines_;
+
+  std::map<std::uint64_t, dead_letter> dead_;  // by dead-letter order
+  std::unordered_map<message_id, std::uint64_t> dead_order_;
+
+  struct read_slot {
+    read_kind kind;
+    group_id group;
+  };
+  std::unordered_map<std::uint64_t, read_slot> reads_;
+
+  std::unique_ptr<recovery> recovery_;
+  std::optional<request_id> recover_request_;
+  bool recovery_deferred_ = false;
+  std::optional<admitted> topic_batch_;
+  std::deque<held_request> held_;
+  bool stopped_ = false;
+};
+
+}  // namespace laneq

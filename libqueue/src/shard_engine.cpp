@@ -1,0 +1,621 @@
+// The shard engine's requests and its contract with the store and the clock
+// (libqueue/include/laneq/shard_engine.hpp). Admission, groups, deliveries and recovery each have
+// their own file (shard_admission.cpp, shard_groups.cpp, shard_delivery.cpp, shard_recovery.cpp).
+#include <algorithm>
+#include <unordered_set>
+
+#include "shard_parts.hpp"
+
+namespace laneq {
+
+namespace {
+
+error lease_missing(const lease_token& l) {
+  return error{errc::lease_not_found, "no lease " + to_string(l) + " is in flight"};
+}
+
+/// Answers `r` with the write's outcome: `ok` once durable, else the store's error.
+template <class T>
+std::function<void(std::optional<error>)> answer_with(
+    std::function<void(request_id, engine_answer)> reply, request_id r, T ok, std::string queue) {
+  return [reply = std::move(reply), r, ok = std::move(ok),
+          queue = std::move(queue)](std::optional<error> e) mutable {
+    if (e)
+      reply(r, storage_failure(queue, std::move(*e)));
+    else
+      reply(r, std::move(ok));
+  };
+}
+
+}  // namespace
+
+shard_engine::shard_engine(shard_config cfg)
+    : cfg_(std::move(cfg)),
+      writes_(cfg_.sync, cfg_.store_retry),
+      sched_(cfg_.spec.throttles()),
+      dedupe_(cfg_.dedupe_entries_max) {
+  // Group ids of different broker runs never meet: a token from before a restart cannot name a
+  // group of this run by accident.
+  next_group_ = (cfg_.epoch << 32) + 1;
+  // Message ids carry the shard's index in their high 16 bits.
+  next_id_ = (static_cast<std::uint64_t>(cfg_.shard) << 48) + 1;
+}
+
+shard_engine::~shard_engine() = default;
+
+void shard_engine::reply(request_id r, engine_answer a) {
+  fx_.replies.push_back(engine_reply{r, std::move(a)});
+}
+
+void shard_engine::read(read_kind kind, group_id g, std::string from, std::string to,
+                        std::uint32_t max) {
+  auto id = next_read_++;
+  reads_.emplace(id, read_slot{kind, g});
+  fx_.reads.push_back(engine_read{id, std::move(from), std::move(to), max});
+}
+
+void shard_engine::hold(request_id r, std::function<void()> f) {
+  held_.push_back(held_request{r, std::move(f)});
+}
+
+void shard_engine::release_held() {
+  while (!held_.empty() && !recovery_) {
+    auto f = std::move(held_.front().run);
+    held_.pop_front();
+    f();
+  }
+}
+
+// -- requests ------------------------------------------------------------------------------------
+
+void shard_engine::enqueue(request_id r, std::vector<outgoing_message> batch, timestamp now) {
+  catch_up(now);
+  if (recovery_)
+    return hold(r, [this, r, batch = std::move(batch)]() mutable {
+      enqueue(r, std::move(batch), last_now_);
+    });
+  auto adm = admit(batch, last_now_, nullptr);
+  if (!adm) {
+    counters_.rejected += batch.size();
+    reply(r, adm.err());
+    return;
+  }
+  auto a = std::make_shared<admitted>(std::move(adm).value());
+  if (a->batch.empty() && a->ops.empty()) {
+    // Only duplicates: answered at once, or once their originals' writes are durable (in order).
+    writes_.add_durable(
+        [this, r, a] {
+          for (const auto& key : a->waits_on)
+            if (auto hit = dedupe_.find(key, last_now_); !hit || !hit->confirmed) {
+              reply(r, error{errc::storage_failed, "queue '" + cfg_.spec.name() +
+                                                       "': the enqueue of the original failed"});
+              return;
+            }
+          counters_.deduplicated += a->duplicates;
+          reply(r, std::move(a->ids));
+        },
+        last_now_);
+    return;
+  }
+  write_request w;
+  w.admits = true;
+  w.counters = true;
+  w.ops = std::move(a->ops);
+  w.ops.reserve(w.ops.size() + a->batch.size());
+  for (const auto& p : a->batch) {
+#if LANEQ_CANARY_LOST
+    // Canary build (tests/sim): an enqueue's unordered messages are answered but never stored,
+    // so a crash loses them (breaks G1/G2).
+    if (!p.where.ordered) continue;
+#endif
+    w.ops.push_back(put_message(cfg_.uid, p.lane, p.msg));
+  }
+  w.answer = [this, r](std::optional<error> e) {
+    if (e) reply(r, storage_failure(cfg_.spec.name(), std::move(*e)));
+  };
+  w.settle = [this, r, a](bool durable) {
+    settle_dedupe(*a, durable);
+    if (!durable) return;  // answered with the error
+    counters_.enqueued += a->batch.size();
+    counters_.deduplicated += a->duplicates;
+    // Routed before the answer: a receive sent after it finds the messages.
+    route(std::move(a->batch), last_now_);
+    reply(r, std::move(a->ids));
+  };
+  writes_.add(std::move(w));
+}
+
+void shard_engine::receive(request_id r, const receive_request& req, timestamp now) {
+  catch_up(now);
+  if (recovery_) return hold(r, [this, r, req] { receive(r, req, last_now_); });
+  if (auto ok = check_receive(req); !ok) {
+    reply(r, ok.err());
+    return;
+  }
+  auto t = last_now_;
+  auto lease = req.lease_us == 0 ? cfg_.spec.lease_duration() : duration{req.lease_us};
+  auto out = take(req.max, lease, t);
+  if (!out.empty() || req.wait_us == 0) {
+    hand_out(r, std::move(out));
+    return;
+  }
+  if (pending_.size() >= limits::pending_receives_max) {
+    reply(r, error{errc::limit_exceeded,
+                   "receive: more than " + std::to_string(limits::pending_receives_max) +
+                       " receives are already waiting on queue '" + cfg_.spec.name() + "'"});
+    return;
+  }
+  pending_.push_back(pending_receive{r, req.max, lease, t + duration{req.wait_us}});
+  pending_deadlines_.insert(pending_.back().deadline);
+}
+
+void shard_engine::ack(request_id r, const std::vector<lease_token>& leases, timestamp now) {
+  catch_up(now);
+  if (recovery_) return hold(r, [this, r, leases] { ack(r, leases, last_now_); });
+  if (leases.empty() || leases.size() > limits::ack_batch_max) {
+    reply(r, error{errc::invalid_argument, "ack: a batch holds 1 to " +
+                                               std::to_string(limits::ack_batch_max) +
+                                               " leases, got " + std::to_string(leases.size())});
+    return;
+  }
+  auto t = last_now_;
+  std::vector<store_op> ops;
+  std::vector<lease_outcome> failed;
+  std::vector<group_id> touched;
+  for (const auto& l : leases) ack_one(l, t, ops, failed, touched);
+  if (ops.empty()) {
+    reply(r, std::move(failed));
+    serve_pending(t);
+    return;
+  }
+  // One write for the batch; each group it ended offers its next head once it is durable.
+  for (auto id : touched) ++find_group(id)->unsettled;
+  write_request w;
+  w.ops = std::move(ops);
+  w.answer = answer_with([this](request_id to, engine_answer a) { reply(to, std::move(a)); }, r,
+                         std::move(failed), cfg_.spec.name());
+  w.settle = [this, touched](bool) {
+    for (auto id : touched)
+      if (auto* g = find_group(id)) {
+        --g->unsettled;
+        offer_when_settled(*g, last_now_);
+      }
+  };
+  writes_.add(std::move(w));
+  serve_pending(t);
+}
+
+void shard_engine::nack(request_id r, const lease_token& l, const nack_request& req,
+                        timestamp now) {
+  catch_up(now);
+  if (recovery_) return hold(r, [this, r, l, req] { nack(r, l, req, last_now_); });
+  if (req.kind != nack_kind::retry && req.kind != nack_kind::dead_letter)
+    return reply(r, error{errc::invalid_argument, "nack: kind must be retry or dead_letter"});
+  if (req.retry_after_us < 0 || duration{req.retry_after_us} > limits::retry_after_max)
+    return reply(r, error{errc::invalid_argument,
+                          "nack: retry_after_ms must be between 0 and " +
+                              std::to_string(limits::retry_after_max.count() / 1000)});
+  auto t = last_now_;
+  auto answer = answer_with([this](request_id to, engine_answer a) { reply(to, std::move(a)); }, r,
+                            ok_t{}, cfg_.spec.name());
+  bool dead = req.kind == nack_kind::dead_letter;
+  if (!l.group) {
+    auto m = leases_.release(l);
+    if (!m) return reply(r, m.err());
+    ++counters_.nacked;
+    bool moved = false;
+    write_request w;
+    w.ops = end_attempt(l, retry_or_dead_letter(std::move(m).value(), duration{req.retry_after_us},
+                                                dead, t, moved));
+    w.counters = moved;
+    w.answer = std::move(answer);
+    // Written before a waiting receive takes the message again (serve_pending): its new durable
+    // lease must not meet this nack's erase of the old one (both are keyed by the message).
+    writes_.add(std::move(w));
+    serve_pending(t);
+    return;
+  }
+  auto* g = owner_of(l);
+  if (!g) return reply(r, lease_missing(l));
+  reclaim(*g, l, t);
+  expire_if_due(*g, t);
+  auto fx = g->state.on_nack(l, req.kind, duration{req.retry_after_us}, t, may_grow());
+  if (!fx) return reply(r, fx.err());
+  ++counters_.nacked;
+  group_leases_.erase(g->state.id());
+  auto w = apply(*g, std::move(fx).value());
+  w.ops = end_attempt(l, std::move(w.ops));
+  write_for(*g, std::move(w), std::move(answer), t);
+  serve_pending(t);
+}
+
+void shard_engine::extend(request_id r, const lease_token& l, std::int64_t by_us, timestamp now) {
+  catch_up(now);
+  if (recovery_) return hold(r, [this, r, l, by_us] { extend(r, l, by_us, last_now_); });
+  if (duration{by_us} < limits::lease_min || duration{by_us} > limits::lease_max)
+    return reply(r, error{errc::invalid_argument,
+                          "extend: lease_ms must be between " +
+                              std::to_string(limits::lease_min.count() / 1000) + " and " +
+                              std::to_string(limits::lease_max.count() / 1000)});
+  auto t = last_now_;
+  bool durable = cfg_.spec.delivery_mode() == delivery_durability::durable;
+  if (!l.group) {
+    auto deadline = leases_.extend(l, duration{by_us}, t);
+    if (!deadline) return reply(r, deadline.err());
+    if (!durable) return reply(r, deadline.value());
+    // Durable delivery: the new deadline is committed before it is promised.
+    write_request w;
+    w.ops.push_back(
+        put_lease(cfg_.uid, codec::lease_record{l, deadline.value(), leases_.leased(l)->seq}));
+    w.answer = answer_with([this](request_id to, engine_answer a) { reply(to, std::move(a)); }, r,
+                           deadline.value(), cfg_.spec.name());
+    writes_.add(std::move(w));
+    return;
+  }
+  auto* g = owner_of(l);
+  if (!g) return reply(r, lease_missing(l));
+  reclaim(*g, l, t);
+  expire_if_due(*g, t);
+  auto deadline = g->state.on_extend(l, duration{by_us}, t);
+  if (!deadline) return reply(r, deadline.err());
+  group_leases_.set(g->state.id(), deadline.value());
+  if (!durable) return reply(r, deadline.value());
+  group_write w;
+  w.ops.push_back(
+      put_lease(cfg_.uid, codec::lease_record{l, deadline.value(), g->state.head()->seq}));
+  write_for(*g, std::move(w),
+            answer_with([this](request_id to, engine_answer a) { reply(to, std::move(a)); }, r,
+                        deadline.value(), cfg_.spec.name()),
+            t);
+}
+
+void shard_engine::dead_letters(request_id r, std::uint32_t max, timestamp now) {
+  catch_up(now);
+  if (recovery_) return hold(r, [this, r, max] { dead_letters(r, max, last_now_); });
+  std::vector<dead_letter> out;
+  for (const auto& [order, dl] : dead_) {
+    if (out.size() >= max) break;
+    out.push_back(dl);
+  }
+  reply(r, std::move(out));
+}
+
+void shard_engine::redrive(request_id r, const std::vector<message_id>& ids, timestamp now) {
+  catch_up(now);
+  if (recovery_) return hold(r, [this, r, ids] { redrive(r, ids, last_now_); });
+  if (ids.size() > limits::redrive_batch_max)
+    return reply(
+        r, error{errc::limit_exceeded,
+                 "redrive: at most " + std::to_string(limits::redrive_batch_max) + " ids at once"});
+  std::vector<std::uint64_t> orders;
+  if (ids.empty()) {
+    for (const auto& [order, dl] : dead_) {
+      if (orders.size() >= limits::redrive_batch_max) break;
+      orders.push_back(order);
+    }
+  } else {
+    for (auto id : ids) {
+      auto it = dead_order_.find(id);
+      if (it == dead_order_.end())
+        return reply(r, error{errc::dead_letter_not_found,
+                              "queue '" + cfg_.spec.name() + "': message " +
+                                  std::to_string(id.value) + " is not a dead letter"});
+      orders.push_back(it->second);
+    }
+  }
+  // A redriven message is a new arrival: a new seq, after everything that arrived meanwhile;
+  // its id, enqueued_at and not-before time stay (O7, O9). It goes back to the lane it was
+  // stored under (lanes.md L7).
+  auto taken = std::make_shared<std::vector<std::pair<std::uint64_t, dead_letter>>>();
+  auto batch = std::make_shared<std::vector<placed>>();
+  write_request w;
+  for (auto order : orders) {
+    auto node = dead_.extract(order);
+    if (node.empty()) continue;  // listed twice
+    taken->emplace_back(order, node.mapped());
+    w.ops.push_back(store_op{store_op::kind::erase, codec::dead_key(cfg_.uid, order), {}});
+    auto m = std::move(node.mapped().msg);
+    dead_order_.erase(m.id);
+    m.seq = message_seq{next_seq_++};
+    m.attempts = 0;
+    m.not_before = m.delay_until;
+    const auto& dl = taken->back().second;
+    codec::lane_id lane{dl.lane};
+    if (!dl.lane_known) {
+      // A dead letter stored before records kept their lane: the lane again from the envelope.
+      auto where = place(cfg_.spec, m);
+      if (!where) {
+        for (auto& [o, d] : *taken) {  // a key function that no longer finds the key: none go
+          dead_order_[d.msg.id] = o;
+          dead_.emplace(o, std::move(d));
+        }
+        auto err = where.err();
+        err.message = "redrive of message " + std::to_string(m.id.value) + ": " + err.message;
+        return reply(r, err);
+      }
+      lane = lane_of(where.value());
+    }
+    auto where = stored_placement(m, lane);
+    w.ops.push_back(put_message(cfg_.uid, lane, m));
+    batch->push_back(placed{std::move(m), std::move(where), lane});
+  }
+  auto n = static_cast<std::uint64_t>(batch->size());
+  if (n == 0) return reply(r, std::uint64_t{0});
+  w.admits = true;
+  w.counters = true;
+  w.answer = [this, r](std::optional<error> e) {
+    if (e) reply(r, storage_failure(cfg_.spec.name(), std::move(*e)));
+  };
+  w.settle = [this, r, n, taken, batch](bool durable) {
+    if (!durable) {
+      for (auto& [order, dl] : *taken) {  // nothing was redriven: they stay dead letters
+        dead_order_[dl.msg.id] = order;
+        dead_.emplace(order, std::move(dl));
+      }
+      return;
+    }
+    counters_.redriven += n;
+    route(std::move(*batch), last_now_);
+    reply(r, n);
+  };
+  writes_.add(std::move(w));
+}
+
+// -- topics (docs/design/lanes.md L10) -----------------------------------------------------------
+
+result<topic_prepared> shard_engine::prepare(std::vector<outgoing_message> batch,
+                                             const std::vector<shared_json>& parsed,
+                                             timestamp now) {
+  catch_up(now);
+  if (topic_batch_ || recovery_ || batch.size() != parsed.size())
+    return error{errc::unavailable,
+                 "queue '" + cfg_.spec.name() + "' is busy with another topic enqueue"};
+  auto adm = admit(batch, last_now_, &parsed);
+  if (!adm) {
+    counters_.rejected += batch.size();
+    return adm.err();
+  }
+  auto& a = adm.value();
+  topic_prepared out{a.ids, a.ops, cfg_.sync};
+  for (const auto& p : a.batch) out.ops.push_back(put_message(cfg_.uid, p.lane, p.msg));
+  out.ops.push_back(counters_op());
+  // Every other write of this shard waits for the topic's (seq and counter order).
+  topic_batch_ = std::move(adm).value();
+  writes_.hold();
+  return out;
+}
+
+void shard_engine::settle(request_id r, bool committed, timestamp now) {
+  catch_up(now);
+  if (!topic_batch_) return reply(r, ok_t{});
+  auto a = std::make_shared<admitted>(std::move(*topic_batch_));
+  topic_batch_.reset();
+  writes_.release();
+  if (!committed) {
+    settle_dedupe(*a, false);
+    return reply(r, ok_t{});
+  }
+  // Durable already; routed in order after this shard's earlier writes.
+  writes_.add_durable(
+      [this, r, a] {
+        settle_dedupe(*a, true);
+        counters_.enqueued += a->batch.size();
+        counters_.deduplicated += a->duplicates;
+        route(std::move(a->batch), last_now_);
+        reply(r, ok_t{});
+      },
+      last_now_);
+}
+
+// -- the store and time --------------------------------------------------------------------------
+
+void shard_engine::on_written(std::uint64_t write, std::optional<error> failure, timestamp now) {
+  last_now_ = std::max(last_now_, now);
+  writes_.on_answer(write, std::move(failure), last_now_);
+  catch_up(now);
+}
+
+void shard_engine::on_read(std::uint64_t read, result<std::vector<store_entry>> page,
+                           timestamp now) {
+  catch_up(now);
+  auto it = reads_.find(read);
+  LANEQ_ASSERT(it != reads_.end(), "the store answers a read that was asked for");
+  auto slot = it->second;
+  reads_.erase(it);
+  if (slot.kind == read_kind::fetch) {
+    on_fetched(slot.group, std::move(page), last_now_);
+    return;
+  }
+  if (!page) {
+    auto e = page.err();
+    if (e.code == errc::unavailable) e.code = errc::storage_failed;
+    return fail_recovery(std::move(e));
+  }
+  on_recovery_page(std::move(page).value(), last_now_);
+}
+
+void shard_engine::tick(timestamp now) {
+  catch_up(now);
+}
+
+void shard_engine::stop(const error& why) {
+  if (stopped_) return;
+  stopped_ = true;
+  for (auto& p : pending_) reply(p.r, why);
+  pending_.clear();
+  pending_deadlines_.clear();
+  for (auto& h : held_) reply(h.r, why);
+  held_.clear();
+  if (recover_request_) reply(*recover_request_, why);
+  recover_request_.reset();
+  writes_.abandon(why);
+}
+
+engine_effects shard_engine::take_effects() {
+  for (auto& w : writes_.take_outgoing([this] { return counters_op(); }))
+    fx_.writes.push_back(std::move(w));
+  std::optional<timestamp> next;
+  auto consider = [&next](std::optional<timestamp> x) {
+    if (x && (!next || *x < *next)) next = x;
+  };
+  if (!stopped_) {
+    consider(writes_.next_wakeup());
+    consider(sched_.next_wakeup());
+    consider(leases_.next_deadline());
+    consider(group_leases_.next());
+    consider(holds_.next());
+    consider(fetch_retries_.next());
+    if (!pending_deadlines_.empty()) consider(*pending_deadlines_.begin());
+  }
+  fx_.wake = next;
+  return std::exchange(fx_, engine_effects{});
+}
+
+// -- introspection -------------------------------------------------------------------------------
+
+queue_stats shard_engine::stats(timestamp now) const {
+  (void)now;
+  const auto& c = counters_;
+  queue_stats s;
+  s.name = cfg_.spec.name();
+  s.enqueued = c.enqueued;
+  s.delivered = c.delivered;
+  s.acked = c.acked;
+  s.nacked = c.nacked;
+  s.lease_expired = c.lease_expired;
+  s.dead_lettered = c.dead_lettered;
+  s.redriven = c.redriven;
+  s.key_missing = c.key_missing;
+  s.rejected = c.rejected;
+  s.recovered = c.recovered;
+  s.deduplicated = c.deduplicated;
+  s.window_reads = c.window_reads;
+  s.window_read_messages = c.window_read_messages;
+  s.corrupt_records = c.corrupt_records;
+  s.first_delivery = c.first_delivery;
+  s.first_delivery_sum_us = c.first_delivery_sum_us;
+  auto in = s.recovered + s.enqueued + s.redriven;
+  auto out = s.acked + s.dead_lettered;
+  s.backlog = in > out ? in - out : 0;
+  s.in_flight = leases_.size() + group_leases_.size();
+  s.live_groups = groups_.size();
+  s.dead_letters = dead_.size();
+  s.waiting_receives = pending_.size();
+  s.window_bytes = window_bytes_;
+  // The largest backlogs by name, the rest summed: a bounded number of metric series.
+  std::vector<fairness_backlog> all;
+  for (auto& [k, n] : sched_.backlog_by_fairness_key())
+    all.push_back(fairness_backlog{k, n, false});
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    return a.backlog != b.backlog ? a.backlog > b.backlog : a.key < b.key;
+  });
+  if (all.size() > limits::fairness_backlog_keys_max) {
+    fairness_backlog rest{{}, 0, true};
+    for (auto i = limits::fairness_backlog_keys_max; i < all.size(); ++i)
+      rest.backlog += all[i].backlog;
+    all.resize(limits::fairness_backlog_keys_max);
+    all.push_back(std::move(rest));
+  }
+  s.fairness = std::move(all);
+  return s;
+}
+
+result<groups_page> shard_engine::groups(const groups_query& q, timestamp now) const {
+  if (q.limit == 0 || q.limit > limits::groups_page_max)
+    return error{errc::invalid_argument,
+                 "limit must be 1 to " + std::to_string(limits::groups_page_max)};
+  if (!q.after.empty() && q.after.size() != 16)
+    return error{errc::invalid_argument, "cursor is malformed"};
+  std::array<std::uint8_t, 16> after{};
+  std::copy(q.after.begin(), q.after.end(), after.begin());
+  auto it = q.after.empty() ? group_by_lane_.begin() : group_by_lane_.upper_bound(after);
+  // Bounded by the page: at most limit x groups_page_scan_factor groups examined.
+  std::size_t examined_max = std::size_t{q.limit} * limits::groups_page_scan_factor;
+  std::vector<const group_slot*> candidates;
+  std::unordered_set<group_id> ids;
+  for (std::size_t examined = 0; it != group_by_lane_.end() && examined < examined_max &&
+                                 (q.blocked_only || candidates.size() < q.limit);
+       ++it, ++examined) {
+    const auto* g = groups_.at(it->second).get();
+    candidates.push_back(g);
+    ids.insert(g->state.id());
+  }
+  bool more = it != group_by_lane_.end();
+  // A throttled head is known only to the scheduler; its group reports it ready.
+  std::unordered_map<group_id, waiting_item> throttled;
+  for (auto& w : sched_.waiting(ids))
+    if (w.throttled) throttled.emplace(w.group, w);
+  groups_page page;
+  std::size_t i = 0;
+  for (; i < candidates.size() && page.groups.size() < q.limit; ++i) {
+    const auto* g = candidates[i];
+    auto info = g->state.describe(now);
+    info.key = g->label;
+    if (auto w = throttled.find(g->state.id()); w != throttled.end()) {
+      info.state = group_status::throttled;
+      info.since = w->second.since;
+      info.until = w->second.until;
+    }
+    if (q.blocked_only && (info.state == group_status::ready || info.state == group_status::idle))
+      continue;
+    page.groups.push_back(std::move(info));
+  }
+  // The cursor names the last group listed when the page is full, else the last one examined;
+  // none when no group follows.
+  bool full = page.groups.size() == q.limit;
+  if (full && (i < candidates.size() || more)) {
+    const auto& lane = candidates[i - 1]->lane.bytes;
+    page.next.assign(lane.begin(), lane.end());
+  } else if (!full && more && !candidates.empty()) {
+    const auto& lane = candidates.back()->lane.bytes;
+    page.next.assign(lane.begin(), lane.end());
+  }
+  return page;
+}
+
+void shard_engine::check_invariants() const {
+  writes_.check_invariants();
+  sched_.check_invariants();
+  leases_.check_invariants();
+  dedupe_.check_invariants();
+  group_leases_.check_invariants();
+  std::size_t bytes = 0;
+  for (const auto& [id, g] : groups_) {
+    const auto& s = g->state;
+    s.check_invariants();
+    LANEQ_ASSERT(s.id() == id, "a group is filed under its id");
+    LANEQ_ASSERT(group_by_lane_.at(g->lane.bytes) == id, "a group is filed under its lane");
+    for (const auto& key : g->keys)
+      LANEQ_ASSERT(group_by_key_.at(key) == id, "a group is filed under each of its keys");
+    LANEQ_ASSERT(g->charged == s.memory_bytes(), "a group's memory is counted as it is");
+    bytes += g->charged;
+    // The head is in exactly one place: offered to the scheduler, waiting for its writes or its
+    // reclaim grace, or in flight (O3, O4).
+    auto places = (sched_.has_group(id) ? 1 : 0) + (g->next ? 1 : 0) + (g->held ? 1 : 0);
+    switch (s.current_phase()) {
+      case group_state::phase::empty:
+        LANEQ_ASSERT(places == 0, "an empty group offers nothing");
+        LANEQ_ASSERT(!group_leases_.deadline(id), "an empty group holds no lease");
+        break;
+      case group_state::phase::offered:
+        LANEQ_ASSERT(places == 1, "an offered head is in one place");
+        LANEQ_ASSERT(!group_leases_.deadline(id), "an offered head holds no lease");
+        break;
+      case group_state::phase::in_flight:
+        LANEQ_ASSERT(places == 0, "a head in flight is offered nowhere");
+        LANEQ_ASSERT(group_leases_.deadline(id) == s.lease_deadline(),
+                     "a head in flight has its deadline watched");
+        break;
+    }
+  }
+  LANEQ_ASSERT(bytes == window_bytes_, "the window budget counts every group's memory");
+  LANEQ_ASSERT(group_by_lane_.size() == groups_.size(), "one lane per group");
+  for (const auto& [key, id] : group_by_key_)
+    LANEQ_ASSERT(groups_.count(id) == 1, "every key names a live group");
+  LANEQ_ASSERT(pending_.size() == pending_deadlines_.size(), "each long poll has its deadline");
+  LANEQ_ASSERT(dead_.size() == dead_order_.size(), "each dead letter is indexed by its id");
+  for (const auto& [id, gid] : reclaimable_)
+    LANEQ_ASSERT(groups_.count(gid) == 1, "reclaim names a live group");
+}
+
+}  // namespace laneq

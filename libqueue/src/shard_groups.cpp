@@ -1,0 +1,242 @@
+// The shard's ordering groups (docs/design/ordering.md O3-O7): each a lightweight actor, a
+// `group_state` that handles one event at a time, and the shard's bookkeeping around it: where
+// its messages are stored, which writes its next head waits for (persistence.md P10), the
+// reclaim grace after a restart (recovery.md R6), reading its window back from the store.
+#include <algorithm>
+
+#include "shard_parts.hpp"
+
+namespace laneq {
+
+using namespace std::chrono_literals;
+
+namespace {
+
+/// How long a group waits before it reads its window back again after a failed read.
+constexpr duration fetch_retry = 200ms;
+
+}  // namespace
+
+shard_engine::group_slot& shard_engine::group_for(const placement& where,
+                                                  const codec::lane_id& lane, group_id id) {
+  if (auto it = group_by_key_.find(where.group_key); it != group_by_key_.end())
+    return *groups_.at(it->second);
+  if (auto same = group_by_lane_.find(lane.bytes); same != group_by_lane_.end()) {
+    // Two keys with one lane id (a SHA-256 prefix collision, or a stored lane named by a key no
+    // placement produces) are one group: their messages share a store lane, so they merge,
+    // never split (lanes.md L6).
+    auto& g = *groups_.at(same->second);
+    g.keys.push_back(where.group_key);
+    group_by_key_.emplace(where.group_key, g.state.id());
+    return g;
+  }
+  if (!id) id = group_id{next_group_++};
+  auto slot = std::make_unique<group_slot>(id, cfg_);
+  slot->lane = lane;
+  slot->label = where.ordering_key;
+  slot->keys.push_back(where.group_key);
+  group_by_key_.emplace(where.group_key, id);
+  group_by_lane_.emplace(lane.bytes, id);
+  return *groups_.emplace(id, std::move(slot)).first->second;
+}
+
+shard_engine::group_slot* shard_engine::find_group(group_id id) {
+  auto it = groups_.find(id);
+  return it == groups_.end() ? nullptr : it->second.get();
+}
+
+shard_engine::group_slot* shard_engine::owner_of(const lease_token& l) {
+  if (auto* g = find_group(l.group)) return g;
+  // Fast delivery after a restart: the token names a group of the previous run; its head
+  // waits for it during the reclaim grace, and its reclaimed lease runs on after it.
+  if (auto it = reclaimable_.find(l.msg); it != reclaimable_.end()) return find_group(it->second);
+  return nullptr;
+}
+
+bool shard_engine::may_grow() const {
+  return window_bytes_ < cfg_.window_budget_bytes;
+}
+
+void shard_engine::route(std::vector<placed> batch, timestamp t) {
+  // Consecutive messages of one group go in together (one event for the group).
+  std::vector<std::pair<group_slot*, std::vector<message>>> arrivals;
+  for (auto& p : batch) {
+    if (!p.where.ordered) {
+      sched_.on_ready(ready_item{std::move(p.msg), group_id{}}, t);
+      continue;
+    }
+    auto& g = group_for(p.where, p.lane);
+    if (arrivals.empty() || arrivals.back().first != &g)
+      arrivals.emplace_back(&g, std::vector<message>{});
+    arrivals.back().second.push_back(std::move(p.msg));
+  }
+  for (auto& [g, msgs] : arrivals) {
+    // A group listed twice (its messages interleaved with another's) takes each run in order.
+    write_for(*g, apply(*g, g->state.on_enqueue(std::move(msgs), t, may_grow())), nullptr, t);
+  }
+  serve_pending(t);
+}
+
+shard_engine::group_write shard_engine::apply(group_slot& g, group_effects fx) {
+  group_write w;
+  if (fx.offer) {
+    if (g.held)
+      g.held = std::move(fx.offer);  // still in the reclaim grace
+    else
+      g.next = std::move(fx.offer);  // offered once its writes are durable (offer_when_settled)
+  }
+  for (auto seq : fx.removed) w.ops.push_back(erase_message(cfg_.uid, g.lane, seq));
+  counters_.acked += fx.removed.size();
+  if (fx.updated) w.ops.push_back(put_message(cfg_.uid, g.lane, *fx.updated));
+  if (!fx.dead_letters.empty()) {
+    for (auto& op : move_dead(std::move(fx.dead_letters), g.lane)) w.ops.push_back(std::move(op));
+    w.counters = true;
+  }
+  if (fx.fetch) fetch(g, *fx.fetch);
+  auto held = g.state.memory_bytes();
+  window_bytes_ = window_bytes_ + held - g.charged;
+  g.charged = held;
+  return w;
+}
+
+std::vector<store_op> shard_engine::move_dead(std::vector<dead_letter> dls,
+                                              const codec::lane_id& lane) {
+  std::vector<store_op> ops;
+  counters_.dead_lettered += dls.size();
+  for (auto& dl : dls) {
+    auto order = next_dead_++;
+    dl.keep_lane(lane.bytes);  // the live record goes from the lane it was stored under (L7)
+    ops.push_back(erase_message(cfg_.uid, lane, dl.msg.seq));
+    ops.push_back(store_op{store_op::kind::put, codec::dead_key(cfg_.uid, order),
+                           codec::encode_dead_letter(dl)});
+    dead_order_[dl.msg.id] = order;
+    dead_.emplace(order, std::move(dl));
+  }
+  return ops;
+}
+
+void shard_engine::write_for(group_slot& g, group_write w,
+                             std::function<void(std::optional<error>)> answer, timestamp t) {
+  if (w.ops.empty()) {
+    if (answer) answer(std::nullopt);
+    offer_when_settled(g, t);
+    return;
+  }
+  ++g.unsettled;
+  write_request req;
+  req.ops = std::move(w.ops);
+  req.counters = w.counters;
+  req.answer = std::move(answer);
+  req.settle = [this, id = g.state.id()](bool) {
+    if (auto* s = find_group(id)) {
+      --s->unsettled;
+      offer_when_settled(*s, last_now_);
+    }
+  };
+  writes_.add(std::move(req));
+  offer_when_settled(g, t);
+}
+
+void shard_engine::offer_when_settled(group_slot& g, timestamp t) {
+  if (g.unsettled == 0 && g.next) {
+    auto head = std::move(*g.next);
+    g.next.reset();
+    sched_.on_ready(ready_item{std::move(head), g.state.id()}, t);
+  }
+  maybe_drop(g);
+}
+
+void shard_engine::maybe_drop(group_slot& g) {
+  const auto& s = g.state;
+  if (s.current_phase() != group_state::phase::empty || s.backlog() > 0 || g.unsettled > 0 ||
+      g.held || g.next)
+    return;
+  auto id = s.id();
+  if (g.reclaim_head) reclaimable_.erase(*g.reclaim_head);
+  for (const auto& key : g.keys) group_by_key_.erase(key);
+  group_by_lane_.erase(g.lane.bytes);
+  holds_.erase(id);
+  fetch_retries_.erase(id);
+  group_leases_.erase(id);
+  window_bytes_ -= g.charged;
+  groups_.erase(id);  // `g` is gone
+}
+
+std::vector<store_op> shard_engine::end_attempt(const lease_token& lease,
+                                                std::vector<store_op> ops) {
+  // Durable delivery: the attempt is over, and its committed lease goes with it.
+  if (cfg_.spec.delivery_mode() == delivery_durability::durable)
+    ops.push_back(erase_lease(cfg_.uid, lease.msg));
+  return ops;
+}
+
+void shard_engine::expire_if_due(group_slot& g, timestamp t) {
+  if (g.state.current_phase() != group_state::phase::in_flight || g.state.lease_deadline() > t)
+    return;
+  ++counters_.lease_expired;
+  auto lease = *g.state.lease();
+  group_leases_.erase(g.state.id());
+  auto w = apply(g, g.state.on_lease_timer(t, nullptr, may_grow()));
+  w.ops = end_attempt(lease, std::move(w.ops));
+  // Never empty (the head's update or its dead-letter move), so `g` outlives write_for.
+  write_for(g, std::move(w), nullptr, t);
+}
+
+void shard_engine::restore_lease(group_slot& g, const lease_token& lease, timestamp deadline,
+                                 timestamp t) {
+  g.held.reset();
+  holds_.erase(g.state.id());
+  g.state.on_restored_lease(lease, deadline, t);
+  group_leases_.set(g.state.id(), deadline);
+}
+
+void shard_engine::reclaim(group_slot& g, const lease_token& lease, timestamp t) {
+  const auto* head = g.state.head();
+  if (!g.held || g.state.lease() || !head) return;
+  bool issued = issued_before_restart(cfg_.nonces, cfg_.uid, cfg_.epoch, lease, *head);
+  // The old holder is back: its lease runs on as if there had been no restart.
+  if (issued) restore_lease(g, lease, t + cfg_.spec.lease_duration(), t);
+}
+
+void shard_engine::fetch(group_slot& g, const fetch_request& req) {
+  auto [from, to] = codec::lane_range(cfg_.uid, g.lane, req.after);
+  auto max = static_cast<std::uint32_t>(std::min<std::size_t>(req.max, limits::store_scan_max));
+  read(read_kind::fetch, g.state.id(), std::move(from), std::move(to), max);
+}
+
+void shard_engine::on_fetched(group_id id, result<std::vector<store_entry>> page, timestamp t) {
+  auto* g = find_group(id);
+  if (!g) return;
+  if (!page) {
+    // The store is degraded: try again shortly (it reopens itself).
+    g->state.on_fetch_failed();
+    fetch_retries_.set(id, t + fetch_retry);
+    return;
+  }
+  ++counters_.window_reads;
+  counters_.window_read_messages += page.value().size();
+  std::vector<message> msgs;
+  msgs.reserve(page.value().size());
+  for (auto& e : page.value()) {
+    auto m = codec::decode_message(e.value);
+    if (!m) {
+      // A record the store kept but cannot be trusted: the group stops there rather than skip it
+      // and deliver out of order (fail-stop, docs/design/recovery.md).
+      ++counters_.corrupt_records;
+      auto reason =
+          "corrupt record: " + codec::describe_message_key(e.key) + ": " + m.err().message;
+      fx_.log.push_back("queue '" + cfg_.spec.name() + "', group '" + g->label + "' stops at a " +
+                        reason);
+      write_for(*g,
+                apply(*g, g->state.on_corrupt(std::move(msgs), std::move(reason), t, may_grow())),
+                nullptr, t);
+      serve_pending(t);
+      return;
+    }
+    msgs.push_back(std::move(m).value());
+  }
+  write_for(*g, apply(*g, g->state.on_fetched(std::move(msgs), t, may_grow())), nullptr, t);
+  serve_pending(t);
+}
+
+}  // namespace laneq

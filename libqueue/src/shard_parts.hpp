@@ -1,0 +1,81 @@
+// The shard engine's private parts, shared by its source files (shard_*.cpp): a group's slot
+// and the state of a running recovery. Not installed: the engine's header is the interface.
+#pragma once
+
+#include <array>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "laneq/shard_engine.hpp"
+
+namespace laneq {
+
+/// One lightweight group actor: its state machine and what the shard keeps about it.
+struct shard_engine::group_slot {
+  group_slot(group_id id, const shard_config& c)
+      : state(id, c.spec.attempts_max(), c.window, c.window_max) {}
+
+  group_state state;
+  codec::lane_id lane;            ///< where its messages are stored
+  std::string label;              ///< the ordering key its deliveries carry (lanes.md L5)
+  std::vector<std::string> keys;  ///< encoded keys that map to it (a lane collision merges)
+  std::uint32_t unsettled = 0;    ///< its writes not durable yet: its next head waits (P10)
+  std::optional<message> next;    ///< the head to offer once `unsettled` is 0
+  std::optional<message> held;    ///< a recovered head waiting out the reclaim grace
+  std::optional<message_id> reclaim_head;  ///< its id in `reclaimable_`
+  std::size_t charged = 0;                 ///< its memory_bytes as counted in `window_bytes_`
+};
+
+/// What a group asks the store to do after an event.
+struct shard_engine::group_write {
+  std::vector<store_op> ops;
+  bool counters = false;  ///< a dead-letter move took a dead-letter order
+};
+
+/// A lane as recovery found it.
+struct shard_engine::recovered_lane {
+  std::vector<message> window;  ///< the first messages, payloads decoded
+  std::uint64_t beyond = 0;     ///< the rest: counted, left in the store
+};
+
+/// The ranges a recovery reads, in order.
+enum class recovery_phase : std::uint8_t { counters, leases, dead, messages, dedupe };
+
+/// A recovery in progress: the store's records of the shard, read range by range.
+struct shard_engine::recovery {
+  recovery_phase at = recovery_phase::counters;
+  std::string to;  ///< end of the range being read
+  std::map<std::array<std::uint8_t, 16>, recovered_lane> lanes;
+  std::vector<message> unordered;
+  std::unordered_map<message_id, codec::lease_record> leases;
+  std::uint64_t messages = 0;
+  struct dedupe_entry {
+    timestamp expires;
+    std::string key;
+    message_id id;
+  };
+  std::vector<dedupe_entry> dedupe;
+  std::vector<store_op> expired;  ///< dedupe records past their window
+};
+
+/// "queue 'name': " + the error's message, as a client sees a store failure.
+error storage_failure(const std::string& queue, error e);
+
+// The shard's records (laneq/codec.hpp's layout under the shard's uid).
+inline store_op put_message(std::uint64_t uid, const codec::lane_id& lane, const message& m) {
+  return {store_op::kind::put, codec::message_key(uid, lane, m.seq), codec::encode_message(m)};
+}
+inline store_op erase_message(std::uint64_t uid, const codec::lane_id& lane, message_seq seq) {
+  return {store_op::kind::erase, codec::message_key(uid, lane, seq), {}};
+}
+inline store_op put_lease(std::uint64_t uid, const codec::lease_record& l) {
+  return {store_op::kind::put, codec::lease_key(uid, l.lease.msg), codec::encode_lease(l)};
+}
+inline store_op erase_lease(std::uint64_t uid, message_id id) {
+  return {store_op::kind::erase, codec::lease_key(uid, id), {}};
+}
+
+}  // namespace laneq

@@ -1,0 +1,213 @@
+// Recovery (docs/design/recovery.md R1-R8): the shard reads its records back, range by range
+// (counters, leases, dead letters, messages, dedupe entries), and rebuilds its groups, its
+// unordered messages, its leases and its dead-letter list. A record that fails its checks stops
+// the shard (fail-stop): it never starts with fewer messages than were stored.
+#include <algorithm>
+
+#include "shard_parts.hpp"
+
+namespace laneq {
+
+namespace {
+
+using phase = recovery_phase;
+
+codec::tag tag_of(phase p) {
+  switch (p) {
+    case phase::counters: return codec::tag::counters;
+    case phase::leases: return codec::tag::lease;
+    case phase::dead: return codec::tag::dead;
+    case phase::messages: return codec::tag::message;
+    case phase::dedupe: return codec::tag::dedupe;
+  }
+  return codec::tag::counters;
+}
+
+/// A stored message record that failed to decode, named by its key (queue, lane, seq).
+error named(error e, std::string_view key) {
+  e.message = codec::describe_message_key(key) + ": " + e.message;
+  return e;
+}
+
+}  // namespace
+
+void shard_engine::recover(request_id r, timestamp now) {
+  catch_up(now);
+  if (cfg_.spec.functions_missing()) {
+    // The lanes of stored messages need the key functions: recovery waits for a create that
+    // brings them back (lanes.md L3); until then enqueues are refused.
+    recovery_deferred_ = true;
+    return reply(r, ok_t{});
+  }
+  recover_request_ = r;
+  start_recovery(last_now_);
+}
+
+void shard_engine::adopt(queue_spec spec, timestamp now) {
+  catch_up(now);
+  // The same queue created again after a restart brings back its hook and key functions.
+  cfg_.spec = std::move(spec);
+  cfg_.hook_missing = false;
+  if (recovery_deferred_ && !cfg_.spec.functions_missing()) {
+    recovery_deferred_ = false;
+    start_recovery(last_now_);
+  }
+}
+
+void shard_engine::start_recovery(timestamp t) {
+  (void)t;
+  recovery_ = std::make_unique<recovery>();
+  auto [from, to] = codec::queue_range(tag_of(recovery_->at), cfg_.uid);
+  recovery_->to = to;
+  read(read_kind::recovery, group_id{}, std::move(from), std::move(to), limits::store_scan_max);
+}
+
+void shard_engine::fail_recovery(error e) {
+  e.message = "recovering queue '" + cfg_.spec.name() + "': " + e.message;
+  recovery_.reset();
+  if (recover_request_) reply(*recover_request_, e);
+  recover_request_.reset();
+  fx_.failed = std::move(e);
+}
+
+void shard_engine::on_recovery_page(std::vector<store_entry> page, timestamp t) {
+  auto& r = *recovery_;
+  for (auto& e : page)
+    if (auto err = take_record(r, e, t)) return fail_recovery(std::move(*err));
+  if (page.size() >= limits::store_scan_max) {
+    auto next = std::move(page.back().key);
+    next.push_back('\0');  // the smallest key after the last one read
+    read(read_kind::recovery, group_id{}, std::move(next), r.to, limits::store_scan_max);
+    return;
+  }
+  if (r.at == phase::dedupe) return finish_recovery(t);
+  r.at = static_cast<phase>(static_cast<int>(r.at) + 1);
+  auto [from, to] = codec::queue_range(tag_of(r.at), cfg_.uid);
+  r.to = to;
+  read(read_kind::recovery, group_id{}, std::move(from), std::move(to), limits::store_scan_max);
+}
+
+std::optional<error> shard_engine::take_record(recovery& r, const store_entry& e, timestamp t) {
+  switch (r.at) {
+    case phase::counters: {
+      auto c = codec::decode_counters(e.value);
+      if (!c) return c.err();
+      next_id_ = c.value().next_id;
+      next_seq_ = c.value().next_seq;
+      next_dead_ = c.value().next_dead;
+      return std::nullopt;
+    }
+    case phase::leases: {
+      auto l = codec::decode_lease(e.value);
+      if (!l) return l.err();
+      r.leases.emplace(l.value().lease.msg, std::move(l).value());
+      return std::nullopt;
+    }
+    case phase::dead: {
+      auto d = codec::decode_dead_letter(e.value);
+      if (!d) return d.err();
+      auto order = codec::parse_dead_order(e.key);
+      if (!order) return order.err();
+      dead_order_[d.value().msg.id] = order.value();
+      dead_.emplace(order.value(), std::move(d).value());
+      return std::nullopt;
+    }
+    case phase::messages: return take_message(r, e);
+    case phase::dedupe: {
+      auto d = codec::decode_dedupe(e.value);
+      if (!d) return d.err();
+      if (d.value().expires <= t) {
+        r.expired.push_back(store_op{store_op::kind::erase, e.key, {}});
+        return std::nullopt;
+      }
+      auto k = codec::parse_dedupe_key(e.key);
+      if (!k) return k.err();
+      r.dedupe.push_back(
+          recovery::dedupe_entry{d.value().expires, std::move(k).value(), d.value().id});
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<error> shard_engine::take_message(recovery& r, const store_entry& e) {
+  auto key = codec::parse_message_key(e.key);
+  if (!key) return key.err();
+  ++r.messages;
+  if (key.value().lane.unordered()) {
+    auto m = codec::decode_message(e.value);
+    if (!m) return named(m.err(), e.key);
+    r.unordered.push_back(std::move(m).value());
+    return std::nullopt;
+  }
+  auto& lane = r.lanes[key.value().lane.bytes];
+  if (lane.beyond > 0 || lane.window.size() >= cfg_.window) {
+    ++lane.beyond;  // memory follows live groups: the payload stays in the store
+    return std::nullopt;
+  }
+  auto m = codec::decode_message(e.value);
+  if (!m) return named(m.err(), e.key);
+  lane.window.push_back(std::move(m).value());
+  return std::nullopt;
+}
+
+void shard_engine::finish_recovery(timestamp t) {
+  auto r = std::move(recovery_);
+  counters_.recovered += r->messages;
+  for (auto& [bytes, lane] : r->lanes) recover_group(*r, codec::lane_id{bytes}, lane, t);
+  for (auto& m : r->unordered) {
+    auto it = r->leases.find(m.id);
+    if (it != r->leases.end() && it->second.seq == m.seq) {
+      m.attempts = it->second.lease.attempt;
+      leases_.grant(it->second.lease, std::move(m), it->second.deadline, t);
+    } else {
+      sched_.on_ready(ready_item{std::move(m), group_id{}}, t);
+    }
+  }
+  std::sort(r->dedupe.begin(), r->dedupe.end(),
+            [](const auto& a, const auto& b) { return a.expires < b.expires; });
+  for (auto& d : r->dedupe) dedupe_.restore(d.key, d.id, d.expires);
+  auto erasures = dedupe_.take_erasures();  // past the entry bound
+  for (auto& key : erasures)
+    r->expired.push_back(store_op{store_op::kind::erase, codec::dedupe_key(cfg_.uid, key), {}});
+  if (!r->expired.empty()) {
+    write_request w;
+    w.ops = std::move(r->expired);
+    writes_.add(std::move(w));
+  }
+  if (recover_request_) reply(*recover_request_, ok_t{});
+  recover_request_.reset();
+  catch_up(t);  // leases that ran out while the broker was down expire now
+  release_held();
+}
+
+void shard_engine::recover_group(recovery& r, const codec::lane_id& stored, recovered_lane& lane,
+                                 timestamp t) {
+  // The lane's messages become one group under the lane they were stored under; the head
+  // names its key (lanes.md L7).
+  const auto& head = lane.window.front();
+  auto where = stored_placement(head, stored);
+  std::optional<codec::lease_record> lease;
+  if (auto it = r.leases.find(head.id); it != r.leases.end() && it->second.seq == head.seq)
+    lease = it->second;  // the token keeps naming its group after the restart
+  auto& g = group_for(where, stored, lease ? lease->lease.group : group_id{});
+  auto head_id = head.id;
+  auto fx = g.state.on_enqueue(std::move(lane.window), t);
+  fx.fetch = g.state.on_stored_beyond(lane.beyond, t, may_grow()).fetch;
+  bool durable = cfg_.spec.delivery_mode() == delivery_durability::durable;
+  if (lease && fx.offer) {
+    // Durable delivery: the lease committed before the restart is honoured until its deadline.
+    fx.offer.reset();
+    restore_lease(g, lease->lease, lease->deadline, t);
+  } else if (!durable && cfg_.reclaim_grace > duration{0} && fx.offer) {
+    // Fast delivery: the head waits for its old lease holder (R6).
+    g.held = std::move(fx.offer);
+    fx.offer.reset();
+    holds_.set(g.state.id(), t + cfg_.reclaim_grace);
+    reclaimable_.emplace(head_id, g.state.id());
+    g.reclaim_head = head_id;
+  }
+  write_for(g, apply(g, std::move(fx)), nullptr, t);
+}
+
+}  // namespace laneq

@@ -1,0 +1,166 @@
+// A shard's writes in order (libqueue/include/laneq/write_log.hpp).
+#include "laneq/write_log.hpp"
+
+#include "laneq/assert.hpp"
+
+namespace laneq {
+
+namespace {
+
+error parked_error() {
+  return error{errc::storage_failed, "the store failed an earlier write, which is retried"};
+}
+
+}  // namespace
+
+void write_log::add(write_request w) {
+  if (parked_ && w.admits) {
+    // Nothing depends on it yet: refused now rather than held behind a failing store.
+    if (w.answer) w.answer(parked_error());
+    if (w.settle) w.settle(false);
+    return;
+  }
+  entries_.push_back(entry{next_id_++, std::move(w), state::waiting, false, false, false});
+  auto& e = entries_.back();
+  if (parked_) {
+    answer(e, parked_error());  // sent with the retry
+    return;
+  }
+  if (!held_) queue(e);
+}
+
+void write_log::add_durable(std::function<void()> settle, timestamp now) {
+  write_request w;
+  w.settle = [f = std::move(settle)](bool) { f(); };
+  entries_.push_back(entry{next_id_++, std::move(w), state::durable, true, false, true});
+  settle_front(now);
+}
+
+void write_log::queue(entry& e) {
+  e.queued = true;
+  outbox_.push_back(e.id);
+}
+
+write_log::entry* write_log::find(std::uint64_t id) {
+  if (entries_.empty() || id < entries_.front().id) return nullptr;
+  auto i = id - entries_.front().id;
+  return i < entries_.size() ? &entries_[i] : nullptr;
+}
+
+void write_log::answer(entry& e, std::optional<error> failure) {
+  if (e.answered) return;
+  e.answered = true;
+  if (e.w.answer) e.w.answer(std::move(failure));
+}
+
+void write_log::on_answer(std::uint64_t id, std::optional<error> failure, timestamp now) {
+  auto* e = find(id);
+  LANEQ_ASSERT(e && e->st == state::sent, "the store answers a write that was sent");
+  --in_flight_;
+  if (failure) {
+    e->st = state::failed;
+    answer(*e, std::move(failure));
+  } else {
+    e->st = state::durable;
+  }
+  settle_front(now);
+}
+
+void write_log::settle_front(timestamp now) {
+  while (!entries_.empty()) {
+    auto& e = entries_.front();
+    if (e.st == state::durable) {
+      answer(e, std::nullopt);
+      auto settle = std::move(e.w.settle);
+      entries_.pop_front();
+      if (settle) settle(true);  // may add writes: `e` is gone by then
+      continue;
+    }
+    if (e.st == state::failed && e.w.admits) {
+      auto settle = std::move(e.w.settle);
+      entries_.pop_front();
+      if (settle) settle(false);
+      continue;
+    }
+    break;
+  }
+  if (!entries_.empty() && entries_.front().st == state::failed && !parked_) {
+    parked_ = true;
+    for (auto& e : entries_)  // writes not sent yet wait for the retry; their clients hear now
+      if (e.st == state::waiting) answer(e, parked_error());
+    outbox_.clear();
+  }
+  // Once every write sent before the failure has its answer, the retry is scheduled.
+  if (parked_ && in_flight_ == 0 && !retry_at_) retry_at_ = now + retry_;
+}
+
+void write_log::on_tick(timestamp now) {
+  if (!retry_at_ || *retry_at_ > now) return;
+  retry_at_.reset();
+  resend();
+}
+
+void write_log::resend() {
+  parked_ = false;
+  // The failed writes that admit are dropped; every other write goes again, in order.
+  std::deque<entry> kept;
+  std::vector<std::function<void(bool)>> dropped;
+  for (auto& e : entries_) {
+    if (e.w.admits && e.st == state::failed) {
+      dropped.push_back(std::move(e.w.settle));
+      continue;
+    }
+    if (!e.external) e.st = state::waiting;
+    e.queued = false;
+    kept.push_back(std::move(e));
+  }
+  entries_ = std::move(kept);
+  outbox_.clear();
+  if (!held_)
+    for (auto& e : entries_) queue(e);
+  for (auto& settle : dropped)
+    if (settle) settle(false);
+}
+
+std::vector<outgoing_write> write_log::take_outgoing(const std::function<store_op()>& counters) {
+  if (held_ && outbox_.empty()) return {};
+  if (!held_ && !parked_)
+    for (auto& e : entries_)  // writes held for a topic go now
+      if (e.st == state::waiting && !e.queued) queue(e);
+  std::vector<outgoing_write> out;
+  out.reserve(outbox_.size());
+  for (auto id : outbox_) {
+    auto* e = find(id);
+    if (!e || e->st != state::waiting) continue;
+    e->st = state::sent;
+    e->queued = false;
+    ++in_flight_;
+    store_write w{e->w.ops, sync_, e->w.admits};
+    if (e->w.counters) w.ops.push_back(counters());
+    out.push_back(outgoing_write{id, std::move(w)});
+  }
+  outbox_.clear();
+  return out;
+}
+
+void write_log::abandon(const error& why) {
+  for (auto& e : entries_) answer(e, why);
+  entries_.clear();
+  outbox_.clear();
+  retry_at_.reset();
+}
+
+void write_log::check_invariants() const {
+  std::size_t sent = 0;
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    const auto& e = entries_[i];
+    if (i > 0) LANEQ_ASSERT(e.id == entries_[i - 1].id + 1, "ids are consecutive");
+    if (e.st == state::sent) ++sent;
+  }
+  LANEQ_ASSERT(sent == in_flight_, "every sent write is in flight until answered");
+  LANEQ_ASSERT(!retry_at_ || parked_, "only a parked log retries");
+  if (!entries_.empty() && !parked_)
+    LANEQ_ASSERT(entries_.front().st != state::durable, "durable writes at the front settle");
+}
+
+}  // namespace laneq

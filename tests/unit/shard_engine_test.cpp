@@ -1,0 +1,328 @@
+// Unit tests for shard_engine (libqueue/include/laneq/shard_engine.hpp): the whole shard driven
+// without actors, on a memory store (tests/support/engine_driver.hpp). Each test names the rule
+// it checks (docs/design/ordering.md O-numbers, persistence.md P-numbers, recovery.md R-numbers).
+#include "laneq/shard_engine.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "../support/engine_driver.hpp"
+#include "support.hpp"
+
+namespace laneq {
+namespace {
+
+using namespace std::chrono_literals;
+using test::engine_driver;
+
+shard_config config(queue_spec spec) {
+  shard_config c;
+  c.spec = std::move(spec);
+  c.uid = 42;
+  c.epoch = 3;
+  c.nonces = nonce_source{11, 22};
+  c.reclaim_grace = 0s;
+  return c;
+}
+
+shard_config by_account(std::string name = "orders") {
+  return config(queue_spec(std::move(name)).ordered_by({key::header("account")}));
+}
+
+outgoing_message msg(std::string body, std::string account = {}) {
+  outgoing_message m;
+  m.body = std::move(body);
+  if (!account.empty()) m.headers.push_back(header_field{"account", std::move(account)});
+  return m;
+}
+
+const std::vector<delivery>& deliveries(engine_driver& d, request_id r) {
+  static const std::vector<delivery> none;
+  const auto* out = d.reply_as<std::vector<delivery>>(r);
+  EXPECT_NE(out, nullptr) << "receive " << r << " was not answered with deliveries";
+  return out ? *out : none;
+}
+
+std::size_t message_records(const engine_driver& d) {
+  auto [from, to] = codec::queue_range(codec::tag::message, 42);
+  std::size_t n = 0;
+  for (auto it = d.store.lower_bound(from); it != d.store.end() && it->first < to; ++it) ++n;
+  return n;
+}
+
+std::vector<std::string> bodies(const std::vector<delivery>& ds) {
+  std::vector<std::string> out;
+  for (const auto& d : ds) out.push_back(d.msg.body);
+  return out;
+}
+
+TEST(shard_engine, an_enqueue_is_answered_once_its_write_is_durable_and_then_deliverable) {
+  engine_driver d{config(queue_spec("jobs"))};
+  d.hold_writes = true;
+  auto e = d.enqueue({msg("a"), msg("b")});
+  EXPECT_EQ(d.reply(e), nullptr) << "answered before the store committed";
+  ASSERT_EQ(d.pending_writes.size(), 1u);
+  EXPECT_TRUE(d.pending_writes.front().write.admits);
+  EXPECT_TRUE(d.pending_writes.front().write.sync);
+  EXPECT_TRUE(deliveries(d, d.receive(10)).empty()) << "delivered before it was durable";
+  d.commit_next();
+  const auto* ids = d.reply_as<std::vector<message_id>>(e);
+  ASSERT_NE(ids, nullptr);
+  EXPECT_EQ(ids->size(), 2u);
+  EXPECT_EQ(bodies(deliveries(d, d.receive(10))), (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(shard_engine, one_message_per_group_is_in_flight_and_the_next_waits_for_the_acks_write) {
+  engine_driver d{by_account()};
+  d.enqueue({msg("a1", "A"), msg("a2", "A"), msg("b1", "B")});
+  auto first = deliveries(d, d.receive(10));
+  EXPECT_EQ(bodies(first), (std::vector<std::string>{"a1", "b1"}));  // O4: a2 waits behind a1
+  d.hold_writes = true;
+  auto a = d.ack({first[0].lease});
+  EXPECT_EQ(d.reply(a), nullptr);
+  // P10: the next head is offered only once the ack's erase is durable.
+  EXPECT_TRUE(deliveries(d, d.receive(10)).empty());
+  d.commit_next();
+  const auto* failed = d.reply_as<std::vector<lease_outcome>>(a);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_TRUE(failed->empty());
+  EXPECT_EQ(bodies(deliveries(d, d.receive(10))), (std::vector<std::string>{"a2"}));
+}
+
+TEST(shard_engine, a_nack_with_retry_after_holds_its_group_and_not_the_others) {
+  engine_driver d{by_account()};
+  d.enqueue({msg("a1", "A"), msg("a2", "A"), msg("b1", "B"), msg("b2", "B")});
+  auto first = deliveries(d, d.receive(10));
+  ASSERT_EQ(first.size(), 2u);
+  d.nack(first[0].lease, nack_kind::retry, 5s);  // a1 comes back in 5 s; A waits (O6)
+  d.ack({first[1].lease});
+  EXPECT_EQ(bodies(deliveries(d, d.receive(10))), (std::vector<std::string>{"b2"}));
+  d.advance(4s);
+  EXPECT_TRUE(deliveries(d, d.receive(10)).empty());
+  d.advance(1s);
+  auto again = deliveries(d, d.receive(10));
+  ASSERT_EQ(bodies(again), (std::vector<std::string>{"a1"}));
+  EXPECT_EQ(again[0].lease.attempt, 2u);
+}
+
+TEST(shard_engine, an_expired_lease_is_a_failed_attempt_and_the_last_one_dead_letters) {
+  engine_driver d{config(queue_spec("jobs").ordered().max_attempts(2))};
+  d.enqueue({msg("x"), msg("y")});
+  auto first = deliveries(d, d.receive(1, 1s));
+  ASSERT_EQ(bodies(first), (std::vector<std::string>{"x"}));
+  d.advance(1s);  // O5: expiry is a failed attempt; x is the head again
+  auto second = deliveries(d, d.receive(1, 1s));
+  ASSERT_EQ(bodies(second), (std::vector<std::string>{"x"}));
+  auto stale = d.ack({first[0].lease});
+  const auto* failed = d.reply_as<std::vector<lease_outcome>>(stale);
+  ASSERT_NE(failed, nullptr);
+  ASSERT_EQ(failed->size(), 1u);
+  EXPECT_EQ(failed->front().err.code, errc::lease_expired);
+  d.advance(1s);  // the second attempt was the last: x is dead-lettered, y goes
+  EXPECT_EQ(bodies(deliveries(d, d.receive(1))), (std::vector<std::string>{"y"}));
+  const auto* dead = d.reply_as<std::vector<dead_letter>>(d.dead_letters());
+  ASSERT_NE(dead, nullptr);
+  ASSERT_EQ(dead->size(), 1u);
+  EXPECT_EQ(dead->front().msg.body, "x");
+  EXPECT_EQ(dead->front().reason, dead_letter_reason::max_attempts);
+}
+
+TEST(shard_engine, a_redriven_message_joins_the_end_of_its_group) {
+  engine_driver d{by_account()};
+  d.enqueue({msg("a1", "A")});
+  auto first = deliveries(d, d.receive(1));
+  d.nack(first[0].lease, nack_kind::dead_letter);
+  d.enqueue({msg("a2", "A")});
+  auto n = d.redrive();
+  ASSERT_NE(d.reply_as<std::uint64_t>(n), nullptr);
+  EXPECT_EQ(*d.reply_as<std::uint64_t>(n), 1u);
+  auto next = deliveries(d, d.receive(1));
+  EXPECT_EQ(bodies(next), (std::vector<std::string>{"a2"}));  // O9: after what came meanwhile
+  d.ack({next[0].lease});
+  EXPECT_EQ(bodies(deliveries(d, d.receive(1))), (std::vector<std::string>{"a1"}));
+}
+
+TEST(shard_engine, a_long_poll_is_answered_by_the_next_enqueue_or_empty_at_its_end) {
+  engine_driver d{config(queue_spec("jobs"))};
+  auto poll = d.receive(5, 0s, 2s);
+  EXPECT_EQ(d.reply(poll), nullptr);
+  EXPECT_EQ(d.wake, d.now + 2s);
+  d.enqueue({msg("m")});
+  EXPECT_EQ(bodies(deliveries(d, poll)), (std::vector<std::string>{"m"}));
+  auto empty = d.receive(5, 0s, 2s);
+  d.advance(2s);
+  EXPECT_TRUE(deliveries(d, empty).empty());
+}
+
+TEST(shard_engine, durable_delivery_answers_a_receive_once_its_leases_are_committed) {
+  engine_driver d{config(queue_spec("jobs").delivery(delivery_durability::durable))};
+  d.enqueue({msg("m")});
+  d.hold_writes = true;
+  auto r = d.receive(1);
+  EXPECT_EQ(d.reply(r), nullptr);
+  ASSERT_EQ(d.pending_writes.size(), 1u);
+  d.commit_next();
+  EXPECT_EQ(deliveries(d, r).size(), 1u);
+}
+
+TEST(shard_engine, a_failed_enqueue_write_is_answered_storage_failed_and_nothing_is_delivered) {
+  engine_driver d{config(queue_spec("jobs"))};
+  d.hold_writes = true;
+  auto e = d.enqueue({msg("m")});
+  d.fail_next("disk full");
+  const auto* err = d.reply_as<error>(e);
+  ASSERT_NE(err, nullptr);
+  EXPECT_EQ(err->code, errc::storage_failed);
+  EXPECT_NE(err->message.find("queue 'jobs'"), std::string::npos) << err->message;
+  EXPECT_TRUE(deliveries(d, d.receive(1)).empty());
+}
+
+TEST(shard_engine, a_failed_ack_is_sent_again_and_the_next_head_waits_until_it_is_durable) {
+  engine_driver d{by_account()};
+  d.enqueue({msg("a1", "A"), msg("a2", "A")});
+  auto first = deliveries(d, d.receive(1));
+  d.hold_writes = true;
+  auto a = d.ack({first[0].lease});
+  d.fail_next();
+  const auto* err = d.reply_as<error>(a);
+  ASSERT_NE(err, nullptr) << "a failed ack's write is reported";
+  EXPECT_EQ(err->code, errc::storage_failed);
+  EXPECT_TRUE(deliveries(d, d.receive(1)).empty()) << "P11: a2 waits for a1's erase";
+  d.advance(limits::store_reopen_interval);  // the retry
+  ASSERT_EQ(d.pending_writes.size(), 1u) << "the ack's erase goes again";
+  d.commit_next();
+  EXPECT_EQ(bodies(deliveries(d, d.receive(1))), (std::vector<std::string>{"a2"}));
+  EXPECT_EQ(message_records(d), 1u) << "a1's record is gone, a2's is there";
+}
+
+TEST(shard_engine, a_restart_recovers_groups_in_order_with_attempts_and_dead_letters) {
+  auto cfg = by_account();
+  engine_driver d{cfg};
+  d.enqueue({msg("a1", "A"), msg("a2", "A"), msg("b1", "B")});
+  auto first = deliveries(d, d.receive(10));
+  d.nack(first[1].lease, nack_kind::dead_letter);  // b1
+  d.nack(first[0].lease, nack_kind::retry);        // a1, attempt 1 spent
+  cfg.epoch = 4;
+  d.restart(cfg);
+  auto r = d.recover();
+  ASSERT_NE(d.reply_as<ok_t>(r), nullptr);
+  auto again = deliveries(d, d.receive(10));
+  ASSERT_EQ(bodies(again), (std::vector<std::string>{"a1"}));
+  EXPECT_EQ(again[0].lease.attempt, 2u);
+  const auto* dead = d.reply_as<std::vector<dead_letter>>(d.dead_letters());
+  ASSERT_NE(dead, nullptr);
+  ASSERT_EQ(dead->size(), 1u);
+  EXPECT_EQ(dead->front().msg.body, "b1");
+  auto s = d.engine().stats(d.now);
+  EXPECT_EQ(s.recovered, 2u);
+  EXPECT_EQ(s.dead_letters, 1u);
+}
+
+TEST(shard_engine, fast_delivery_holds_a_recovered_head_for_its_old_lease_holder) {
+  auto cfg = by_account();
+  cfg.reclaim_grace = 10s;
+  engine_driver d{cfg};
+  d.enqueue({msg("a1", "A"), msg("a2", "A")});
+  auto first = deliveries(d, d.receive(1));
+  cfg.epoch = 4;
+  d.restart(cfg);
+  d.recover();
+  EXPECT_TRUE(deliveries(d, d.receive(1)).empty()) << "R6: held for the reclaim grace";
+  auto a = d.ack({first[0].lease});  // the old holder is back with its token
+  const auto* failed = d.reply_as<std::vector<lease_outcome>>(a);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_TRUE(failed->empty());
+  EXPECT_EQ(bodies(deliveries(d, d.receive(1))), (std::vector<std::string>{"a2"}));
+}
+
+TEST(shard_engine, after_the_reclaim_grace_a_recovered_head_goes_to_anyone) {
+  auto cfg = by_account();
+  cfg.reclaim_grace = 10s;
+  engine_driver d{cfg};
+  d.enqueue({msg("a1", "A")});
+  (void)deliveries(d, d.receive(1));
+  cfg.epoch = 4;
+  d.restart(cfg);
+  d.recover();
+  d.advance(10s);
+  EXPECT_EQ(bodies(deliveries(d, d.receive(1))), (std::vector<std::string>{"a1"}));
+}
+
+TEST(shard_engine, durable_leases_are_honoured_after_a_restart) {
+  auto cfg = by_account();
+  cfg.spec.delivery(delivery_durability::durable);
+  engine_driver d{cfg};
+  d.enqueue({msg("a1", "A")});
+  auto first = deliveries(d, d.receive(1, 30s));
+  cfg.epoch = 4;
+  d.restart(cfg);
+  d.recover();
+  EXPECT_TRUE(deliveries(d, d.receive(1)).empty()) << "R7: the lease runs on";
+  auto a = d.ack({first[0].lease});
+  const auto* failed = d.reply_as<std::vector<lease_outcome>>(a);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_TRUE(failed->empty());
+  EXPECT_EQ(d.engine().stats(d.now).backlog, 0u);
+}
+
+TEST(shard_engine, a_duplicate_within_the_window_gets_the_original_id) {
+  auto cfg = config(queue_spec("jobs").dedupe({key::header("id")}, 60s));
+  engine_driver d{cfg};
+  auto m = msg("x");
+  m.headers.push_back(header_field{"id", "k1"});
+  auto e1 = d.enqueue({m});
+  auto e2 = d.enqueue({m});
+  ASSERT_NE(d.reply_as<std::vector<message_id>>(e1), nullptr);
+  ASSERT_NE(d.reply_as<std::vector<message_id>>(e2), nullptr);
+  EXPECT_EQ(*d.reply_as<std::vector<message_id>>(e1), *d.reply_as<std::vector<message_id>>(e2));
+  EXPECT_EQ(deliveries(d, d.receive(10)).size(), 1u);
+  d.advance(60s);
+  auto e3 = d.enqueue({m});
+  EXPECT_NE(*d.reply_as<std::vector<message_id>>(e3), *d.reply_as<std::vector<message_id>>(e1));
+}
+
+TEST(shard_engine, the_dedupe_window_keeps_at_most_its_entry_bound) {
+  auto cfg = config(queue_spec("jobs").dedupe({key::header("id")}, 60s));
+  cfg.dedupe_entries_max = 2;
+  engine_driver d{cfg};
+  for (auto k : {"k1", "k2", "k3"}) {
+    auto m = msg("x");
+    m.headers.push_back(header_field{"id", k});
+    d.enqueue({m});
+  }
+  // k1 was evicted (oldest first): a repeat is a new message; k3 is still known.
+  auto again = msg("x");
+  again.headers.push_back(header_field{"id", "k1"});
+  auto r = d.enqueue({again});
+  EXPECT_EQ(d.reply_as<std::vector<message_id>>(r)->front().value, 4u);
+  std::size_t records = 0;
+  auto [from, to] = codec::queue_range(codec::tag::dedupe, 42);
+  for (auto it = d.store.lower_bound(from); it != d.store.end() && it->first < to; ++it) ++records;
+  EXPECT_EQ(records, 2u) << "an evicted entry's record is erased";
+}
+
+TEST(shard_engine, groups_pages_list_each_group_once_in_lane_order) {
+  engine_driver d{by_account()};
+  std::vector<outgoing_message> batch;
+  for (int i = 0; i < 25; ++i) batch.push_back(msg("m", "acct" + std::to_string(i)));
+  d.enqueue(batch);
+  std::set<std::string> seen;
+  groups_query q;
+  q.limit = 10;
+  int pages = 0;
+  for (;; ++pages) {
+    auto page = d.engine().groups(q, d.now);
+    ASSERT_TRUE(page);
+    for (const auto& g : page.value().groups) EXPECT_TRUE(seen.insert(g.key).second) << g.key;
+    if (page.value().next.empty()) break;
+    q.after = page.value().next;
+  }
+  EXPECT_EQ(seen.size(), 25u);
+  EXPECT_EQ(pages, 2);
+}
+
+}  // namespace
+}  // namespace laneq
