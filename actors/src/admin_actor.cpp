@@ -3,8 +3,11 @@
 
 #include <boost/json/serialize.hpp>
 
+#include <cstdlib>
+
 #include "laneq/actors/queue_actor.hpp"
 #include "laneq/actors/queue_storage.hpp"
+#include "laneq/actors/shard_actor.hpp"
 #include "laneq/codec.hpp"
 #include "laneq/spec_json.hpp"
 
@@ -41,18 +44,46 @@ caf::result<queue_api> admin_actor_impl::find(const std::string& name) {
   return queue_api{it->second.handle};
 }
 
-queue_actor admin_actor_impl::spawn_queue(const queue_spec& spec, std::uint64_t uid,
-                                          bool hook_missing) {
-  auto st = std::make_shared<queue_storage>();
-  st->uid = uid;
-  st->name = spec.name();
+engine_kind default_engine() {
+  const char* e = std::getenv("LANEQ_ENGINE");
+  return e && std::string_view{e} == "shards" ? engine_kind::shards : engine_kind::actors;
+}
+
+bool admin_actor_impl::syncs(const queue_spec& spec) const {
 #if LANEQ_CANARY_NO_SYNC
   // Canary (CMakeLists.txt, broker_power_loss_canary_no_sync_must_be_caught): the broker asks
   // the store for unsynced writes, which the broker power-loss test must catch.
-  st->sync = false;
+  (void)spec;
+  return false;
 #else
-  st->sync = ac_.sync && spec.syncs_writes();
+  return ac_.sync && spec.syncs_writes();
 #endif
+}
+
+queue_control admin_actor_impl::spawn_shard(const queue_spec& spec, std::uint64_t uid,
+                                            bool hook_missing) {
+  shard_config c;
+  c.spec = spec;
+  c.uid = uid;
+  c.sync = syncs(spec);
+  c.window = ac_.group_window;
+  c.window_max = ac_.group_window_max;
+  c.window_budget_bytes = ac_.window_budget_bytes;
+  c.epoch = epoch_;
+  c.nonces = nonces_;
+  c.reclaim_grace = ac_.reclaim_grace;
+  c.store_retry = ac_.store_retry;
+  c.hook_missing = hook_missing;
+  return spawn<shard_actor_impl>(shard_actor_config{ac_.ctx, std::move(c), ac_.store});
+}
+
+queue_control admin_actor_impl::spawn_queue(const queue_spec& spec, std::uint64_t uid,
+                                            bool hook_missing) {
+  if (ac_.engine == engine_kind::shards) return spawn_shard(spec, uid, hook_missing);
+  auto st = std::make_shared<queue_storage>();
+  st->uid = uid;
+  st->name = spec.name();
+  st->sync = syncs(spec);
   st->durable = spec.delivery_mode() == delivery_durability::durable;
   st->window = ac_.group_window;
   st->window_max = ac_.group_window_max;
@@ -245,7 +276,7 @@ void admin_actor_impl::publish(const topic_spec& topic, std::vector<outgoing_mes
   struct gather {
     publish_promise promise;
     std::vector<topic_enqueued> out;
-    std::vector<queue_actor> prepared;
+    std::vector<queue_control> prepared;
     std::vector<store_op> ops;
     bool sync = false;
     std::optional<caf::error> failed;
@@ -253,7 +284,7 @@ void admin_actor_impl::publish(const topic_spec& topic, std::vector<outgoing_mes
   };
   auto g = std::make_shared<gather>();
   g->promise = promise;
-  std::vector<queue_actor> handles;
+  std::vector<queue_control> handles;
   bool needs_json = false;
   for (const auto& q : topic.queues()) {
     auto it = queues_.find(q);

@@ -208,6 +208,7 @@ void shard_engine::nack(request_id r, const lease_token& l, const nack_request& 
     w.ops = end_attempt(l, retry_or_dead_letter(std::move(m).value(), duration{req.retry_after_us},
                                                 dead, t, moved));
     w.counters = moved;
+    w.patient = moved;
     w.answer = std::move(answer);
     // Written before a waiting receive takes the message again (serve_pending): its new durable
     // lease must not meet this nack's erase of the old one (both are keyed by the message).

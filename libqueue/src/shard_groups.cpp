@@ -91,6 +91,7 @@ shard_engine::group_write shard_engine::apply(group_slot& g, group_effects fx) {
   if (!fx.dead_letters.empty()) {
     for (auto& op : move_dead(std::move(fx.dead_letters), g.lane)) w.ops.push_back(std::move(op));
     w.counters = true;
+    w.moves = true;
   }
   if (fx.fetch) fetch(g, *fx.fetch);
   auto held = g.state.memory_bytes();
@@ -126,6 +127,7 @@ void shard_engine::write_for(group_slot& g, group_write w,
   write_request req;
   req.ops = std::move(w.ops);
   req.counters = w.counters;
+  req.patient = w.moves;
   req.answer = std::move(answer);
   req.settle = [this, id = g.state.id()](bool) {
     if (auto* s = find_group(id)) {

@@ -33,6 +33,7 @@ struct shard_engine::group_slot {
 struct shard_engine::group_write {
   std::vector<store_op> ops;
   bool counters = false;  ///< a dead-letter move took a dead-letter order
+  bool moves = false;     ///< it moves a message to the dead letters: its client waits (patient)
 };
 
 /// A lane as recovery found it.

@@ -48,7 +48,7 @@ write_log::entry* write_log::find(std::uint64_t id) {
 }
 
 void write_log::answer(entry& e, std::optional<error> failure) {
-  if (e.answered) return;
+  if (e.answered || (failure && e.w.patient && !e.w.admits)) return;
   e.answered = true;
   if (e.w.answer) e.w.answer(std::move(failure));
 }
@@ -144,7 +144,10 @@ std::vector<outgoing_write> write_log::take_outgoing(const std::function<store_o
 }
 
 void write_log::abandon(const error& why) {
-  for (auto& e : entries_) answer(e, why);
+  for (auto& e : entries_) {
+    e.w.patient = false;  // nothing will be retried: everyone hears now
+    answer(e, why);
+  }
   entries_.clear();
   outbox_.clear();
   retry_at_.reset();

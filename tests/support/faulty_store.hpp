@@ -16,7 +16,9 @@ namespace laneq::test {
 /// Switches shared between a test and its faulty_store.
 struct store_faults {
   std::atomic<bool> fail_appends{false};  ///< fail every write while set
-  std::atomic<bool> hold_appends{false};  ///< answer no write while set (they wait forever)
+  /// Answer no write while set: they wait, and are written and answered, in order, before the
+  /// next write that comes once it is clear (a store that hung and is back).
+  std::atomic<bool> hold_appends{false};
 };
 
 class faulty_store : public actor_base<store_actor> {
@@ -38,9 +40,14 @@ class faulty_store : public actor_base<store_actor> {
           if (faults_->fail_appends.load())
             return to_caf(error{errc::storage_failed, "injected: the disk is full"});
           if (faults_->hold_appends.load()) {
-            held_.push_back(make_response_promise<caf::ok_atom>());
-            return held_.back();
+            held_.push_back(held_write{make_response_promise<caf::ok_atom>(), std::move(w)});
+            return held_.back().promise;
           }
+          for (auto& h : held_)
+            request(inner_, caf::infinite, write_atom_v, std::move(h.write))
+                .then([p = h.promise](caf::ok_atom) mutable { p.deliver(caf::ok_atom_v); },
+                      [p = h.promise](caf::error& e) mutable { p.deliver(std::move(e)); });
+          held_.clear();
           return delegate(inner_, write_atom_v, std::move(w));
         },
         [this](scan_atom, std::string& from, std::string& to, std::uint32_t max) {
@@ -58,7 +65,11 @@ class faulty_store : public actor_base<store_actor> {
  private:
   std::shared_ptr<store_faults> faults_;
   store_actor inner_;
-  std::vector<caf::typed_response_promise<caf::ok_atom>> held_;
+  struct held_write {
+    caf::typed_response_promise<caf::ok_atom> promise;
+    store_write write;
+  };
+  std::vector<held_write> held_;
 };
 
 }  // namespace laneq::test

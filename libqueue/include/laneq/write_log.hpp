@@ -7,7 +7,8 @@
 // - it *admits* (an enqueue, a redrive): nothing was routed yet, so it is dropped; its owner
 //   answers `storage_failed` and undoes its bookkeeping (`settle(false)`);
 // - it changes state already admitted (an ack's erase, a retry's update, a dead-letter move, a
-//   lease): its client is answered `storage_failed` at once, and the write is sent again after
+//   lease): its client is answered `storage_failed` at once (a `patient` one waits instead),
+//   and the write is sent again after
 //   `retry`, in order with every write made after it (a write that succeeded after it is applied
 //   again, so the store ends as the engine left it). Until then the log is *parked*: new writes
 //   wait, and their clients are answered `storage_failed` at once.
@@ -39,6 +40,9 @@ struct write_request {
   /// The client's part: called once, with nothing when the write is durable, or with the error
   /// of its first failure.
   std::function<void(std::optional<error>)> answer;
+  /// The client waits through failures and retries for the write to be durable (a dead-letter
+  /// move: its answer says the message is a dead letter, never "maybe").
+  bool patient = false;
   /// The engine's part: called once, true when the write and every earlier one are durable,
   /// false when it was dropped.
   std::function<void(bool durable)> settle;

@@ -412,15 +412,9 @@ using queue_api = caf::typed_actor<
     caf::replies_to<stats_atom>::with<queue_stats>,
     caf::replies_to<groups_atom, groups_query>::with<groups_page>>;
 
-/// The queue actor: the client API plus what its group and fairness actors report.
-using queue_actor = queue_api::extend<
-    // move to the dead letters; answered once the move is durable (or failed)
-    caf::replies_to<dead_atom, std::vector<dead_letter>>::with<caf::ok_atom>,
-    caf::reacts_to<idle_atom, group_id, std::uint64_t>,
-    // send the failed dead-letter moves again
-    caf::reacts_to<write_atom>,
-    // the lingers of groups gone idle are over: stop those still idle
-    caf::reacts_to<tick_atom>,
+/// What the admin actor asks of a queue, whichever engine runs it: the client API plus recovery,
+/// the spec given again, and a topic enqueue's two phases.
+using queue_control = queue_api::extend<
     // load the queue from the store
     caf::replies_to<recover_atom>::with<caf::ok_atom>,
     // adopt a spec (its hook)
@@ -429,12 +423,28 @@ using queue_actor = queue_api::extend<
     caf::replies_to<prepare_atom, std::vector<outgoing_message>,
                     std::vector<shared_json>>::with<topic_prepared>,
     // the topic's write committed (true) or failed (false); answered once
-    // the committed messages are routed (`route_receipt`)
-    caf::replies_to<settle_atom, bool>::with<caf::ok_atom>,
+    // the committed messages are deliverable
+    caf::replies_to<settle_atom, bool>::with<caf::ok_atom>>;
+
+/// The queue actor: the client API plus what its group and fairness actors report.
+using queue_actor = queue_control::extend<
+    // move to the dead letters; answered once the move is durable (or failed)
+    caf::replies_to<dead_atom, std::vector<dead_letter>>::with<caf::ok_atom>,
+    caf::reacts_to<idle_atom, group_id, std::uint64_t>,
+    // send the failed dead-letter moves again
+    caf::reacts_to<write_atom>,
+    // the lingers of groups gone idle are over: stop those still idle
+    caf::reacts_to<tick_atom>,
     // every group has taken the routed batch of that number
     caf::reacts_to<routed_atom, std::uint64_t>,
     // the groups' outcomes of the ack batch of that number (`ack_receipt`)
     caf::reacts_to<acked_atom, std::uint64_t, std::vector<store_op>, std::vector<lease_outcome>>>;
+
+/// A shard actor (actors/shard_actor.hpp): one shard of a queue, driving a `shard_engine`. With
+/// one shard it is the queue itself.
+using shard_actor = queue_control::extend<
+    // the engine's wake-up of that generation (deadline_timer)
+    caf::reacts_to<tick_atom, std::uint64_t>>;
 
 /// The admin actor: creates, finds, lists and deletes queues.
 using admin_actor = caf::typed_actor<
