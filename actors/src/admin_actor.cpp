@@ -5,8 +5,6 @@
 
 #include <cstdlib>
 
-#include "laneq/actors/queue_actor.hpp"
-#include "laneq/actors/queue_storage.hpp"
 #include "laneq/actors/shard_actor.hpp"
 #include "laneq/codec.hpp"
 #include "laneq/spec_json.hpp"
@@ -44,11 +42,6 @@ caf::result<queue_api> admin_actor_impl::find(const std::string& name) {
   return queue_api{it->second.handle};
 }
 
-engine_kind default_engine() {
-  const char* e = std::getenv("LANEQ_ENGINE");
-  return e && std::string_view{e} == "shards" ? engine_kind::shards : engine_kind::actors;
-}
-
 bool admin_actor_impl::syncs(const queue_spec& spec) const {
 #if LANEQ_CANARY_NO_SYNC
   // Canary (CMakeLists.txt, broker_power_loss_canary_no_sync_must_be_caught): the broker asks
@@ -60,6 +53,15 @@ bool admin_actor_impl::syncs(const queue_spec& spec) const {
 #endif
 }
 
+std::size_t admin_actor_impl::budget_share(std::size_t extra) const {
+  return ac_.window_budget_bytes / std::max<std::size_t>(1, queues_.size() + extra);
+}
+
+void admin_actor_impl::share_budget() {
+  auto share = static_cast<std::uint64_t>(budget_share());
+  for (auto& [name, e] : queues_) send(e.handle, budget_atom_v, share);
+}
+
 queue_control admin_actor_impl::spawn_shard(const queue_spec& spec, std::uint64_t uid,
                                             bool hook_missing) {
   shard_config c;
@@ -68,34 +70,13 @@ queue_control admin_actor_impl::spawn_shard(const queue_spec& spec, std::uint64_
   c.sync = syncs(spec);
   c.window = ac_.group_window;
   c.window_max = ac_.group_window_max;
-  c.window_budget_bytes = ac_.window_budget_bytes;
+  c.window_budget_bytes = budget_share(1);
   c.epoch = epoch_;
   c.nonces = nonces_;
   c.reclaim_grace = ac_.reclaim_grace;
   c.store_retry = ac_.store_retry;
   c.hook_missing = hook_missing;
   return spawn<shard_actor_impl>(shard_actor_config{ac_.ctx, std::move(c), ac_.store});
-}
-
-queue_control admin_actor_impl::spawn_queue(const queue_spec& spec, std::uint64_t uid,
-                                            bool hook_missing) {
-  if (ac_.engine == engine_kind::shards) return spawn_shard(spec, uid, hook_missing);
-  auto st = std::make_shared<queue_storage>();
-  st->uid = uid;
-  st->name = spec.name();
-  st->sync = syncs(spec);
-  st->durable = spec.delivery_mode() == delivery_durability::durable;
-  st->window = ac_.group_window;
-  st->window_max = ac_.group_window_max;
-  st->budget = ac_.window_budget;
-  st->epoch = epoch_;
-  st->nonces = nonces_;
-  st->reclaim_grace = ac_.reclaim_grace;
-  st->store_retry = ac_.store_retry;
-  st->lease_default = spec.lease_duration();
-  queue_actor_config qc{
-      ac_.ctx, std::make_shared<queue_metrics>(), spec, ac_.store, std::move(st), hook_missing};
-  return spawn<queue_actor_impl>(std::move(qc));
 }
 
 caf::result<std::uint64_t> admin_actor_impl::recover() {
@@ -165,7 +146,7 @@ void admin_actor_impl::recover_queues(caf::typed_response_promise<std::uint64_t>
                 return;
               }
               auto& rec = q.value();
-              auto handle = spawn_queue(rec.spec, rec.uid, rec.had_hook);
+              auto handle = spawn_shard(rec.spec, rec.uid, rec.had_hook);
               auto name = rec.spec.name();
               queues_.emplace(name, entry{std::move(rec.spec), handle, rec.uid, rec.had_hook});
               ++g->remaining;
@@ -177,6 +158,7 @@ void admin_actor_impl::recover_queues(caf::typed_response_promise<std::uint64_t>
                           g->done();
                         });
             }
+            share_budget();
             g->done();
           },
           [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
@@ -398,13 +380,14 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
           return to_caf(error{errc::limit_exceeded,
                               "at most " + std::to_string(limits::queues_max) + " queues"});
         auto uid = next_uid_++;
-        auto handle = spawn_queue(spec, uid, false);
+        auto handle = spawn_shard(spec, uid, false);
         auto name = spec.name();
         codec::queue_record rec{uid, spec, static_cast<bool>(spec.hook())};
         std::vector<store_op> ops{
             {store_op::kind::put, codec::queue_key(uid), codec::encode_queue(rec)},
             put_meta(meta_next_uid, next_uid_)};
         queues_.emplace(name, entry{std::move(spec), handle, uid, false});
+        share_budget();
         // The queue exists once its spec is stored; until then a second create finds it here.
         auto promise = make_response_promise<queue_api, bool>();
         request(ac_.store, caf::infinite, write_atom_v, store_write{std::move(ops), true})
@@ -413,8 +396,10 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
                   [this, promise, name, handle](caf::error& e) mutable {
                     anon_send_exit(handle, caf::exit_reason::user_shutdown);
                     if (auto it = queues_.find(name);
-                        it != queues_.end() && it->second.handle == handle)
+                        it != queues_.end() && it->second.handle == handle) {
                       queues_.erase(it);
+                      share_budget();
+                    }
                     promise.deliver(to_caf(storage_error(name, e)));
                   });
         return promise;
@@ -451,6 +436,7 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
         send_exit(it->second.handle, queue_deleted_reason(name));
         auto uid = it->second.uid;
         queues_.erase(it);
+        share_budget();
         // Every record of the incarnation in one write; its uid is never used again.
         std::vector<store_op> ops;
         for (auto& [from, to] : codec::queue_ranges(uid))

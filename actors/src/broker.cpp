@@ -52,8 +52,7 @@ broker::broker(caf::actor_system& sys, context_ptr ctx, store_actor store, broke
     : sys_(sys), ctx_(std::move(ctx)), store_(std::move(store)), owns_store_(owns_store) {
   admin_ = sys.spawn<admin_actor_impl>(admin_actor_config{
       ctx_, store_, opts.sync, opts.reclaim_grace, opts.group_window, opts.group_window_max,
-      std::make_shared<window_budget>(opts.window_budget_bytes), opts.persistence.reopen_interval,
-      opts.engine, opts.window_budget_bytes});
+      opts.persistence.reopen_interval, opts.window_budget_bytes});
 }
 
 result<store_stats> broker::storage_stats(caf::timespan timeout) const {

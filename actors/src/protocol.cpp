@@ -21,152 +21,6 @@ void tune_scheduler(caf::actor_system_config& cfg, std::size_t threads) {
   cfg.set("work-stealing.moderate-poll-attempts", caf::config_value::integer{0});
 }
 
-route_receipt::route_receipt(const caf::strong_actor_ptr& queue, std::uint64_t batch)
-    : notifier_(std::make_shared<notifier>(caf::actor_cast<caf::weak_actor_ptr>(queue), batch)) {}
-
-route_receipt::notifier::~notifier() {
-  if (auto q = queue.lock()) caf::anon_send(caf::actor_cast<queue_actor>(q), routed_atom_v, batch);
-}
-
-struct ack_receipt::gather {
-  caf::weak_actor_ptr queue;
-  std::uint64_t batch = 0;
-  std::mutex mutex;  // the groups of one batch run on any worker
-  std::vector<lease_token> leases;
-  std::vector<bool> recorded;
-  std::vector<store_op> ops;
-  std::vector<lease_outcome> failed;
-
-  void record(std::size_t index, std::vector<store_op> more, std::optional<error> why) {
-    std::lock_guard<std::mutex> guard{mutex};
-    if (index >= leases.size() || recorded[index]) return;
-    recorded[index] = true;
-    if (why) failed.push_back(lease_outcome{leases[index], std::move(*why)});
-    for (auto& op : more) ops.push_back(std::move(op));
-  }
-
-  ~gather() {
-    for (std::size_t i = 0; i < leases.size(); ++i)
-      if (!recorded[i])
-        failed.push_back(lease_outcome{
-            leases[i], error{errc::lease_not_found, "no lease " + to_string(leases[i]) +
-                                                        " is in flight (its group has stopped)"}});
-    if (auto q = queue.lock())
-      caf::anon_send(caf::actor_cast<queue_actor>(q), acked_atom_v, batch, std::move(ops),
-                     std::move(failed));
-  }
-};
-
-ack_receipt::ack_receipt(const caf::strong_actor_ptr& queue, std::uint64_t batch,
-                         std::vector<lease_token> leases)
-    : gather_(std::make_shared<gather>()) {
-  gather_->queue = caf::actor_cast<caf::weak_actor_ptr>(queue);
-  gather_->batch = batch;
-  gather_->recorded.assign(leases.size(), false);
-  gather_->leases = std::move(leases);
-}
-
-void ack_receipt::acked(std::size_t index, std::vector<store_op> ops) const {
-  gather_->record(index, std::move(ops), std::nullopt);
-}
-
-void ack_receipt::failed(std::size_t index, error why) const {
-  gather_->record(index, {}, std::move(why));
-}
-
-struct delivery_slot::state {
-  std::mutex mutex;  // the fairness actor and the group run on any worker
-  std::optional<posted> post;
-  /// Whether `post` holds a delivery: most messages a group handles find the slot empty, and
-  /// look without taking the mutex.
-  std::atomic<bool> full{false};
-};
-
-delivery_slot::delivery_slot() : state_(std::make_shared<state>()) {}
-
-void delivery_slot::post(const posted& p) const {
-  std::lock_guard<std::mutex> guard{state_->mutex};
-  LANEQ_ASSERT(!state_->post, "a group offers again only after it took its last delivery");
-  state_->post = p;
-  state_->full.store(true, std::memory_order_release);
-}
-
-std::optional<delivery_slot::posted> delivery_slot::take() const {
-  if (!state_->full.load(std::memory_order_acquire)) return std::nullopt;
-  std::lock_guard<std::mutex> guard{state_->mutex};
-  state_->full.store(false, std::memory_order_relaxed);
-  return std::exchange(state_->post, std::nullopt);
-}
-
-struct arrival_inbox::state {
-  std::mutex mutex;  // the queue actor and the group run on any worker
-  std::vector<message> pending;
-  std::size_t pending_bytes = 0;
-  bool busy = false;  ///< as the group last settled
-  /// Whether `pending` holds messages: most messages a group handles find none, and look without
-  /// taking the mutex.
-  std::atomic<bool> any{false};
-};
-
-arrival_inbox::arrival_inbox() : state_(std::make_shared<state>()) {}
-
-bool arrival_inbox::leave(message m) const {
-  auto bytes = memory_footprint(m);
-  std::lock_guard<std::mutex> guard{state_->mutex};
-  auto& st = *state_;
-  st.pending.push_back(std::move(m));
-  st.pending_bytes += bytes;
-  st.any.store(true, std::memory_order_release);
-  return !st.busy || st.pending.size() >= limits::group_inbox_max ||
-         st.pending_bytes >= limits::group_inbox_bytes_max;
-}
-
-std::vector<message> arrival_inbox::take() const {
-  if (!state_->any.load(std::memory_order_acquire)) return {};
-  std::lock_guard<std::mutex> guard{state_->mutex};
-  state_->any.store(false, std::memory_order_relaxed);
-  state_->pending_bytes = 0;
-  return std::exchange(state_->pending, {});
-}
-
-std::vector<message> arrival_inbox::settle(bool busy) const {
-  std::lock_guard<std::mutex> guard{state_->mutex};
-  auto& st = *state_;
-  if (st.pending.empty()) {
-    st.busy = busy;
-    return {};
-  }
-  st.any.store(false, std::memory_order_relaxed);
-  st.pending_bytes = 0;
-  return std::exchange(st.pending, {});
-}
-
-struct offer_box::state {
-  std::mutex mutex;  // the groups and the fairness actor run on any worker
-  std::vector<offer> offers;
-  caf::weak_actor_ptr fairness;
-};
-
-offer_box::offer_box() : state_(std::make_shared<state>()) {}
-
-void offer_box::wake_up(const fairness_actor& fairness) const {
-  std::lock_guard<std::mutex> guard{state_->mutex};
-  state_->fairness = caf::actor_cast<caf::weak_actor_ptr>(fairness);
-}
-
-void offer_box::leave(offer o) const {
-  std::lock_guard<std::mutex> guard{state_->mutex};
-  auto& st = *state_;
-  st.offers.push_back(std::move(o));
-  if (st.offers.size() > 1) return;  // a wake-up is on its way (sent under this lock)
-  if (auto f = st.fairness.lock()) caf::anon_send(caf::actor_cast<fairness_actor>(f), offer_atom_v);
-}
-
-std::vector<offer_box::offer> offer_box::take() const {
-  std::lock_guard<std::mutex> guard{state_->mutex};
-  return std::exchange(state_->offers, {});
-}
-
 caf::error to_caf(const error& e) {
   return caf::error{static_cast<std::uint8_t>(e.code), caf::atom("laneq"),
                     caf::make_message(e.message)};
@@ -179,6 +33,13 @@ error from_caf(const caf::error& e) {
     return error{static_cast<errc>(e.code()), std::move(msg)};
   }
   return error{errc::unavailable, "the broker did not answer: " + caf::to_string(e)};
+}
+
+error storage_error(const std::string& queue, const caf::error& e) {
+  auto err = from_caf(e);
+  if (err.code == errc::unavailable) err.code = errc::storage_failed;
+  err.message = "queue '" + queue + "': " + err.message;
+  return err;
 }
 
 caf::error queue_deleted_reason(const std::string& queue) {

@@ -173,6 +173,7 @@ shard_actor_impl::behavior_type shard_actor_impl::make_behavior() {
         flush();
         return p;
       },
+      [this](budget_atom, std::uint64_t bytes) { engine_.set_window_budget(bytes); },
       [this](tick_atom, std::uint64_t generation) {
         if (!timer_.fire(generation)) return;
         engine_.tick(now());

@@ -227,41 +227,6 @@ TEST_F(ordering, the_next_message_of_a_group_waits_for_an_ack_or_a_dead_letter) 
 
 // -- O5: lease expiry -----------------------------------------------------------------------------
 
-// O4 with arrivals for a busy group: they wait in its inbox (protocol.hpp, arrival_inbox) and
-// cost no message of their own until the group next handles one; the queue actor wakes it each
-// time limits::group_inbox_max of them wait, so what waits is bounded. A describe takes them in,
-// and once the head is acked they go in arrival order.
-TEST_F(ordering, arrivals_for_a_busy_group_wait_in_a_bounded_inbox_and_go_in_order) {
-  auto q = by_account();
-  auto body = [](std::size_t i) {
-    return "A" + std::string(i < 10 ? "0" : "") + std::to_string(i);
-  };
-  put(h, q, in_account(body(0), "A"));
-  auto head = take_one(h, q);
-  ASSERT_EQ(head.msg.body, "A00");
-  auto one = stats_of(h, q).window_bytes;  // the head: every message here has its footprint
-  ASSERT_GT(one, 0u);
-  constexpr std::size_t arrivals = 2 * limits::group_inbox_max + 8;
-  for (std::size_t i = 1; i <= arrivals; ++i) put(h, q, in_account(body(i), "A"));
-  EXPECT_EQ(stats_of(h, q).window_bytes, (1 + 2 * limits::group_inbox_max) * one)
-      << "the group took in two full inboxes when woken; the last 8 arrivals wait";
-  auto listed = h.groups(q, false);
-  ASSERT_TRUE(listed.ok());
-  ASSERT_EQ(listed.value().size(), 1u);
-  EXPECT_EQ(listed.value()[0].backlog, 1 + arrivals) << "a describe takes the waiting ones in";
-  EXPECT_EQ(stats_of(h, q).window_bytes, (1 + arrivals) * one);
-  ASSERT_TRUE(h.ack(q, head.lease).ok());
-  strings got;
-  for (std::size_t i = 1; i <= arrivals; ++i) {
-    auto d = take_one(h, q);
-    got.push_back(d.msg.body);
-    ASSERT_TRUE(h.ack(q, d.lease).ok());
-  }
-  strings want;
-  for (std::size_t i = 1; i <= arrivals; ++i) want.push_back(body(i));
-  EXPECT_EQ(got, want);
-}
-
 // O5: an expired lease is a failed attempt: the same message comes back (attempt + 1) before
 // anything behind it, and the old lease gets lease_expired, later lease_not_found.
 TEST_F(ordering, an_expired_lease_redelivers_the_same_message_before_anything_behind_it) {

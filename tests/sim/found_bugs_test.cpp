@@ -13,11 +13,11 @@ using test::with_grace;
 
 // R6: "a reclaimed lease runs for the queue's lease duration from the reclaim", as if there had
 // been no restart. Found by the simulation (LANEQ_SIM_SEED=17 LANEQ_SIM_STEPS=6000, and every
-// other seed tried): after the grace ends, the queue actor forgets which group an old token
-// names (queue_actor_impl::owner_of looks in `reclaimable_`, which release_atom clears; the
-// token's group id is from the previous run), so an ack, nack or extend of a reclaimed lease
-// that is still running fails with lease_not_found, and the head is delivered again when the
-// lease runs out.
+// other seed tried) in the engine of one CAF actor per group: after the grace ended, the queue
+// actor forgot which group an old token names (the token's group id is from the previous run),
+// so an ack, nack or extend of a reclaimed lease that is still running failed with
+// lease_not_found, and the head was delivered again when the lease ran out. The shard engine
+// keeps `reclaimable_` until the group goes (shard_engine::owner_of).
 TEST(SimFoundBugs, a_reclaimed_lease_can_be_acked_after_the_grace_until_its_deadline) {
   test::harness h(1, with_grace(1s));
   auto q = h.create(queue_spec("r").ordered().lease(5s));

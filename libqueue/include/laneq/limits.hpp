@@ -57,9 +57,6 @@ inline constexpr std::uint32_t groups_page_max = 10'000;
 /// Groups one page may examine, per group it may return: a `state=blocked` page stops there and
 /// answers short, with a cursor, rather than scan a queue of idle-looking groups to its end.
 inline constexpr std::uint32_t groups_page_scan_factor = 10;
-/// Describe requests a page keeps outstanding at once: CAF keeps an actor's pending responses in
-/// a flat map with a linear lookup, so one request per group at once made a listing quadratic.
-inline constexpr std::size_t groups_describe_window = 64;
 
 // Store (persistence.md): a group-commit batch closes at whichever bound comes first.
 inline constexpr std::size_t store_batch_writes_max = 4096;  ///< write requests per batch
@@ -71,22 +68,12 @@ inline constexpr duration store_reopen_interval = 1s;        ///< retry after a 
 inline constexpr std::size_t checkpoint_dir_bytes_max = 4000;
 /// Messages a group holds in memory (its head and a prefetch); the rest stay in the store.
 inline constexpr std::size_t group_window_default = 64;
-/// Arrivals that wait in a busy group's inbox, and their bytes (memory_footprint), before the
-/// queue actor wakes the group to take them in (actors/protocol.hpp, `arrival_inbox`).
-inline constexpr std::size_t group_inbox_max = 16;
-inline constexpr std::size_t group_inbox_bytes_max = std::size_t{256} << 10;
 /// A group may hold up to this many while the broker's window budget has room (a deep group then
 /// reads nothing back).
 inline constexpr std::size_t group_window_max_default = 1024;
-/// Bytes of messages all group windows together may hold before groups stop growing past
-/// `group_window` (docs/operations.md, "Group windows").
+/// Bytes of messages all group windows of a broker together may hold before groups stop growing
+/// past `group_window`, split evenly over its shards (docs/operations.md, "Group windows").
 inline constexpr std::size_t window_budget_bytes_default = std::size_t{256} << 20;
-/// An idle group (nothing waiting, nothing in flight) keeps its actor this long before it stops,
-/// so a key whose next message follows soon does not spawn a new actor for every message (with
-/// 1,000 groups and 8 consumers, 290,000 spawns per 300,000 messages without it).
-inline constexpr duration group_idle_linger = 1s;
-/// Idle groups of one queue that may linger at once; an idle group beyond them stops at once.
-inline constexpr std::size_t lingering_groups_max = 10'000;
 /// After a restart in fast delivery mode: how long heads wait for their old lease holders.
 inline constexpr duration reclaim_grace_default = 10s;
 inline constexpr duration reclaim_grace_max = std::chrono::hours{1};
@@ -103,6 +90,5 @@ static_assert(receive_batch_max <= pending_receives_max);
 static_assert(throttle_rate_per_s_min < throttle_rate_per_s_max);
 static_assert(retry_after_max <= delay_max);
 static_assert(0 < groups_page_default && groups_page_default <= groups_page_max);
-static_assert(groups_describe_window > 0);
 
 }  // namespace laneq::limits

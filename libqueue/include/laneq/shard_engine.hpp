@@ -170,6 +170,8 @@ class shard_engine {
   void on_written(std::uint64_t write, std::optional<error> failure, timestamp now);
   void on_read(std::uint64_t read, result<std::vector<store_entry>> page, timestamp now);
   void tick(timestamp now);
+  /// The shard's share of the broker's window budget changed (queues came or went).
+  void set_window_budget(std::size_t bytes) { cfg_.window_budget_bytes = bytes; }
   /// Answers every waiting request with `why` (the shard stops).
   void stop(const error& why);
 

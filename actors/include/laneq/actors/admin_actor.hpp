@@ -17,18 +17,6 @@
 
 namespace laneq {
 
-/// Which engine runs a broker's queues (docs/decisions/0009, step 2: both run until the shards
-/// replace the actors).
-enum class engine_kind : std::uint8_t {
-  actors = 0,  ///< a queue actor, a fairness actor and one CAF actor per ordering group
-  shards = 1,  ///< one shard actor per queue, driving a shard_engine
-};
-
-/// The engine a broker uses when its options do not say: `LANEQ_ENGINE=shards` in the
-/// environment selects the shards (so every existing test suite can run against both), anything
-/// else the actors.
-engine_kind default_engine();
-
 /// Broker-wide settings the admin actor hands to every queue.
 struct admin_actor_config {
   context_ptr ctx;
@@ -37,11 +25,10 @@ struct admin_actor_config {
   duration reclaim_grace = limits::reclaim_grace_default;
   std::size_t group_window = limits::group_window_default;
   std::size_t group_window_max = limits::group_window_max_default;
-  window_budget_ptr window_budget;  ///< shared by every queue's groups
   /// How long a queue's actors wait before they send a failed store write again.
   duration store_retry = limits::store_reopen_interval;
-  engine_kind engine = engine_kind::actors;
-  /// The window budget of one shard (engine_kind::shards; the actors share `window_budget`).
+  /// The broker's window budget, split evenly over its shards (docs/operations.md, "Group
+  /// windows").
   std::size_t window_budget_bytes = limits::window_budget_bytes_default;
 };
 
@@ -61,11 +48,14 @@ class admin_actor_impl : public actor_base<admin_actor> {
     bool hook_missing = false;  ///< recovered; the spec had a hook nobody has given back yet
   };
   caf::result<queue_api> find(const std::string& name);
+  /// Each shard's share of the window budget, with `extra` shards about to come.
+  std::size_t budget_share(std::size_t extra = 0) const;
+  /// Tells every queue its share (after queues came or went).
+  void share_budget();
   /// Whether a queue's writes are synced before they are answered.
   bool syncs(const queue_spec& spec) const;
   /// Spawns the actor of a queue incarnation.
-  queue_control spawn_queue(const queue_spec& spec, std::uint64_t uid, bool hook_missing);
-  /// Spawns the shard actor of a queue incarnation (engine_kind::shards).
+  /// Spawns the shard actor of a queue incarnation.
   queue_control spawn_shard(const queue_spec& spec, std::uint64_t uid, bool hook_missing);
   caf::result<std::uint64_t> recover();
   void recover_queues(caf::typed_response_promise<std::uint64_t> promise);

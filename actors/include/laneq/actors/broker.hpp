@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "laneq/actors/admin_actor.hpp"
 #include "laneq/actors/context.hpp"
 #include "laneq/actors/persistence.hpp"
 #include "laneq/actors/protocol.hpp"
@@ -40,8 +39,6 @@ struct broker_options {
   /// `window_budget_bytes` (docs/operations.md, "Group windows").
   std::size_t group_window_max = limits::group_window_max_default;
   std::size_t window_budget_bytes = limits::window_budget_bytes_default;
-  /// Which engine runs the queues (default: `default_engine()`, the environment's choice).
-  engine_kind engine = default_engine();
   /// Group-commit bounds and the RocksDB environment; `dir` is taken from `data_dir`.
   persistence_options persistence;
 };
