@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 
+#include "laneq/actors/gateway_actor.hpp"
 #include "laneq/actors/shard_actor.hpp"
 #include "laneq/codec.hpp"
 #include "laneq/spec_json.hpp"
@@ -54,7 +55,9 @@ bool admin_actor_impl::syncs(const queue_spec& spec) const {
 }
 
 std::size_t admin_actor_impl::budget_share(std::size_t extra) const {
-  return ac_.window_budget_bytes / std::max<std::size_t>(1, queues_.size() + extra);
+  std::size_t shards = extra;
+  for (const auto& [name, e] : queues_) shards += e.spec.shard_count();
+  return ac_.window_budget_bytes / std::max<std::size_t>(1, shards);
 }
 
 void admin_actor_impl::share_budget() {
@@ -62,21 +65,34 @@ void admin_actor_impl::share_budget() {
   for (auto& [name, e] : queues_) send(e.handle, budget_atom_v, share);
 }
 
-queue_control admin_actor_impl::spawn_shard(const queue_spec& spec, std::uint64_t uid,
-                                            bool hook_missing) {
+shard_actor admin_actor_impl::spawn_shard(const queue_spec& spec, std::uint64_t uid,
+                                          std::uint32_t index, bool hook_missing) {
   shard_config c;
   c.spec = spec;
   c.uid = uid;
+  c.shard = index;
   c.sync = syncs(spec);
   c.window = ac_.group_window;
   c.window_max = ac_.group_window_max;
-  c.window_budget_bytes = budget_share(1);
+  c.window_budget_bytes = budget_share(spec.shard_count());
   c.epoch = epoch_;
   c.nonces = nonces_;
   c.reclaim_grace = ac_.reclaim_grace;
   c.store_retry = ac_.store_retry;
   c.hook_missing = hook_missing;
   return spawn<shard_actor_impl>(shard_actor_config{ac_.ctx, std::move(c), ac_.store});
+}
+
+queue_control admin_actor_impl::spawn_queue(const codec::queue_record& rec, bool hook_missing) {
+  if (rec.spec.shard_count() <= 1) return spawn_shard(rec.spec, rec.uid, 0, hook_missing);
+  // Shard 0 uses the queue's uid, the others theirs (docs/design/sharding.md): each shard's
+  // records are its own uid's ranges.
+  gateway_actor_config gc{ac_.ctx, rec.spec, {}};
+  gc.shards.push_back(spawn_shard(rec.spec, rec.uid, 0, hook_missing));
+  for (std::size_t i = 0; i < rec.shard_uids.size(); ++i)
+    gc.shards.push_back(
+        spawn_shard(rec.spec, rec.shard_uids[i], static_cast<std::uint32_t>(i + 1), hook_missing));
+  return spawn<gateway_actor_impl>(std::move(gc));
 }
 
 caf::result<std::uint64_t> admin_actor_impl::recover() {
@@ -146,9 +162,10 @@ void admin_actor_impl::recover_queues(caf::typed_response_promise<std::uint64_t>
                 return;
               }
               auto& rec = q.value();
-              auto handle = spawn_shard(rec.spec, rec.uid, rec.had_hook);
+              auto handle = spawn_queue(rec, rec.had_hook);
               auto name = rec.spec.name();
-              queues_.emplace(name, entry{std::move(rec.spec), handle, rec.uid, rec.had_hook});
+              queues_.emplace(name, entry{std::move(rec.spec), handle, rec.uid,
+                                          std::move(rec.shard_uids), rec.had_hook});
               ++g->remaining;
               ++g->queues;
               request(handle, caf::infinite, recover_atom_v)
@@ -379,14 +396,16 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
         if (queues_.size() >= limits::queues_max)
           return to_caf(error{errc::limit_exceeded,
                               "at most " + std::to_string(limits::queues_max) + " queues"});
-        auto uid = next_uid_++;
-        auto handle = spawn_shard(spec, uid, false);
+        codec::queue_record rec{next_uid_++, spec, static_cast<bool>(spec.hook()), {}};
+        for (std::uint32_t i = 1; i < spec.shard_count(); ++i)
+          rec.shard_uids.push_back(next_uid_++);
+        auto handle = spawn_queue(rec, false);
         auto name = spec.name();
-        codec::queue_record rec{uid, spec, static_cast<bool>(spec.hook())};
+        auto uid = rec.uid;
         std::vector<store_op> ops{
             {store_op::kind::put, codec::queue_key(uid), codec::encode_queue(rec)},
             put_meta(meta_next_uid, next_uid_)};
-        queues_.emplace(name, entry{std::move(spec), handle, uid, false});
+        queues_.emplace(name, entry{std::move(spec), handle, uid, rec.shard_uids, false});
         share_budget();
         // The queue exists once its spec is stored; until then a second create finds it here.
         auto promise = make_response_promise<queue_api, bool>();
@@ -434,13 +453,16 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
                                                           "' is a subscription of topic '" +
                                                           t->second + "'; drop the topic first"});
         send_exit(it->second.handle, queue_deleted_reason(name));
-        auto uid = it->second.uid;
+        auto uids = it->second.shard_uids;
+        uids.insert(uids.begin(), it->second.uid);
         queues_.erase(it);
         share_budget();
-        // Every record of the incarnation in one write; its uid is never used again.
+        // Every record of the incarnation, each shard's, in one write; its uids are never used
+        // again.
         std::vector<store_op> ops;
-        for (auto& [from, to] : codec::queue_ranges(uid))
-          ops.push_back({store_op::kind::erase_range, std::move(from), std::move(to)});
+        for (auto uid : uids)
+          for (auto& [from, to] : codec::queue_ranges(uid))
+            ops.push_back({store_op::kind::erase_range, std::move(from), std::move(to)});
         auto promise = make_response_promise<caf::ok_atom>();
         request(ac_.store, caf::infinite, write_atom_v, store_write{std::move(ops), true})
             .then([promise](caf::ok_atom) mutable { promise.deliver(caf::ok_atom_v); },

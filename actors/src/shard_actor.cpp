@@ -132,6 +132,12 @@ shard_actor_impl::behavior_type shard_actor_impl::make_behavior() {
         flush();
         return p;
       },
+      [this](watch_atom, timestamp deadline) {
+        auto [id, p] = open<std::uint64_t>();
+        engine_.watch(id, deadline, now());
+        flush();
+        return p;
+      },
       [this](dlq_atom, std::uint32_t max) {
         auto [id, p] = open<std::vector<dead_letter>>();
         engine_.dead_letters(id, max, now());

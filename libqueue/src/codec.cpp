@@ -474,6 +474,14 @@ std::string encode_queue(const queue_record& q) {
     put_components(w, s.dedupe_rule()->key);
     w.i64(s.dedupe_rule()->window.count());
   }
+  // Shards (docs/design/sharding.md), only when there are several: a queue of one shard keeps
+  // the record of a queue from before shards existed, byte for byte.
+  if (s.shard_count() > 1) {
+    w.u32(s.shard_count());
+    put_components(w, s.shard_key());
+    w.u32(static_cast<std::uint32_t>(q.shard_uids.size()));
+    for (auto uid : q.shard_uids) w.u64(uid);
+  }
   return seal(w);
 }
 
@@ -527,6 +535,17 @@ result<queue_record> decode_queue(std::string_view record) {
       if (!dkey) return dkey.err();
       spec.dedupe(std::move(dkey).value(), duration{r.i64()});
     }
+  }
+  if (!r.done()) {
+    auto shards = r.u32();
+    auto skey = get_components(r);
+    if (!skey) return skey.err();
+    auto n = r.u32();
+    if (!r.ok()) return corrupt("queue", "a field runs past the end of the record");
+    if (shards < 2 || shards > limits::queue_shards_max || n + 1 != shards)
+      return corrupt("queue", "shard count and shard uids disagree");
+    for (std::uint32_t i = 0; i < n && r.ok(); ++i) q.shard_uids.push_back(r.u64());
+    spec.sharded(shards, std::move(skey).value());
   }
   if (auto done = finish("queue", r); !done) return done.err();
   q.spec = std::move(spec);

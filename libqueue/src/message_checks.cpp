@@ -66,6 +66,24 @@ std::optional<error> check_message(const outgoing_message& m, std::size_t i) {
   return std::nullopt;
 }
 
+std::optional<error> check_receive(std::uint32_t max, std::int64_t lease_us, std::int64_t wait_us,
+                                   duration lease_default) {
+  if (max < 1 || max > limits::receive_batch_max)
+    return error{errc::invalid_argument,
+                 "receive: max must be between 1 and " + std::to_string(limits::receive_batch_max)};
+  auto lease = lease_us == 0 ? lease_default : duration{lease_us};
+  if (lease < limits::lease_min || lease > limits::lease_max)
+    return error{errc::invalid_argument, "receive: lease_ms must be between " +
+                                             std::to_string(limits::lease_min.count() / 1000) +
+                                             " and " +
+                                             std::to_string(limits::lease_max.count() / 1000)};
+  if (wait_us < 0 || duration{wait_us} > limits::receive_wait_max)
+    return error{errc::invalid_argument,
+                 "receive: wait_ms must be between 0 and " +
+                     std::to_string(limits::receive_wait_max.count() / 1000)};
+  return std::nullopt;
+}
+
 std::optional<error> check_batch(const std::vector<outgoing_message>& batch) {
   if (batch.empty() || batch.size() > limits::enqueue_batch_max)
     return error{errc::invalid_argument, "enqueue: a batch holds 1 to " +

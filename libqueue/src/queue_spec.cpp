@@ -1,6 +1,7 @@
 // Queue spec builder, validation and placement (libqueue/include/laneq/queue_spec.hpp).
 #include "laneq/queue_spec.hpp"
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 
@@ -109,6 +110,12 @@ queue_spec& queue_spec::dedupe(std::vector<key_component> key, duration window) 
   return *this;
 }
 
+queue_spec& queue_spec::sharded(std::uint32_t n, std::vector<key_component> key) {
+  shards_ = n;
+  shard_key_ = std::move(key);
+  return *this;
+}
+
 bool queue_spec::stores_header(std::string_view name) const {
   bool listed = false;
   for (const auto& n : header_list_)
@@ -139,16 +146,19 @@ void each_component(const queue_spec& s, F f) {
     for (const auto& c : t.key) f(c);
   if (s.dedupe_rule())
     for (const auto& c : s.dedupe_rule()->key) f(c);
+  for (const auto& c : s.shard_key()) f(c);
 }
 
 template <class F>
 void each_component_mut(std::vector<key_component>& key, std::vector<throttle_spec>& throttles,
-                        std::optional<dedupe_spec>& dedupe, F f) {
+                        std::optional<dedupe_spec>& dedupe, std::vector<key_component>& shard_key,
+                        F f) {
   for (auto& c : key) f(c);
   for (auto& t : throttles)
     for (auto& c : t.key) f(c);
   if (dedupe)
     for (auto& c : dedupe->key) f(c);
+  for (auto& c : shard_key) f(c);
 }
 
 }  // namespace
@@ -181,7 +191,7 @@ bool queue_spec::restore_functions(const queue_spec& from) {
     if (c.which() == key_component::kind::function && c.function()) given.push_back(&c);
   });
   bool complete = true;
-  each_component_mut(key_, throttles_, dedupe_, [&](key_component& c) {
+  each_component_mut(key_, throttles_, dedupe_, shard_key_, [&](key_component& c) {
     if (c.which() != key_component::kind::function) return;
     for (const auto* g : given)
       if (g->name() == c.name()) {
@@ -280,6 +290,44 @@ class rule_checker {
 
 }  // namespace
 
+namespace {
+std::string describe_components(const std::vector<key_component>& cs);
+
+/// The rules of sharding (docs/design/sharding.md).
+void check_shards(const queue_spec& s, rule_checker& r) {
+  const auto shards = s.shard_count();
+  const auto& shard_key = s.shard_key();
+  const auto& key = s.ordering_key();
+  if (shards < 1 || shards > limits::queue_shards_max)
+    r.fail("shards", "must be between 1 and " + std::to_string(limits::queue_shards_max));
+  if (shards > 1 && s.ordering() == ordering_mode::queue)
+    r.fail("shards", "an ordered() queue is one ordering group, which one shard holds");
+  if (shards > 1 && shard_key.empty())
+    for (std::size_t i = 0; i < key.size(); ++i)
+      if (key[i].which() == key_component::kind::attribute)
+        r.fail("shard_key", "the ordering key's " + key[i].describe() +
+                                " is set by on_enqueue, after the shard is chosen: name a "
+                                "shard_key without it");
+  if (shard_key.empty()) return;
+  if (shards == 1) r.fail("shard_key", "applies only to a queue of more than one shard");
+  if (s.ordering() != ordering_mode::key) {
+    r.fail("shard_key", "applies only to ordered_by(); an unordered queue spreads its messages");
+    return;
+  }
+  for (std::size_t i = 0; i < shard_key.size(); ++i) {
+    const auto& c = shard_key[i];
+    auto f = "shard_key[" + std::to_string(i) + "]";
+    if (c.which() == key_component::kind::attribute)
+      r.fail(f, c.describe() + ": an attribute is set by on_enqueue, after the shard is chosen");
+    else if (std::find(key.begin(), key.end(), c) == key.end())
+      r.fail(f, c.describe() + " is not a component of the ordering key " +
+                    describe_components(key) +
+                    ": a group must never span shards (ordering.md, \"Ordering and sharding\")");
+  }
+}
+
+}  // namespace
+
 std::vector<error> queue_spec::validate() const {
   rule_checker r{name_};
   if (name_.empty()) r.fail("name", "is empty");
@@ -355,6 +403,7 @@ std::vector<error> queue_spec::validate() const {
              "must be between " + std::to_string(limits::dedupe_window_min.count() / 1000) +
                  " and " + std::to_string(limits::dedupe_window_max.count() / 1000) + " ms");
   }
+  check_shards(*this, r);
   return r.take();
 }
 
@@ -424,6 +473,9 @@ std::vector<std::string> queue_spec::differences(const queue_spec& requested) co
   if (header_policy_ != r.header_policy_ || !same_names(header_list_, r.header_list_))
     out.emplace_back("store_headers");
   if (!(dedupe_ == r.dedupe_)) out.emplace_back("dedupe");
+  compare(out, "shards", shards_, r.shards_);
+  if (!(shard_key_ == r.shard_key_))
+    compare(out, "shard_key", describe_components(shard_key_), describe_components(r.shard_key_));
   compare(out, "on_enqueue hook", std::string_view{hook_ ? "set" : "none"},
           std::string_view{r.hook_ ? "set" : "none"});
   return out;
@@ -457,6 +509,10 @@ std::string queue_spec::describe() const {
       out += dedupe_->key[i].describe();
     }
     out += "] window_ms=" + std::to_string(dedupe_->window.count() / 1000);
+  }
+  if (shards_ > 1) {
+    out += " shards=" + std::to_string(shards_);
+    if (!shard_key_.empty()) out += " shard_key=" + describe_components(shard_key_);
   }
   return out;
 }

@@ -29,6 +29,17 @@ void shard_engine::catch_up(timestamp t) {
   end_polls(t);
 }
 
+void shard_engine::notify_watchers(timestamp t) {
+  if (watchers_.empty()) return;
+  auto ready = static_cast<std::uint64_t>(sched_.ready_size());
+  auto kept = std::remove_if(watchers_.begin(), watchers_.end(), [&](const watcher& w) {
+    if (ready == 0 && w.deadline > t) return false;
+    reply(w.r, ready);
+    return true;
+  });
+  watchers_.erase(kept, watchers_.end());
+}
+
 void shard_engine::expire_leases(timestamp t) {
   // Group heads: each group decides (its lease may have been extended meanwhile).
   for (auto id : group_leases_.pop_due(t))
@@ -157,23 +168,6 @@ void shard_engine::end_polls(timestamp t) {
     pending_deadlines_.erase(pending_deadlines_.find(it->deadline));
   }
   pending_.erase(expired, pending_.end());
-}
-
-result<ok_t> shard_engine::check_receive(const receive_request& req) const {
-  if (req.max < 1 || req.max > limits::receive_batch_max)
-    return error{errc::invalid_argument,
-                 "receive: max must be between 1 and " + std::to_string(limits::receive_batch_max)};
-  auto lease = req.lease_us == 0 ? cfg_.spec.lease_duration() : duration{req.lease_us};
-  if (lease < limits::lease_min || lease > limits::lease_max)
-    return error{errc::invalid_argument, "receive: lease_ms must be between " +
-                                             std::to_string(limits::lease_min.count() / 1000) +
-                                             " and " +
-                                             std::to_string(limits::lease_max.count() / 1000)};
-  if (req.wait_us < 0 || duration{req.wait_us} > limits::receive_wait_max)
-    return error{errc::invalid_argument,
-                 "receive: wait_ms must be between 0 and " +
-                     std::to_string(limits::receive_wait_max.count() / 1000)};
-  return ok_t{};
 }
 
 void shard_engine::ack_one(const lease_token& l, timestamp t, std::vector<store_op>& ops,

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "laneq/message_checks.hpp"
+#include "laneq/sharding.hpp"
 #include "shard_parts.hpp"
 
 namespace laneq {
@@ -38,7 +40,7 @@ shard_engine::shard_engine(shard_config cfg)
   // group of this run by accident.
   next_group_ = (cfg_.epoch << 32) + 1;
   // Message ids carry the shard's index in their high 16 bits.
-  next_id_ = (static_cast<std::uint64_t>(cfg_.shard) << 48) + 1;
+  next_id_ = first_id_of_shard(cfg_.shard);
 }
 
 shard_engine::~shard_engine() = default;
@@ -128,10 +130,8 @@ void shard_engine::enqueue(request_id r, std::vector<outgoing_message> batch, ti
 void shard_engine::receive(request_id r, const receive_request& req, timestamp now) {
   catch_up(now);
   if (recovery_) return hold(r, [this, r, req] { receive(r, req, last_now_); });
-  if (auto ok = check_receive(req); !ok) {
-    reply(r, ok.err());
-    return;
-  }
+  if (auto err = check_receive(req.max, req.lease_us, req.wait_us, cfg_.spec.lease_duration()))
+    return reply(r, std::move(*err));
   auto t = last_now_;
   auto lease = req.lease_us == 0 ? cfg_.spec.lease_duration() : duration{req.lease_us};
   auto out = take(req.max, lease, t);
@@ -268,6 +268,17 @@ void shard_engine::extend(request_id r, const lease_token& l, std::int64_t by_us
             answer_with([this](request_id to, engine_answer a) { reply(to, std::move(a)); }, r,
                         deadline.value(), cfg_.spec.name()),
             t);
+}
+
+void shard_engine::watch(request_id r, timestamp deadline, timestamp now) {
+  catch_up(now);
+  if (recovery_) return hold(r, [this, r, deadline] { watch(r, deadline, last_now_); });
+  if (watchers_.size() >= limits::pending_receives_max)
+    return reply(r, error{errc::limit_exceeded,
+                          "receive: more than " + std::to_string(limits::pending_receives_max) +
+                              " receives are already waiting on queue '" + cfg_.spec.name() + "'"});
+  watchers_.push_back(watcher{r, deadline});
+  notify_watchers(last_now_);
 }
 
 void shard_engine::dead_letters(request_id r, std::uint32_t max, timestamp now) {
@@ -447,12 +458,15 @@ void shard_engine::stop(const error& why) {
   pending_deadlines_.clear();
   for (auto& h : held_) reply(h.r, why);
   held_.clear();
+  for (auto& w : watchers_) reply(w.r, why);
+  watchers_.clear();
   if (recover_request_) reply(*recover_request_, why);
   recover_request_.reset();
   writes_.abandon(why);
 }
 
 engine_effects shard_engine::take_effects() {
+  notify_watchers(last_now_);
   for (auto& w : writes_.take_outgoing([this] { return counters_op(); }))
     fx_.writes.push_back(std::move(w));
   std::optional<timestamp> next;
@@ -467,6 +481,7 @@ engine_effects shard_engine::take_effects() {
     consider(holds_.next());
     consider(fetch_retries_.next());
     if (!pending_deadlines_.empty()) consider(*pending_deadlines_.begin());
+    for (const auto& w : watchers_) consider(w.deadline);
   }
   fx_.wake = next;
   return std::exchange(fx_, engine_effects{});

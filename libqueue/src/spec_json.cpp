@@ -272,6 +272,17 @@ json::array components_to_json(const std::vector<key_component>& cs) {
   return out;
 }
 
+/// `shards` and `shard_key` (docs/design/sharding.md).
+void read_shards(reader& r, const json::object& o, queue_spec& spec) {
+  std::uint32_t shards = 1;
+  if (const auto* x = o.if_contains("shards"))
+    if (auto n = r.integer("shards", *x, 1, limits::queue_shards_max))
+      shards = static_cast<std::uint32_t>(*n);
+  std::vector<key_component> key;
+  if (const auto* x = o.if_contains("shard_key")) key = r.components("shard_key", *x);
+  spec.sharded(shards, std::move(key));
+}
+
 }  // namespace
 
 parsed_spec queue_spec_from_json(std::string_view name, const json::value& v) {
@@ -284,7 +295,7 @@ parsed_spec queue_spec_from_json(std::string_view name, const json::value& v) {
   }
   r.only("", *o,
          {"ordering", "lease_ms", "max_attempts", "throttles", "delivery_durability", "sync_writes",
-          "store_headers", "dedupe"});
+          "store_headers", "dedupe", "shards", "shard_key"});
   auto& spec = out.spec;
   if (const auto* x = o->if_contains("ordering")) read_ordering(r, *x, spec);
   if (const auto* x = o->if_contains("lease_ms")) {
@@ -304,6 +315,7 @@ parsed_spec queue_spec_from_json(std::string_view name, const json::value& v) {
     if (auto b = r.boolean("sync_writes", *x)) spec.sync_writes(*b);
   if (const auto* x = o->if_contains("store_headers")) read_store_headers(r, *x, spec);
   if (const auto* x = o->if_contains("dedupe")) read_dedupe(r, *x, spec);
+  read_shards(r, *o, spec);
   out.errors = r.take();
   for (auto& e : spec.validate()) out.errors.push_back(std::move(e));
   return out;
@@ -339,6 +351,8 @@ json::object queue_spec_to_json(const queue_spec& s) {
     out["dedupe"] = json::object{
         {"key", components_to_json(d->key)},
         {"window_ms", std::chrono::duration_cast<std::chrono::milliseconds>(d->window).count()}};
+  out["shards"] = s.shard_count();
+  if (!s.shard_key().empty()) out["shard_key"] = components_to_json(s.shard_key());
   return out;
 }
 

@@ -154,7 +154,11 @@ void expect_every_damage_detected(const std::string& record, const record_kind& 
   }
   auto longer = kind.decode(reseal(body + std::string(1, '\0')));
   ASSERT_FALSE(longer.ok()) << "a trailing byte under a valid checksum went unnoticed";
-  EXPECT_NE(longer.err().message.find("trailing bytes"), std::string::npos) << longer.err().message;
+  // (A queue record reads bytes past its last field as the start of an optional section.)
+  auto says = [&longer](const char* what) {
+    return longer.err().message.find(what) != std::string::npos;
+  };
+  EXPECT_TRUE(says("trailing bytes") || says("runs past the end")) << longer.err().message;
 
   for (int version : {0, codec::message_format_version + 1, 0xFF}) {
     if (version == codec::message_format_version) continue;

@@ -421,7 +421,7 @@ std::string encode_groups_cursor(std::string_view after) {
 }
 
 std::optional<std::string> decode_groups_cursor(std::string_view text) {
-  if (text.size() != 32) return std::nullopt;
+  if (text.size() != 32 && text.size() != 36) return std::nullopt;  // lane, or shard and lane
   auto digit = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;

@@ -114,9 +114,11 @@ result<message> decode_message(std::string_view record);
 
 /// A queue as stored: its spec without the hook, and whether it had one.
 struct queue_record {
-  std::uint64_t uid = 0;
+  std::uint64_t uid = 0;  ///< the queue incarnation's uid: shard 0's key prefix
   queue_spec spec;
   bool had_hook = false;
+  /// The key prefixes of shards 1 to n-1 (docs/design/sharding.md); empty with one shard.
+  std::vector<std::uint64_t> shard_uids{};
 };
 std::string encode_queue(const queue_record& q);
 result<queue_record> decode_queue(std::string_view record);

@@ -81,6 +81,9 @@ inline constexpr duration reclaim_grace_max = std::chrono::hours{1};
 // Metrics: per-fairness-key backlog series per queue (the rest are summed into one).
 inline constexpr std::size_t fairness_backlog_keys_max = 20;
 
+/// Shards of one queue (docs/design/sharding.md): each is a CAF actor with its own engine.
+inline constexpr std::uint32_t queue_shards_max = 256;
+
 // Queues per broker.
 inline constexpr std::size_t queues_max = 10'000;
 

@@ -11,6 +11,7 @@
 
 #include "laneq/error.hpp"
 #include "laneq/message.hpp"
+#include "laneq/time.hpp"
 
 namespace laneq {
 
@@ -19,6 +20,11 @@ std::optional<error> check_message(const outgoing_message& m, std::size_t i);
 
 /// The first rule the batch breaks (its size, then each message), or nothing.
 std::optional<error> check_batch(const std::vector<outgoing_message>& batch);
+
+/// The first rule a receive breaks (max, lease, wait), or nothing; `lease_default` stands for a
+/// lease of 0.
+std::optional<error> check_receive(std::uint32_t max, std::int64_t lease_us, std::int64_t wait_us,
+                                   duration lease_default);
 
 /// `messages[i]`, or `messages[i].name` when a field is named.
 std::string message_field(std::size_t i, const char* name);

@@ -102,6 +102,11 @@ class queue_spec {
   queue_spec& store_headers_deny(std::vector<std::string> names);
   /// Acknowledges a repeat of `key` within `window` with the first message's id, storing nothing.
   queue_spec& dedupe(std::vector<key_component> key, duration window);
+  /// Spreads the queue over `n` shards (docs/design/sharding.md), each a CAF actor with its own
+  /// engine and store records. The shard of a message comes from `key`, which must be part of
+  /// the ordering key (ordering.md, "Ordering and sharding"); empty: the whole ordering key. An
+  /// unordered queue spreads its messages. Fixed once the queue exists.
+  queue_spec& sharded(std::uint32_t n, std::vector<key_component> key = {});
   /// Gives the key functions of a recovered spec their callables back, matched by label.
   /// Returns false if `from` lacks one of them.
   bool restore_functions(const queue_spec& from);
@@ -127,6 +132,9 @@ class queue_spec {
   /// The headers kept of `headers` (in order), under the stored-headers policy.
   std::vector<header_field> stored_headers(std::vector<header_field> headers) const;
   const std::optional<dedupe_spec>& dedupe_rule() const { return dedupe_; }
+  std::uint32_t shard_count() const { return shards_; }
+  /// The shard key as given (empty: the whole ordering key).
+  const std::vector<key_component>& shard_key() const { return shard_key_; }
   /// True if a key function has no callable (a spec recovered from the store).
   bool functions_missing() const;
   /// True if any key (ordering, throttle, dedupe) has a function component.
@@ -167,6 +175,8 @@ class queue_spec {
   header_storage header_policy_ = header_storage::all;
   std::vector<std::string> header_list_;
   std::optional<dedupe_spec> dedupe_;
+  std::uint32_t shards_ = 1;
+  std::vector<key_component> shard_key_;
 };
 
 /// Tenant of a queue name: the part before its '/', or `default_tenant` for a bare name.

@@ -141,6 +141,10 @@ class shard_engine {
   void nack(request_id r, const lease_token& lease, const nack_request& req, timestamp now);
   /// Answered with the new deadline (durable delivery: once committed).
   void extend(request_id r, const lease_token& lease, std::int64_t by_us, timestamp now);
+  /// Answered, without a lease, with how many messages are ready once some are (at once if
+  /// some are now), or with 0 at `deadline`: a sharded queue's gateway watches every shard for a
+  /// long poll that found nothing, then receives from the first shard that answers (gateway.hpp).
+  void watch(request_id r, timestamp deadline, timestamp now);
   /// Answered with the first `max` dead letters.
   void dead_letters(request_id r, std::uint32_t max, timestamp now);
   /// Answered with how many were redriven (every dead letter, up to the batch bound, if empty).
@@ -254,12 +258,13 @@ class shard_engine {
   void hand_out(request_id r, std::vector<delivery> out);
   void serve_pending(timestamp t);
   void end_polls(timestamp t);
+  /// Answers the watchers once something is ready (or their deadline passed).
+  void notify_watchers(timestamp t);
   void ack_one(const lease_token& l, timestamp t, std::vector<store_op>& ops,
                std::vector<lease_outcome>& failed, std::vector<group_id>& touched);
   std::vector<store_op> retry_or_dead_letter(message m, duration retry_after, bool force_dead,
                                              timestamp t, bool& moved);
   void expire_leases(timestamp t);
-  result<ok_t> check_receive(const receive_request& req) const;
 
   // recovery (shard_recovery.cpp)
   void start_recovery(timestamp t);
@@ -305,6 +310,11 @@ class shard_engine {
 
   std::deque<pending_receive> pending_;
   std::multiset<timestamp> pending_deadlines_;
+  struct watcher {
+    request_id r = 0;
+    timestamp deadline;
+  };
+  std::vector<watcher> watchers_;
 
   std::map<std::uint64_t, dead_letter> dead_;  // by dead-letter order
   std::unordered_map<message_id, std::uint64_t> dead_order_;

@@ -13,6 +13,7 @@
 #include "laneq/actors/actor_base.hpp"
 #include "laneq/actors/context.hpp"
 #include "laneq/actors/protocol.hpp"
+#include "laneq/codec.hpp"
 #include "laneq/lease.hpp"
 
 namespace laneq {
@@ -43,8 +44,9 @@ class admin_actor_impl : public actor_base<admin_actor> {
  private:
   struct entry {
     queue_spec spec;
-    queue_control handle;
+    queue_control handle;  ///< its shard actor, or the gateway of its shards
     std::uint64_t uid = 0;
+    std::vector<std::uint64_t> shard_uids;  ///< shards 1 to n-1 (shard 0 has `uid`)
     bool hook_missing = false;  ///< recovered; the spec had a hook nobody has given back yet
   };
   caf::result<queue_api> find(const std::string& name);
@@ -55,8 +57,11 @@ class admin_actor_impl : public actor_base<admin_actor> {
   /// Whether a queue's writes are synced before they are answered.
   bool syncs(const queue_spec& spec) const;
   /// Spawns the actor of a queue incarnation.
-  /// Spawns the shard actor of a queue incarnation.
-  queue_control spawn_shard(const queue_spec& spec, std::uint64_t uid, bool hook_missing);
+  /// Spawns a queue incarnation: its shard actor, or its shards and their gateway.
+  queue_control spawn_queue(const codec::queue_record& rec, bool hook_missing);
+  /// Spawns shard `index` of a queue, whose records are under `uid`.
+  shard_actor spawn_shard(const queue_spec& spec, std::uint64_t uid, std::uint32_t index,
+                          bool hook_missing);
   caf::result<std::uint64_t> recover();
   void recover_queues(caf::typed_response_promise<std::uint64_t> promise);
   void recover_topics(caf::typed_response_promise<std::uint64_t> promise, std::uint64_t queues);

@@ -206,6 +206,7 @@ CAF_ADD_ATOM(laneq, laneq, prepare_atom, "prepare")
 CAF_ADD_ATOM(laneq, laneq, settle_atom, "settle")
 CAF_ADD_ATOM(laneq, laneq, checkpoint_atom, "checkpoint")
 CAF_ADD_ATOM(laneq, laneq, budget_atom, "budget")
+CAF_ADD_ATOM(laneq, laneq, watch_atom, "watch")
 CAF_END_TYPE_ID_BLOCK(laneq)
 
 namespace laneq {
@@ -261,8 +262,11 @@ using queue_control = queue_api::extend<
     caf::reacts_to<budget_atom, std::uint64_t>>;
 
 /// A shard actor (actors/shard_actor.hpp): one shard of a queue, driving a `shard_engine`. With
-/// one shard it is the queue itself.
+/// one shard it is the queue itself; with several, the queue's gateway (gateway_actor.hpp)
+/// routes to them.
 using shard_actor = queue_control::extend<
+    // answered with how many messages are ready, once some are, or 0 at the deadline (no lease)
+    caf::replies_to<watch_atom, timestamp>::with<std::uint64_t>,
     // the engine's wake-up of that generation (deadline_timer)
     caf::reacts_to<tick_atom, std::uint64_t>>;
 

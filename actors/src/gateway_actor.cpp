@@ -1,0 +1,542 @@
+// The gateway of a sharded queue (actors/include/laneq/actors/gateway_actor.hpp).
+#include "laneq/actors/gateway_actor.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include "laneq/message_checks.hpp"
+#include "laneq/sharding.hpp"
+
+namespace laneq {
+
+namespace {
+
+/// An error a shard gave about the j-th message of its part of a batch, renamed for the i-th of
+/// the whole batch (`messages[j]` -> `messages[i]`).
+caf::error renamed(const caf::error& e, std::size_t j, std::size_t i) {
+  auto err = from_caf(e);
+  auto from = message_field(j, "");
+  if (auto at = err.message.find(from); at != std::string::npos)
+    err.message.replace(at, from.size(), message_field(i, ""));
+  return to_caf(err);
+}
+
+/// One request's answers from several shards, gathered: `remaining` counts the shards still to
+/// answer; the first error wins.
+template <class T>
+struct gather {
+  caf::typed_response_promise<T> promise;
+  T value{};
+  std::size_t remaining = 0;
+  std::optional<caf::error> failed;
+  /// Applied to the gathered value before it is answered, if set.
+  std::function<void(T&)> shape;
+  /// One shard is done; after the last, answers.
+  void done() {
+    if (--remaining > 0) return;
+    if (failed) {
+      promise.deliver(*failed);
+      return;
+    }
+    if (shape) shape(value);
+    promise.deliver(std::move(value));
+  }
+};
+
+void add_stats(queue_stats& sum, const queue_stats& s) {
+  for (auto [to, from] : {std::pair{&sum.enqueued, s.enqueued},
+                          {&sum.delivered, s.delivered},
+                          {&sum.acked, s.acked},
+                          {&sum.nacked, s.nacked},
+                          {&sum.lease_expired, s.lease_expired},
+                          {&sum.dead_lettered, s.dead_lettered},
+                          {&sum.redriven, s.redriven},
+                          {&sum.key_missing, s.key_missing},
+                          {&sum.rejected, s.rejected},
+                          {&sum.recovered, s.recovered},
+                          {&sum.deduplicated, s.deduplicated},
+                          {&sum.window_reads, s.window_reads},
+                          {&sum.window_read_messages, s.window_read_messages},
+                          {&sum.corrupt_records, s.corrupt_records},
+                          {&sum.backlog, s.backlog},
+                          {&sum.in_flight, s.in_flight},
+                          {&sum.live_groups, s.live_groups},
+                          {&sum.dead_letters, s.dead_letters},
+                          {&sum.waiting_receives, s.waiting_receives},
+                          {&sum.window_bytes, s.window_bytes},
+                          {&sum.first_delivery_sum_us, s.first_delivery_sum_us}})
+    *to += from;
+  sum.first_delivery.resize(std::max(sum.first_delivery.size(), s.first_delivery.size()));
+  for (std::size_t i = 0; i < s.first_delivery.size(); ++i)
+    sum.first_delivery[i] += s.first_delivery[i];
+  for (const auto& f : s.fairness) {
+    auto it = std::find_if(sum.fairness.begin(), sum.fairness.end(),
+                           [&f](const auto& x) { return x.key == f.key && x.other == f.other; });
+    if (it == sum.fairness.end())
+      sum.fairness.push_back(f);
+    else
+      it->backlog += f.backlog;
+  }
+}
+
+}  // namespace
+
+gateway_actor_impl::gateway_actor_impl(caf::actor_config& cfg, gateway_actor_config gc)
+    : actor_base<queue_control>(cfg), gc_(std::move(gc)) {}
+
+void gateway_actor_impl::on_exit() {
+  // The shards go down with the queue: the admin stops the gateway with the queue's reason.
+  for (auto& s : gc_.shards)
+    send_exit(s, fail_state() ? fail_state() : caf::exit_reason::user_shutdown);
+  gc_.shards.clear();
+}
+
+const shard_actor* gateway_actor_impl::shard_of(message_id id) const {
+  auto s = shard_of_id(id);
+  return s < gc_.shards.size() ? &gc_.shards[s] : nullptr;
+}
+
+// -- enqueue -------------------------------------------------------------------------------------
+
+caf::result<std::vector<message_id>> gateway_actor_impl::enqueue(
+    std::vector<outgoing_message>& batch) {
+  if (auto err = check_batch(batch)) return to_caf(*err);
+  // Each message's shard; the shard itself checks everything else (its hook, its dedupe window).
+  std::vector<std::vector<outgoing_message>> parts(shard_count());
+  std::vector<std::vector<std::size_t>> where(shard_count());  // batch index of each part's entry
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    message m;
+    m.body = std::move(batch[i].body);
+    m.headers = std::move(batch[i].headers);
+    m.fairness_key = std::move(batch[i].fairness_key);
+    key_source src{m};
+    auto placed = place(gc_.spec, src);
+    std::uint32_t s = 0;
+    if (placed) {
+      auto chosen = laneq::shard_of(gc_.spec, placed.value(), src);
+      s = chosen ? *chosen : static_cast<std::uint32_t>(next_unordered_++ % shard_count());
+    }  // else: the shard refuses it the same way, naming it
+    batch[i].body = std::move(m.body);
+    batch[i].headers = std::move(m.headers);
+    batch[i].fairness_key = std::move(m.fairness_key);
+    parts[s].push_back(std::move(batch[i]));
+    where[s].push_back(i);
+  }
+  auto g = std::make_shared<gather<std::vector<message_id>>>();
+  g->promise = make_response_promise<std::vector<message_id>>();
+  g->value.resize(batch.size());
+  for (std::uint32_t s = 0; s < shard_count(); ++s) {
+    if (parts[s].empty()) continue;
+    ++g->remaining;
+    request(gc_.shards[s], caf::infinite, enqueue_atom_v, std::move(parts[s]))
+        .then(
+            [g, at = where[s]](std::vector<message_id>& ids) {
+              for (std::size_t j = 0; j < ids.size() && j < at.size(); ++j)
+                g->value[at[j]] = ids[j];
+              g->done();
+            },
+            [g, at = where[s]](caf::error& e) {
+              // Only the first error is answered; the other shards' messages may be stored
+              // (docs/design/sharding.md, "A batch over several shards").
+              if (!g->failed) {
+                auto err = from_caf(e);
+                std::optional<caf::error> named;
+                for (std::size_t j = 0; j < at.size() && !named; ++j)
+                  if (err.message.find(message_field(j, "")) != std::string::npos)
+                    named = renamed(e, j, at[j]);
+                g->failed = named ? *named : e;
+              }
+              g->done();
+            });
+  }
+  return g->promise;
+}
+
+// -- leases --------------------------------------------------------------------------------------
+
+caf::result<std::vector<lease_outcome>> gateway_actor_impl::ack(
+    const std::vector<lease_token>& leases) {
+  if (leases.empty() || leases.size() > limits::ack_batch_max)
+    return to_caf(error{errc::invalid_argument,
+                        "ack: a batch holds 1 to " + std::to_string(limits::ack_batch_max) +
+                            " leases, got " + std::to_string(leases.size())});
+  std::vector<std::vector<lease_token>> parts(shard_count());
+  auto g = std::make_shared<gather<std::vector<lease_outcome>>>();
+  g->promise = make_response_promise<std::vector<lease_outcome>>();
+  for (const auto& l : leases) {
+    if (shard_of(l.msg))
+      parts[shard_of_id(l.msg)].push_back(l);
+    else
+      g->value.push_back(lease_outcome{
+          l, error{errc::lease_not_found, "no lease " + to_string(l) + " is in flight"}});
+  }
+  g->remaining = 1;  // this handler's own share, released below
+  for (std::uint32_t s = 0; s < shard_count(); ++s) {
+    if (parts[s].empty()) continue;
+    ++g->remaining;
+    request(gc_.shards[s], caf::infinite, ack_atom_v, std::move(parts[s]))
+        .then(
+            [g](std::vector<lease_outcome>& failed) {
+              for (auto& f : failed) g->value.push_back(std::move(f));
+              g->done();
+            },
+            [g](caf::error& e) {
+              if (!g->failed) g->failed = e;
+              g->done();
+            });
+  }
+  g->done();
+  return g->promise;
+}
+
+// -- receive -------------------------------------------------------------------------------------
+
+struct gateway_actor_impl::receive_state {
+  caf::typed_response_promise<std::vector<delivery>> promise;
+  receive_request req;
+  std::vector<delivery> out;
+  std::uint32_t start = 0;  ///< the shard asked first in this round
+  std::uint32_t asked = 0;  ///< shards asked in this round
+  timestamp deadline;
+  bool answered = false;
+};
+
+caf::result<std::vector<delivery>> gateway_actor_impl::receive(const receive_request& req) {
+  if (auto err = check_receive(req.max, req.lease_us, req.wait_us, gc_.spec.lease_duration()))
+    return to_caf(*err);
+  auto s = std::make_shared<receive_state>();
+  s->promise = make_response_promise<std::vector<delivery>>();
+  s->req = req;
+  s->start = next_receive_++ % shard_count();
+  s->deadline = now() + duration{req.wait_us};
+  ask_next(s);
+  return s->promise;
+}
+
+void gateway_actor_impl::ask_next(std::shared_ptr<receive_state> s) {
+  if (s->out.size() >= s->req.max || s->asked == shard_count()) {
+    if (!s->out.empty() || s->req.wait_us == 0 || now() >= s->deadline) return finish(s);
+    return watch_all(s);
+  }
+  auto shard = (s->start + s->asked++) % shard_count();
+  receive_request part{static_cast<std::uint32_t>(s->req.max - s->out.size()), s->req.lease_us, 0};
+  request(gc_.shards[shard], caf::infinite, receive_atom_v, part)
+      .then(
+          [this, s](std::vector<delivery>& got) {
+            for (auto& d : got) s->out.push_back(std::move(d));
+            ask_next(s);
+          },
+          [this, s](caf::error& e) {
+            if (!s->out.empty()) return finish(s);  // what was leased already goes out
+            s->answered = true;
+            s->promise.deliver(std::move(e));
+          });
+}
+
+void gateway_actor_impl::watch_all(std::shared_ptr<receive_state> s) {
+  // Nothing anywhere: every shard says when it has a message ready (without leasing it); the
+  // first to say so is asked first in a new round. Another consumer may take the message first:
+  // then the round finds nothing and the receive watches again, until its deadline.
+  struct round {
+    std::uint32_t left = 0;
+    bool over = false;
+  };
+  auto r = std::make_shared<round>();
+  r->left = shard_count();
+  auto last = [this, s, r] {
+    if (--r->left == 0 && !r->over) {
+      r->over = true;
+      finish(s);  // every watch ran out
+    }
+  };
+  for (std::uint32_t shard = 0; shard < shard_count(); ++shard)
+    request(gc_.shards[shard], caf::infinite, watch_atom_v, s->deadline)
+        .then(
+            [this, s, r, shard, last](std::uint64_t ready) {
+              if (ready == 0 || r->over || s->answered) return last();
+              r->over = true;
+              --r->left;
+              s->start = shard;
+              s->asked = 0;
+              ask_next(s);
+            },
+            [last](caf::error&) { last(); });
+}
+
+void gateway_actor_impl::finish(std::shared_ptr<receive_state> s) {
+  if (s->answered) return;
+  s->answered = true;
+  s->promise.deliver(std::move(s->out));
+}
+
+// -- dead letters, stats, groups -----------------------------------------------------------------
+
+caf::result<std::uint64_t> gateway_actor_impl::redrive(const std::vector<message_id>& ids) {
+  if (ids.size() > limits::redrive_batch_max)
+    return to_caf(
+        error{errc::limit_exceeded,
+              "redrive: at most " + std::to_string(limits::redrive_batch_max) + " ids at once"});
+  std::vector<std::vector<message_id>> parts(shard_count());
+  for (auto id : ids) {
+    if (!shard_of(id))
+      return to_caf(error{errc::dead_letter_not_found, "queue '" + gc_.spec.name() + "': message " +
+                                                           std::to_string(id.value) +
+                                                           " is not a dead letter"});
+    parts[shard_of_id(id)].push_back(id);
+  }
+  auto g = std::make_shared<gather<std::uint64_t>>();
+  g->promise = make_response_promise<std::uint64_t>();
+  g->remaining = 1;
+  for (std::uint32_t s = 0; s < shard_count(); ++s) {
+    if (!ids.empty() && parts[s].empty()) continue;  // empty ids: every shard redrives
+    ++g->remaining;
+    request(gc_.shards[s], caf::infinite, redrive_atom_v, std::move(parts[s]))
+        .then(
+            [g](std::uint64_t n) {
+              g->value += n;
+              g->done();
+            },
+            [g](caf::error& e) {
+              if (!g->failed) g->failed = e;
+              g->done();
+            });
+  }
+  g->done();
+  return g->promise;
+}
+
+caf::result<std::vector<dead_letter>> gateway_actor_impl::dead_letters(std::uint32_t max) {
+  auto g = std::make_shared<gather<std::vector<dead_letter>>>();
+  g->promise = make_response_promise<std::vector<dead_letter>>();
+  // Across shards in the order they became dead letters (then by id), the first `max`.
+  g->shape = [max](std::vector<dead_letter>& all) {
+    std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+      return a.at != b.at ? a.at < b.at : a.msg.id < b.msg.id;
+    });
+    if (all.size() > max) all.resize(max);
+  };
+  g->remaining = shard_count();
+  for (auto& shard : gc_.shards)
+    request(shard, caf::infinite, dlq_atom_v, max)
+        .then(
+            [g](std::vector<dead_letter>& dls) {
+              for (auto& d : dls) g->value.push_back(std::move(d));
+              g->done();
+            },
+            [g](caf::error& e) {
+              if (!g->failed) g->failed = e;
+              g->done();
+            });
+  return g->promise;
+}
+
+caf::result<queue_stats> gateway_actor_impl::stats() {
+  auto g = std::make_shared<gather<queue_stats>>();
+  g->promise = make_response_promise<queue_stats>();
+  g->value.name = gc_.spec.name();
+  g->remaining = shard_count();
+  for (auto& shard : gc_.shards)
+    request(shard, caf::infinite, stats_atom_v)
+        .then(
+            [g](queue_stats& s) {
+              add_stats(g->value, s);
+              g->done();
+            },
+            [g](caf::error& e) {
+              if (!g->failed) g->failed = e;
+              g->done();
+            });
+  return g->promise;
+}
+
+/// A page of groups being gathered shard by shard (a sharded queue's cursor is the shard, two
+/// bytes, then the lane within it).
+struct groups_gather {
+  caf::typed_response_promise<groups_page> promise;
+  groups_query query;
+  groups_page page;
+};
+
+namespace {
+
+std::string shard_cursor(std::uint32_t shard, std::string_view lane) {
+  std::string out;
+  out += static_cast<char>(shard >> 8);
+  out += static_cast<char>(shard & 0xff);
+  out.append(lane);
+  return out;
+}
+
+}  // namespace
+
+caf::result<groups_page> gateway_actor_impl::groups(const groups_query& q) {
+  if (q.limit == 0 || q.limit > limits::groups_page_max)
+    return to_caf(error{errc::invalid_argument,
+                        "limit must be 1 to " + std::to_string(limits::groups_page_max)});
+  std::uint32_t shard = 0;
+  std::string after;
+  if (!q.after.empty()) {
+    if (q.after.size() != 18) return to_caf(error{errc::invalid_argument, "cursor is malformed"});
+    shard = (static_cast<std::uint32_t>(static_cast<unsigned char>(q.after[0])) << 8) |
+            static_cast<unsigned char>(q.after[1]);
+    if (shard >= shard_count()) return to_caf(error{errc::invalid_argument, "cursor is malformed"});
+    after = q.after.substr(2);
+  }
+  auto g = std::make_shared<groups_gather>();
+  g->promise = make_response_promise<groups_page>();
+  g->query = q;
+  groups_from(g, shard, std::move(after));
+  return g->promise;
+}
+
+void gateway_actor_impl::groups_from(std::shared_ptr<groups_gather> g, std::uint32_t shard,
+                                     std::string after) {
+  // Shard by shard, each in lane order, one shard's page at a time: the work of a page stays
+  // bounded by its limit, as in one shard.
+  groups_query part = g->query;
+  part.after = std::move(after);
+  part.limit = g->query.limit - static_cast<std::uint32_t>(g->page.groups.size());
+  request(gc_.shards[shard], caf::infinite, groups_atom_v, part)
+      .then(
+          [this, g, shard](groups_page& p) {
+            for (auto& info : p.groups) g->page.groups.push_back(std::move(info));
+            if (!p.next.empty()) {
+              g->page.next = shard_cursor(shard, p.next);
+              g->promise.deliver(std::move(g->page));
+            } else if (shard + 1 == shard_count()) {
+              g->promise.deliver(std::move(g->page));  // the last page
+            } else if (g->page.groups.size() == g->query.limit) {
+              // The next shard from its start: no lane id is all zero (codec::make_lane_id).
+              g->page.next = shard_cursor(shard + 1, std::string(16, '\0'));
+              g->promise.deliver(std::move(g->page));
+            } else {
+              groups_from(g, shard + 1, {});
+            }
+          },
+          [g](caf::error& e) { g->promise.deliver(std::move(e)); });
+}
+
+// -- topics (docs/design/lanes.md L10) and the rest ----------------------------------------------
+
+caf::result<topic_prepared> gateway_actor_impl::prepare(std::vector<outgoing_message>& batch,
+                                                        std::vector<shared_json>& parsed) {
+  // A topic's batch over several shards: each shard prepares its part and holds its writes; the
+  // topic writes every part in its one write, then settles every shard.
+  if (!prepared_.empty() || batch.size() != parsed.size())
+    return to_caf(error{errc::unavailable,
+                        "queue '" + gc_.spec.name() + "' is busy with another topic enqueue"});
+  if (auto err = check_batch(batch)) return to_caf(*err);
+  std::vector<std::vector<outgoing_message>> parts(shard_count());
+  std::vector<std::vector<shared_json>> jsons(shard_count());
+  std::vector<std::vector<std::size_t>> where(shard_count());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    message m;
+    m.body = std::move(batch[i].body);
+    m.headers = std::move(batch[i].headers);
+    m.fairness_key = std::move(batch[i].fairness_key);
+    key_source src{m, parsed[i]};
+    auto placed = place(gc_.spec, src);
+    std::uint32_t s = 0;
+    if (placed) {
+      auto chosen = laneq::shard_of(gc_.spec, placed.value(), src);
+      s = chosen ? *chosen : static_cast<std::uint32_t>(next_unordered_++ % shard_count());
+    }
+    batch[i].body = std::move(m.body);
+    batch[i].headers = std::move(m.headers);
+    batch[i].fairness_key = std::move(m.fairness_key);
+    parts[s].push_back(std::move(batch[i]));
+    jsons[s].push_back(parsed[i]);
+    where[s].push_back(i);
+  }
+  auto g = std::make_shared<gather<topic_prepared>>();
+  g->promise = make_response_promise<topic_prepared>();
+  g->value.ids.resize(batch.size());
+  g->remaining = 1;
+  for (std::uint32_t s = 0; s < shard_count(); ++s) {
+    if (parts[s].empty()) continue;
+    ++g->remaining;
+    prepared_.push_back(s);
+    request(gc_.shards[s], caf::infinite, prepare_atom_v, std::move(parts[s]), std::move(jsons[s]))
+        .then(
+            [g, at = where[s]](topic_prepared& p) {
+              for (std::size_t j = 0; j < p.ids.size() && j < at.size(); ++j)
+                g->value.ids[at[j]] = p.ids[j];
+              for (auto& op : p.ops) g->value.ops.push_back(std::move(op));
+              g->value.sync = p.sync;
+              g->done();
+            },
+            [g](caf::error& e) {
+              if (!g->failed) g->failed = e;
+              g->done();
+            });
+  }
+  g->done();
+  return g->promise;
+}
+
+caf::result<caf::ok_atom> gateway_actor_impl::settle(bool committed) {
+  auto g = std::make_shared<gather<caf::ok_atom>>();
+  g->promise = make_response_promise<caf::ok_atom>();
+  g->remaining = 1;
+  for (auto s : std::exchange(prepared_, {})) {
+    ++g->remaining;
+    request(gc_.shards[s], caf::infinite, settle_atom_v, committed)
+        .then([g](caf::ok_atom) { g->done(); },
+              [g](caf::error& e) {
+                if (!g->failed) g->failed = e;
+                g->done();
+              });
+  }
+  g->done();
+  return g->promise;
+}
+
+template <class... Ts>
+caf::result<caf::ok_atom> gateway_actor_impl::to_all(Ts... xs) {
+  auto g = std::make_shared<gather<caf::ok_atom>>();
+  g->promise = make_response_promise<caf::ok_atom>();
+  g->remaining = shard_count();
+  for (auto& shard : gc_.shards)
+    request(shard, caf::infinite, xs...)
+        .then([g](caf::ok_atom) { g->done(); },
+              [g](caf::error& e) {
+                if (!g->failed) g->failed = e;
+                g->done();
+              });
+  return g->promise;
+}
+
+gateway_actor_impl::behavior_type gateway_actor_impl::make_behavior() {
+  return {
+      [this](enqueue_atom, std::vector<outgoing_message>& batch) { return enqueue(batch); },
+      [this](receive_atom, const receive_request& req) { return receive(req); },
+      [this](ack_atom, const std::vector<lease_token>& leases) { return ack(leases); },
+      [this](nack_atom, const lease_token& l,
+             const nack_request& req) -> caf::result<caf::ok_atom> {
+        if (const auto* shard = shard_of(l.msg)) return delegate(*shard, nack_atom_v, l, req);
+        return to_caf(error{errc::lease_not_found, "no lease " + to_string(l) + " is in flight"});
+      },
+      [this](extend_atom, const lease_token& l, std::int64_t by_us) -> caf::result<timestamp> {
+        if (const auto* shard = shard_of(l.msg)) return delegate(*shard, extend_atom_v, l, by_us);
+        return to_caf(error{errc::lease_not_found, "no lease " + to_string(l) + " is in flight"});
+      },
+      [this](dlq_atom, std::uint32_t max) { return dead_letters(max); },
+      [this](redrive_atom, const std::vector<message_id>& ids) { return redrive(ids); },
+      [this](stats_atom) { return stats(); },
+      [this](groups_atom, const groups_query& q) { return groups(q); },
+      [this](recover_atom) { return to_all(recover_atom_v); },
+      [this](create_atom, const queue_spec& spec) {
+        gc_.spec = spec;
+        for (auto& shard : gc_.shards) send(shard, create_atom_v, spec);
+      },
+      [this](prepare_atom, std::vector<outgoing_message>& batch, std::vector<shared_json>& parsed) {
+        return prepare(batch, parsed);
+      },
+      [this](settle_atom, bool committed) { return settle(committed); },
+      [this](budget_atom, std::uint64_t per_shard) {
+        for (auto& shard : gc_.shards) send(shard, budget_atom_v, per_shard);
+      },
+  };
+}
+
+}  // namespace laneq
