@@ -1028,8 +1028,9 @@ class throughput_run {
           return;
         }
         if (sc_.group && !check_order(d)) return;
-        // Group ids count up per group actor incarnation from (boot epoch << 32) + 1: the
-        // highest low half is how many group actors the queue spawned.
+        // The shard engine numbers each group it makes from (boot epoch << 32) + 1 up: the
+        // highest low half is how many groups the queue made (a group removed when idle and
+        // made again counts twice).
         auto incarnation = d.lease.group.value & 0xffff'ffffull;
         auto seen = max_group_id_.load(std::memory_order_relaxed);
         while (incarnation > seen && !max_group_id_.compare_exchange_weak(seen, incarnation)) {
@@ -1318,8 +1319,8 @@ live_groups_result run_live_groups(caf::actor_system& sys, const options& opt) {
     r.enqueue_seconds = std::chrono::duration<double>(steady::now() - start).count();
     r.enqueue_msgs_per_s =
         r.enqueue_seconds > 0 ? static_cast<double>(opt.groups) / r.enqueue_seconds : 0;
-    // Group actors and the fairness actor work through their mailboxes after the enqueue
-    // replies: measure once the process is idle.
+    // The shard engine routes a batch to its groups before it answers the enqueue, so little
+    // runs after the last answer; measure once the process is idle all the same.
     r.quiescent = wait_quiescent(120s);
     auto st = bq.stats();
     r.rss_after = proc_status_bytes("VmRSS");
@@ -1347,8 +1348,8 @@ live_groups_result run_live_groups(caf::actor_system& sys, const options& opt) {
         r.failure = "the broker did not become idle within 120 s";
       }
     }
-  }  // the broker stops its actors (and the groups) here
-  // Stopping a broker with many live groups is slow (see README): bounded wait.
+  }  // the broker stops its actors here; the shard actor frees the groups with its engine
+  // A bounded wait for them to go (--teardown-limit-s).
   auto secs = wait_actors_gone(sys, baseline, std::chrono::seconds{opt.teardown_limit_s});
   r.teardown_completed = secs >= 0;
   r.teardown_seconds = r.teardown_completed ? secs : static_cast<double>(opt.teardown_limit_s);
@@ -1902,7 +1903,8 @@ int main(int argc, char** argv) {
   std::optional<restart_result> restart;
   caf::actor_system sys{cfg};
   auto workers = sys.scheduler().num_workers();
-  // live_groups runs last: its broker can take very long to stop (see README).
+  // live_groups runs last: if its broker has not stopped within --teardown-limit-s, the
+  // program leaves without waiting for it (below).
   auto order = opt.scenarios;
   std::stable_partition(order.begin(), order.end(),
                         [](const std::string& s) { return s != "live_groups"; });
@@ -1915,18 +1917,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::optional<steady::time_point> last_throughput_end;  // of a scenario with groups
   for (const auto& name : order) {
     if (name == "live_groups") {
-      // Group actors of a finished scenario stay in memory until their lease timers fire
-      // (README): wait for that so they cannot blur the RSS delta.
-      if (last_throughput_end) {
-        auto until = *last_throughput_end + laneq::limits::lease_default + 2s;
-        if (steady::now() < until) {
-          std::cerr << "laneq_engine_bench: waiting for earlier lease timers to fire\n";
-          std::this_thread::sleep_until(until);
-        }
-      }
       std::cerr << "laneq_engine_bench: running live_groups\n";
       live = run_live_groups(sys, opt);
       if (!live->verified) std::cerr << "  FAILED: " << live->failure << "\n";
@@ -1949,12 +1941,11 @@ int main(int argc, char** argv) {
     else
       std::cerr << "  " << static_cast<std::uint64_t>(r.msgs_per_s) << " msg/s\n";
     wait_quiescent(30s);  // its actors are gone; let the process settle
-    if (r.order_checked) last_throughput_end = steady::now();
   }
   bool ok = write_report(std::cout, opt, workers, throughput, live, restart);
   int rc = ok ? 0 : 1;
   if (live && !live->teardown_completed) {
-    // ~actor_system would wait for every group actor to stop: leave without it.
+    // ~actor_system would wait for the broker's actors to stop: leave without it.
     std::cerr << "laneq_engine_bench: the live_groups broker is still stopping; exiting now\n";
     std::cout.flush();
     std::cerr.flush();

@@ -1,6 +1,6 @@
 // The protocol's out-of-line pieces (actors/include/laneq/actors/protocol.hpp): laneq <-> CAF
-// error conversion, the route and ack receipts, the delivery slot, the arrival inbox and the
-// scheduler settings. Its own target, laneq_protocol, so both laneq_actors and laneq_persistence
+// error conversion, the errors of a queue that stopped or was deleted, and the scheduler
+// settings. Its own target, laneq_protocol, so both laneq_actors and laneq_persistence
 // can link it.
 #include "laneq/actors/protocol.hpp"
 

@@ -197,8 +197,8 @@ struct demo {
     out.line("producer: enqueued a1 a2 (account A), s1 (no account), b1 b2 (account B) as " +
              ids_text(ids));
 
-    // Group heads reach the consumers a moment after the enqueue is answered (the group actor
-    // offers them): collect the three heads with short long polls.
+    // The enqueue is answered once its messages are routed, so a1 and b1 (their groups' heads)
+    // and s1 can be delivered at once; short long polls collect the three.
     std::vector<laneq::delivery> first;
     for (int i = 0; i < 10 && first.size() < 3; ++i)
       for (auto& d : must(q.receive({10, 0, 200'000}), "receive")) first.push_back(std::move(d));

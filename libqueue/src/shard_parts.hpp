@@ -13,7 +13,8 @@
 
 namespace laneq {
 
-/// One lightweight group actor: its state machine and what the shard keeps about it.
+/// One ordering group (an object, not an actor): its state machine and what the shard keeps
+/// about it.
 struct shard_engine::group_slot {
   group_slot(group_id id, const shard_config& c)
       : state(id, c.spec.attempts_max(), c.window, c.window_max) {}

@@ -112,10 +112,13 @@ TEST(blocking_client, the_blocking_api_runs_a_queue_end_to_end_on_a_threaded_act
   EXPECT_TRUE(value_of(admin.list_queues(), "list after delete").empty());
 }
 
-// A group offers its head to the fairness actor by a message of its own, while receives reach the
-// fairness actor from the queue actor. The answers below are given only once the offer is on its
-// way, so a receive that does not wait (wait 0) must find the head every time. Repeated because
-// a missing step shows only in some thread interleavings (four workers on this host's cores).
+// The shard engine answers an enqueue, a nack, a dead letter, a redrive and a topic's publish
+// only once what the answer confirms can be delivered: the messages routed to their groups, and a
+// group's next head handed to the scheduler in the step where the write that ended the previous
+// one became durable (docs/design/persistence.md P10). So a receive that does not wait (wait 0),
+// sent after the answer, must find the head every time. Repeated because a missing step shows
+// only in some thread interleavings of the client, the shard actor and the store (four workers on
+// this host's cores).
 TEST(blocking_client, a_receive_sent_after_an_answer_sees_what_the_answer_confirmed) {
   caf::actor_system_config cfg;
   add_message_types(cfg);
@@ -139,7 +142,7 @@ TEST(blocking_client, a_receive_sent_after_an_answer_sees_what_the_answer_confir
   constexpr int rounds = 300;
   for (int i = 0; i < rounds; ++i) {
     SCOPED_TRACE("round " + std::to_string(i));
-    // A new account each round: the enqueue also spawns its group actor.
+    // A new account each round: the enqueue also makes its group.
     auto account = "A" + std::to_string(i);
     auto ids = value_of(q.enqueue({in_account("first", account), in_account("second", account)}),
                         "enqueue");

@@ -359,16 +359,17 @@ TEST_F(ordering, extend_moves_the_lease_deadline_of_a_group_head) {
   EXPECT_EQ(stats_of(h, q).lease_expired, 1u);
 }
 
-// A group's lease watches: each delivery expires at its own deadline, whatever the watches of the
-// group's earlier (acked) deliveries say. The fairness actor drops a watch once its group has
-// offered again; that must never drop the watch of the lease in flight.
+// A group's lease deadlines: each delivery expires at its own deadline, whatever the deadlines of
+// the group's earlier (acked) deliveries were. The shard engine keeps one deadline per group in
+// flight (`group_leases_`): an ack erases it and the next delivery sets it again, so an earlier
+// delivery's deadline must neither end the lease in flight nor hold it past its own.
 TEST_F(ordering, each_delivery_of_a_group_head_expires_at_its_own_deadline) {
   auto q = by_account();
   ASSERT_TRUE(
       h.enqueue(q, {in_account("A1", "A"), in_account("A2", "A"), in_account("A3", "A")}).ok());
   auto a1 = take_one(h, q, 10s);  // deadline 10 s
   ASSERT_TRUE(h.ack(q, a1.lease).ok());
-  auto a2 = take_one(h, q, 1s);  // deadline 1 s: due before a1's watch
+  auto a2 = take_one(h, q, 1s);  // deadline 1 s: due before a1's
   EXPECT_EQ(a2.msg.body, "A2");
   h.advance(1s);
   auto again = take(h, q, 10);
@@ -377,7 +378,7 @@ TEST_F(ordering, each_delivery_of_a_group_head_expires_at_its_own_deadline) {
   ASSERT_TRUE(h.ack(q, again[0].lease).ok());
   auto a3 = take_one(h, q, 20s);  // t = 1 s: deadline 21 s
   EXPECT_EQ(a3.msg.body, "A3");
-  h.advance(9s);  // t = 10 s: a1's watch comes due
+  h.advance(9s);  // t = 10 s: a1's old deadline
   EXPECT_TRUE(take(h, q, 10).empty());
   EXPECT_EQ(stats_of(h, q).lease_expired, 1u) << "a1's old watch did not end a3's lease";
   h.advance(10999ms);

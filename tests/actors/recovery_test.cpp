@@ -1,8 +1,8 @@
 // Recovery after a crash on the real actors with simulated time: what a restart keeps (queues,
 // specs, messages, dead letters, numbering, attempts, not-before times), group windows read back
 // from the store, fast delivery's reclaim grace, durable delivery's committed leases, the
-// on_enqueue hook, deleted queues and restarts in a row (actors/src/queue_actor.cpp recover,
-// actors/src/group_actor.cpp recover_atom, tests/support/harness.hpp restart).
+// on_enqueue hook, deleted queues and restarts in a row (actors/src/shard_actor.cpp recover_atom,
+// libqueue/src/shard_recovery.cpp, tests/support/harness.hpp restart).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -139,9 +139,9 @@ queue_spec by_account(std::string name = "accounts") {
   return queue_spec(std::move(name)).ordered_by({key::header("account")});
 }
 
-// -- R1: queues, specs and messages survive ---------------------------------------------------
+// -- R1-R3: queues, specs and messages survive ------------------------------------------------
 
-// R1: a restart brings back every queue with its spec (the summary, and the full definition:
+// R1-R3: a restart brings back every queue with its spec (the summary, and the full definition:
 // creating it again with the same spec returns it), and every enqueued message with its id,
 // headers and body; each group comes back in arrival order, unordered messages come back too.
 TEST_F(recovery, a_restart_keeps_every_queue_with_its_spec_and_every_message_in_group_order) {
@@ -199,9 +199,9 @@ TEST_F(recovery, a_restart_keeps_every_queue_with_its_spec_and_every_message_in_
   EXPECT_EQ(rest.size(), 3u);
 }
 
-// -- R2: acks, dead letters, numbering --------------------------------------------------------
+// -- R3, R5, R8: acks, dead letters, numbering ------------------------------------------------
 
-// R2: acked messages do not come back; dead letters do (with reason and time) and can be
+// R3, R5, R8: acked messages do not come back; dead letters do (with reason and time) and can be
 // redriven; message ids continue after the restart (never reused); `recovered` counts the live
 // messages found in the store and the backlog is right.
 TEST_F(recovery, acked_messages_stay_gone_dead_letters_come_back_and_ids_continue) {
@@ -344,9 +344,9 @@ TEST_F(recovery, max_attempts_counts_attempts_from_before_the_restart) {
   EXPECT_EQ(pdl[0].reason, dead_letter_reason::max_attempts);
 }
 
-// -- R4: enqueue delays -----------------------------------------------------------------------
+// -- R3: enqueue delays -----------------------------------------------------------------------
 
-// R4, O10: an enqueue delay counts from enqueued_at, not from the restart: a message enqueued at
+// R3, O10: an enqueue delay counts from enqueued_at, not from the restart: a message enqueued at
 // t = 0 with a 10 s delay, restarted at t = 3 s, is delivered at t = 10 s (not before, and not
 // at 13 s), ordered and unordered.
 TEST_F(recovery, an_enqueue_delay_counts_from_enqueued_at_across_a_restart) {
@@ -374,7 +374,7 @@ TEST_F(recovery, an_enqueue_delay_counts_from_enqueued_at_across_a_restart) {
   EXPECT_EQ(bodies(take(h, plain, 10)), (strings{"m1"}));
 }
 
-// -- R5: memory follows groups ----------------------------------------------------------------
+// -- R4: memory follows groups (persistence.md P8, P9) ----------------------------------------
 
 /// 100 messages for account A with 4 each for B, C and D among them; the expected order per key.
 std::map<std::string, strings> fill_windowed(harness& h, const queue_api& q) {
@@ -395,7 +395,7 @@ std::map<std::string, strings> fill_windowed(harness& h, const queue_api& q) {
   return expected;
 }
 
-// R5: a group keeps only its window in memory, and reads the rest back from the store in order:
+// P8, P9: a group keeps only its window in memory, and reads the rest back from the store in order:
 // every message is delivered once, in arrival order per key; groups() reports the full backlog.
 // The queue counts the reads: A's 96 messages beyond its window, in reads of at most a window.
 TEST_F(recovery, a_group_larger_than_its_window_is_delivered_in_order_and_reports_its_backlog) {
@@ -416,7 +416,7 @@ TEST_F(recovery, a_group_larger_than_its_window_is_delivered_in_order_and_report
   EXPECT_LE(s.window_reads, 96u);
 }
 
-// R5: the same across a restart in the middle: the recovered group reads its window from the
+// R4: the same across a restart in the middle: the recovered group reads its window from the
 // store, counts the rest, and carries on in order without losing or repeating a message.
 TEST_F(recovery, a_group_larger_than_its_window_carries_on_in_order_after_a_restart) {
   auto& h = boot(windowed(4));
@@ -445,7 +445,7 @@ TEST_F(recovery, a_group_larger_than_its_window_carries_on_in_order_after_a_rest
   EXPECT_EQ(stats_of(h, q).backlog, 0u);
 }
 
-// R5 with the window budget: while all windows together hold less than the budget, a group takes
+// P8 with the window budget: while all windows together hold less than the budget, a group takes
 // its arrivals in up to group_window_max and reads nothing back; what groups hold is charged to
 // the budget and given back as they drain.
 TEST_F(recovery, a_group_grows_past_its_window_while_the_budget_has_room) {
@@ -461,7 +461,7 @@ TEST_F(recovery, a_group_grows_past_its_window_while_the_budget_has_room) {
   EXPECT_EQ(s.window_bytes, 0u) << "every group gave its memory back";
 }
 
-// R5 with the window budget after a restart: the recovered deep group holds the first
+// R4 with the window budget after a restart: the recovered deep group holds the first
 // group_window messages and reads the rest back up to group_window_max at a time while the budget
 // has room: one or two reads, not one per half window.
 TEST_F(recovery, a_recovered_deep_group_reads_back_in_few_reads_while_the_budget_has_room) {
@@ -479,7 +479,7 @@ TEST_F(recovery, a_recovered_deep_group_reads_back_in_few_reads_while_the_budget
   EXPECT_LE(s.window_reads, 2u) << "read back up to 200 at a time, not 4";
 }
 
-// R5: the budget is the broker's, split evenly over its shards (one per queue): a queue alone
+// R4: the budget is the broker's, split evenly over its shards (one per queue): a queue alone
 // may hold the whole of it; once three more queues exist, each holds a quarter, and a deep group
 // grows only while its shard's share has room, reading the rest back in order.
 TEST_F(recovery, the_window_budget_is_split_evenly_over_the_queues) {
@@ -725,9 +725,9 @@ TEST_F(recovery, unordered_durable_leases_are_honoured_after_a_restart) {
   EXPECT_EQ(old.err().code, errc::lease_expired);
 }
 
-// -- R8: the on_enqueue hook ------------------------------------------------------------------
+// -- R2: the on_enqueue hook ------------------------------------------------------------------
 
-// R8: a hook is code, not data: a queue created with one recovers without it and rejects
+// R2: a hook is code, not data: a queue created with one recovers without it and rejects
 // enqueues (enqueue_rejected, naming the hook) until it is created again with the same spec and
 // a hook; its stored messages stay deliverable meanwhile. Another spec is a spec_conflict.
 TEST_F(recovery, a_queue_with_a_hook_recovers_without_it_until_it_is_created_again) {
@@ -770,7 +770,7 @@ TEST_F(recovery, a_queue_with_a_hook_recovers_without_it_until_it_is_created_aga
   EXPECT_EQ(munich[0].msg.attributes, (std::vector<attribute>{{"region", "eu"}}));
 }
 
-// R8, O2: whether a queue has a hook is part of its definition, before and after a restart:
+// R2, O2: whether a queue has a hook is part of its definition, before and after a restart:
 // creating a hooked queue again without a hook is a spec_conflict, not a silent success that
 // leaves every enqueue rejected.
 TEST_F(recovery, creating_a_hooked_queue_without_its_hook_is_a_conflict_after_a_restart_too) {
@@ -794,9 +794,9 @@ TEST_F(recovery, creating_a_hooked_queue_without_its_hook_is_a_conflict_after_a_
   EXPECT_EQ(after.err().code, errc::spec_conflict);
 }
 
-// -- R9: deleted queues -----------------------------------------------------------------------
+// -- Deleted queues ---------------------------------------------------------------------------
 
-// R9: deleting a queue removes all its records: after a restart it is gone, and a queue created
+// Deleting a queue removes all its records: after a restart it is gone, and a queue created
 // under the same name starts empty (no messages, dead letters or leases of its predecessor).
 TEST_F(recovery, a_deleted_queue_stays_deleted_and_its_name_starts_empty) {
   auto& h = boot(with_grace(0s));
@@ -834,9 +834,9 @@ TEST_F(recovery, a_deleted_queue_stays_deleted_and_its_name_starts_empty) {
   EXPECT_EQ(bodies(drain(q)), (strings{"x1"}));
 }
 
-// -- R10: restarts in a row -------------------------------------------------------------------
+// -- Restarts in a row ------------------------------------------------------------------------
 
-// R10: a crash right after a recovery (before anything else happened) loses nothing: messages,
+// A crash right after a recovery (before anything else happened) loses nothing: messages,
 // dead letters, numbering, not-before times, attempts and durable leases all survive two
 // restarts in a row.
 TEST_F(recovery, two_restarts_in_a_row_keep_everything) {
@@ -891,7 +891,7 @@ TEST_F(recovery, two_restarts_in_a_row_keep_everything) {
   EXPECT_EQ(bodies(drain(q)), (strings{"B1"}));
 }
 
-// R10, R6: a crash during the reclaim grace of an earlier crash does not take the old holder's
+// R6: a crash during the reclaim grace of an earlier crash does not take the old holder's
 // claim away: its token, issued before the first crash, still reclaims the head within the grace
 // of the second restart (docs/guarantees.md: a head runs twice only if its worker cannot reach
 // the broker within the grace).

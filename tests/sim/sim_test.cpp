@@ -415,8 +415,9 @@ class queue_model {
     take(got->value(), max, false);
   }
 
-  /// The queue's dead letters are exactly the model's (as a set: the order in which the
-  /// group actors report them depends on the job order).
+  /// The queue's dead letters are exactly the model's (as a set: the model files the leases
+  /// that expire within one move of time in message id order, the engine in the order it expires
+  /// them: by deadline, and group heads before unordered messages when it catches up with both).
   void check_dead_letters() {
     auto dls = h_.dead_letters(q_);
     if (!dls) fail(check::api, "dead_letters failed: " + to_string(dls.err()));

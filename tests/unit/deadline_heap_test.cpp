@@ -1,5 +1,5 @@
 // Unit tests for deadline_heap: deadlines by key, earliest first, with memory that follows the
-// live keys (the fairness actor's lease deadlines).
+// live keys (the shard engine's lease deadlines, reclaim graces and read retries).
 #include "laneq/deadline_heap.hpp"
 
 #include <gtest/gtest.h>
@@ -67,7 +67,8 @@ TEST(deadline_heap, an_erased_key_never_comes_due) {
 // The reason it exists: a lease acked long before its deadline used to keep its heap entry until
 // it reached the top. One message held to the end of its lease (it has the earliest deadline)
 // kept the entries of every lease granted and acked meanwhile: with 30 s leases at 100,000
-// msg/s, three million entries. (The group watches never dropped theirs before the deadline.)
+// msg/s, three million entries. (The shard engine keeps group heads' deadlines in a heap of its
+// own, `group_leases_`, which an ack clears the same way.)
 TEST(deadline_heap, memory_follows_the_live_keys_not_every_deadline_set) {
   deadline_heap<int> h;
   h.set(-1, t0 + 1s);  // held by a slow consumer: the top, all along

@@ -30,7 +30,7 @@ std::vector<message> messages(std::initializer_list<std::uint64_t> ns, timestamp
   return out;
 }
 
-/// The lease a fairness actor would issue for `offered`: its next attempt.
+/// The lease the shard engine would issue for `offered`: its next attempt.
 lease_token lease_for(const message& offered, std::uint64_t nonce = 1) {
   return lease_token{gid, offered.id, offered.attempts + 1, nonce};
 }
@@ -1052,9 +1052,9 @@ TEST(group_state, restored_lease_on_a_message_other_than_the_head_stops_the_proc
 
 // -- randomized: order and exactly-once through a small window -----------------------------------
 
-/// Drives one group with a small window against a model store (seq -> message), as its actor
-/// would: arrivals are written to the store before the group hears of them, fetches are answered
-/// (or fail and are retried) at random moments. Returns the first broken property, or "".
+/// Drives one group with a small window against a model store (seq -> message), as the shard
+/// engine would: arrivals are written to the store before the group hears of them, fetches are
+/// answered (or fail and are retried) at random moments. Returns the first broken property or "".
 class window_driver {
  public:
   struct options {
@@ -1192,7 +1192,7 @@ class window_driver {
   void deliver_offered() {
     if (!offered_) return;
     auto head = *offered_;
-    if (head.not_before > now_) now_ = head.not_before;  // the fairness actor waits for it
+    if (head.not_before > now_) now_ = head.not_before;  // the shard engine waits for it
     lease_token lease{gid, head.id, head.attempts + 1, rng_()};
     g_.on_delivered(lease, now_ + lease_d, now_);
     offered_.reset();
@@ -1324,7 +1324,7 @@ class window_driver {
   std::optional<message> offered_;
   std::uint64_t in_flight_seq_ = 0;
   std::optional<fetch_request> fetch_;
-  bool retry_armed_ = false;  // a fetch failed; the actor calls retry_fetch on a timer
+  bool retry_armed_ = false;  // a fetch failed; the engine calls retry_fetch later
   bool grow_ = false;         // what the last input was told (draw_grow)
   bool canary_fired_ = false;
   std::string failure_;

@@ -1,6 +1,6 @@
-// Deadlines by key, earliest first, in memory that follows the live keys: the lease deadlines
-// of the fairness actor (unordered messages in `lease_table`, group heads in the actor's lease
-// watches). Header only.
+// Deadlines by key, earliest first, in memory that follows the live keys: the shard engine's
+// lease deadlines (unordered messages in `lease_table`, group heads in `group_leases_`), reclaim
+// graces and window read retries. Header only.
 #pragma once
 
 #include <algorithm>
@@ -25,7 +25,7 @@ namespace laneq {
 /// whenever stale entries outnumber live ones by `slack`: amortized O(1) per operation, and at
 /// most twice the live keys plus `slack` entries. Ties expire in key order, so the order is
 /// deterministic. `K` needs `<`, `==` and `std::hash`. Each key may carry a value `V` that goes
-/// with its deadline (the fairness actor's lease watch), so no second map mirrors the keys.
+/// with its deadline, so no second map mirrors the keys (the engine's heaps carry none).
 template <class K, class V = std::monostate>
 class deadline_heap {
  public:

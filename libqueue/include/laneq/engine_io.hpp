@@ -74,7 +74,8 @@ struct store_entry {
 };
 
 /// Messages of one fairness key that are ready or waiting for delivery (unordered messages and
-/// group heads in the fairness actor; messages queued behind a group head are not counted).
+/// group heads in the shard's fair scheduler; messages queued behind a group head are not
+/// counted).
 struct fairness_backlog {
   std::string key;  ///< the fairness key; "" with `other` set: every key beyond the bound
   std::uint64_t backlog = 0;

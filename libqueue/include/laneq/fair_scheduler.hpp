@@ -1,4 +1,4 @@
-// The fair scheduler, owned by the fairness actor (docs/design/fairness.md F1-F5 and
+// The fair scheduler, owned by the shard engine (docs/design/fairness.md F1-F5 and
 // docs/design/throttling.md T1-T4). It holds everything that may be delivered next: the offered
 // head of each ordering group and every unordered message. Delivery order: round-robin across
 // fairness keys; within a key, the oldest deliverable item (lowest arrival seq). Items whose
@@ -45,7 +45,7 @@ struct waiting_item {
 };
 
 /// Round-robin fair scheduler with delays and token-bucket throttles. Not thread-safe; owned by
-/// one actor.
+/// one shard engine.
 class fair_scheduler {
  public:
   explicit fair_scheduler(std::vector<throttle_spec> throttles = {});

@@ -1,6 +1,7 @@
-// The ordering group state machine, owned by one group actor (docs/design/ordering.md O3-O7).
-// A group holds its messages in arrival order, offers only its head, and keeps at most one
-// delivery in flight. Every input takes `now` and returns effects for the actor to carry out.
+// The ordering group state machine, one per group in the shard engine's `group_slot`
+// (docs/design/ordering.md O3-O7). A group holds its messages in arrival order, offers only its
+// head, and keeps at most one delivery in flight. Every input takes `now` and returns effects
+// for the engine to carry out.
 #pragma once
 
 #include <array>
@@ -61,7 +62,7 @@ enum class group_status : std::uint8_t {
   in_flight = 1,   ///< head delivered, lease running
   retry_wait = 2,  ///< head nacked or expired, waiting for its retry_after
   delayed = 3,     ///< head has an enqueue delay that has not elapsed
-  throttled = 4,   ///< head waits for a throttle token (known to the fairness actor)
+  throttled = 4,   ///< head waits for a throttle token (known to the fair scheduler)
   idle = 5,        ///< no messages
   corrupt = 6,     ///< its next stored record failed its checksum: the group stopped (reason)
 };
@@ -89,9 +90,9 @@ struct fetch_request {
   std::size_t max = 0;
 };
 
-/// Effects the group actor carries out after an input.
+/// Effects the shard engine carries out after an input.
 struct group_effects {
-  std::optional<message> offer;           ///< hand this head to the fairness actor
+  std::optional<message> offer;           ///< hand this head on for delivery
   std::vector<dead_letter> dead_letters;  ///< messages that left the group
   std::vector<message_seq> removed;       ///< acked messages (delete from the store)
   std::optional<message> updated;         ///< the head after a failed attempt (store it again)
@@ -101,7 +102,7 @@ struct group_effects {
 
 /// One ordering group.
 ///
-/// Phases: `empty` (no message in memory), `offered` (head handed to the fairness actor, not yet
+/// Phases: `empty` (no message in memory), `offered` (head handed on for delivery, not yet
 /// delivered), `in_flight` (head delivered under a lease). Only the head ever leaves the group,
 /// and only one at a time (invariants O3, O4).
 ///
@@ -134,7 +135,7 @@ class group_state {
   /// A fetch came back: the stored messages after the requested seq, in arrival order.
   group_effects on_fetched(std::vector<message> msgs, timestamp now, bool grow = false);
 
-  /// A fetch failed (the store is degraded): the actor retries later with `retry_fetch`.
+  /// A fetch failed (the store is degraded): the engine retries later with `retry_fetch`.
   void on_fetch_failed() { fetching_ = false; }
   /// A fetch came back with a record that failed its checksum after `before` (the messages ahead
   /// of it): the group takes those, delivers what it holds, then stops there for good (it never
@@ -148,7 +149,7 @@ class group_state {
   /// Precondition: phase offered or empty with the head in memory; `lease` names the head.
   void on_restored_lease(const lease_token& lease, timestamp deadline, timestamp now);
 
-  /// The fairness actor delivered the offered head under `lease`, due back by `deadline`.
+  /// The engine delivered the offered head under `lease`, due back by `deadline`.
   /// Precondition: phase offered, `lease` names the head and its next attempt.
   void on_delivered(const lease_token& lease, timestamp deadline, timestamp now);
 
@@ -163,8 +164,8 @@ class group_state {
   /// Extends the in-flight lease to `now + by`; returns the new deadline.
   result<timestamp> on_extend(const lease_token& lease, duration by, timestamp now);
 
-  /// The lease timer fired. An expired lease is a failed attempt (O5); a lease that was extended
-  /// meanwhile returns its new deadline in `rearm`.
+  /// The lease's deadline came (the engine caught up with it). An expired lease is a failed
+  /// attempt (O5); a lease that was extended meanwhile returns its new deadline in `rearm`.
   group_effects on_lease_timer(timestamp now, std::optional<timestamp>* rearm = nullptr,
                                bool grow = false);
 
@@ -180,9 +181,10 @@ class group_state {
   const message* head() const { return messages_.empty() ? nullptr : &messages_.front(); }
   std::optional<lease_token> lease() const { return lease_; }
   timestamp lease_deadline() const { return deadline_; }
-  /// Messages ever added (enqueue); the queue actor compares it with what it routed.
+  /// Messages ever added (enqueued, or counted as stored at recovery); the unit tests compare it
+  /// with what they routed.
   std::uint64_t received_total() const { return received_; }
-  /// Introspection (throttle state is added by the fairness actor).
+  /// Introspection (throttle state is added by the shard engine, from the fair scheduler).
   group_info describe(timestamp now) const;
   /// Aborts on a broken invariant.
   void check_invariants() const;

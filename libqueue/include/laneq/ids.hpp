@@ -26,7 +26,8 @@ auto inspect(Inspector& f, strong_id<Tag>& x) {
 using message_id = strong_id<struct message_id_tag>;
 /// Arrival position of a message within its queue; a redrive assigns a new one.
 using message_seq = strong_id<struct message_seq_tag>;
-/// A live ordering group (one group actor incarnation). 0 means "no group" (unordered).
+/// A live ordering group. The shard engine gives each group it makes a new id (a recovered
+/// group keeps the one its durable lease names). 0 means "no group" (unordered).
 using group_id = strong_id<struct group_id_tag>;
 
 }  // namespace laneq

@@ -1,4 +1,4 @@
-// The lease table for unordered messages, owned by the fairness actor (docs/design/ordering.md
+// The lease table for unordered messages, owned by the shard engine (docs/design/ordering.md
 // O4, O5). Group heads carry their lease in their group_state instead.
 #pragma once
 

@@ -67,7 +67,8 @@ struct dedupe_spec {
 
 /// The on_enqueue hook: sees the message (id, seq, enqueued_at already set) and returns the
 /// attributes to attach, or an error (reported to the producer as `enqueue_rejected`).
-/// Runs inside the queue actor: it must be fast and must not block.
+/// Runs inside the shard engine, on its shard actor's thread: it must be fast and must not
+/// block.
 using enqueue_hook = std::function<result<std::vector<attribute>>(const message&)>;
 
 /// Declarative description of a queue, built fluently:

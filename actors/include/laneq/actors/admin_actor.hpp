@@ -56,7 +56,6 @@ class admin_actor_impl : public actor_base<admin_actor> {
   void share_budget();
   /// Whether a queue's writes are synced before they are answered.
   bool syncs(const queue_spec& spec) const;
-  /// Spawns the actor of a queue incarnation.
   /// Spawns a queue incarnation: its shard actor, or its shards and their gateway.
   queue_control spawn_queue(const codec::queue_record& rec, bool hook_missing);
   /// Spawns shard `index` of a queue, whose records are under `uid`.
