@@ -55,6 +55,7 @@ void add_stats(queue_stats& sum, const queue_stats& s) {
                           {&sum.rejected, s.rejected},
                           {&sum.recovered, s.recovered},
                           {&sum.deduplicated, s.deduplicated},
+                          {&sum.dedupe_evictions, s.dedupe_evictions},
                           {&sum.window_reads, s.window_reads},
                           {&sum.window_read_messages, s.window_read_messages},
                           {&sum.corrupt_records, s.corrupt_records},

@@ -68,6 +68,15 @@ void shard_engine::release_held() {
   }
 }
 
+std::optional<error> shard_engine::original_failed(const admitted& a) const {
+  for (const auto& key : a.waits_on)
+    if (auto hit = dedupe_.find(key, last_now_); !hit || !hit->confirmed)
+      return error{errc::storage_failed,
+                   "queue '" + cfg_.spec.name() +
+                       "': the enqueue of a message this batch repeats failed; send it again"};
+  return std::nullopt;
+}
+
 // -- requests ------------------------------------------------------------------------------------
 
 void shard_engine::enqueue(request_id r, std::vector<outgoing_message> batch, timestamp now) {
@@ -87,12 +96,7 @@ void shard_engine::enqueue(request_id r, std::vector<outgoing_message> batch, ti
     // Only duplicates: answered at once, or once their originals' writes are durable (in order).
     writes_.add_durable(
         [this, r, a] {
-          for (const auto& key : a->waits_on)
-            if (auto hit = dedupe_.find(key, last_now_); !hit || !hit->confirmed) {
-              reply(r, error{errc::storage_failed, "queue '" + cfg_.spec.name() +
-                                                       "': the enqueue of the original failed"});
-              return;
-            }
+          if (auto failed = original_failed(*a)) return reply(r, std::move(*failed));
           counters_.deduplicated += a->duplicates;
           reply(r, std::move(a->ids));
         },
@@ -122,6 +126,7 @@ void shard_engine::enqueue(request_id r, std::vector<outgoing_message> batch, ti
     counters_.deduplicated += a->duplicates;
     // Routed before the answer: a receive sent after it finds the messages.
     route(std::move(a->batch), last_now_);
+    if (auto failed = original_failed(*a)) return reply(r, std::move(*failed));
     reply(r, std::move(a->ids));
   };
   writes_.add(std::move(w));
@@ -505,6 +510,7 @@ queue_stats shard_engine::stats(timestamp now) const {
   s.rejected = c.rejected;
   s.recovered = c.recovered;
   s.deduplicated = c.deduplicated;
+  s.dedupe_evictions = dedupe_.evictions();
   s.window_reads = c.window_reads;
   s.window_read_messages = c.window_read_messages;
   s.corrupt_records = c.corrupt_records;

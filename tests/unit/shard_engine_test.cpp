@@ -284,6 +284,28 @@ TEST(shard_engine, a_duplicate_within_the_window_gets_the_original_id) {
   EXPECT_NE(*d.reply_as<std::vector<message_id>>(e3), *d.reply_as<std::vector<message_id>>(e1));
 }
 
+// L8: a batch that repeats a message whose write is still in flight is answered only once that
+// write is durable; if it failed, the batch is answered storage_failed, never with an id the
+// store does not hold.
+TEST(shard_engine, a_batch_repeating_a_message_whose_write_fails_is_answered_storage_failed) {
+  auto cfg = config(queue_spec("jobs").dedupe({key::header("id")}, 60s));
+  engine_driver d{cfg};
+  d.hold_writes = true;
+  auto original = msg("x");
+  original.headers.push_back(header_field{"id", "k1"});
+  auto e1 = d.enqueue({original});
+  auto e2 = d.enqueue({original, msg("new")});
+  ASSERT_EQ(d.pending_writes.size(), 2u);
+  d.fail_next("disk error");
+  d.commit_next();
+  const auto* first = d.reply_as<error>(e1);
+  ASSERT_NE(first, nullptr);
+  const auto* second = d.reply_as<error>(e2);
+  ASSERT_NE(second, nullptr) << "the batch named an id that was never stored";
+  EXPECT_EQ(second->code, errc::storage_failed);
+  EXPECT_NE(second->message.find("repeats failed"), std::string::npos) << second->message;
+}
+
 TEST(shard_engine, the_dedupe_window_keeps_at_most_its_entry_bound) {
   auto cfg = config(queue_spec("jobs").dedupe({key::header("id")}, 60s));
   cfg.dedupe_entries_max = 2;
@@ -302,6 +324,7 @@ TEST(shard_engine, the_dedupe_window_keeps_at_most_its_entry_bound) {
   auto [from, to] = codec::queue_range(codec::tag::dedupe, 42);
   for (auto it = d.store.lower_bound(from); it != d.store.end() && it->first < to; ++it) ++records;
   EXPECT_EQ(records, 2u) << "an evicted entry's record is erased";
+  EXPECT_EQ(d.engine().stats(d.now).dedupe_evictions, 2u) << "k1, then k2 when k1 came back";
 }
 
 TEST(shard_engine, groups_pages_list_each_group_once_in_lane_order) {

@@ -751,6 +751,7 @@ json::object to_json(const queue_stats& s) {
   o["rejected"] = s.rejected;
   o["recovered"] = s.recovered;
   o["deduplicated"] = s.deduplicated;
+  o["dedupe_evictions"] = s.dedupe_evictions;
   o["window_reads"] = s.window_reads;
   o["window_read_messages"] = s.window_read_messages;
   o["corrupt_records"] = s.corrupt_records;

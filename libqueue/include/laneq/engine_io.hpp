@@ -97,6 +97,9 @@ struct queue_stats {
   std::uint64_t rejected = 0;      ///< enqueues refused (missing key, hook, limits)
   std::uint64_t recovered = 0;     ///< messages found in the store at start
   std::uint64_t deduplicated = 0;  ///< enqueues answered with an earlier message's id (dedupe)
+  /// Dedupe keys forgotten before their window was over: the window held its entry bound
+  /// (limits::dedupe_entries_max per shard), and the oldest went first.
+  std::uint64_t dedupe_evictions = 0;
   /// Store reads of group windows (a group holds at most `group_window` messages in memory and
   /// reads the rest back in order as its window drains), and the messages they returned.
   std::uint64_t window_reads = 0;
@@ -189,9 +192,9 @@ auto inspect(Inspector& f, fairness_backlog& x) {
 template <class Inspector>
 auto inspect(Inspector& f, queue_stats& x) {
   return f(x.name, x.enqueued, x.delivered, x.acked, x.nacked, x.lease_expired, x.dead_lettered,
-           x.redriven, x.key_missing, x.rejected, x.recovered, x.deduplicated, x.window_reads,
-           x.window_read_messages, x.corrupt_records, x.backlog, x.in_flight, x.live_groups,
-           x.dead_letters, x.waiting_receives, x.window_bytes, x.first_delivery,
+           x.redriven, x.key_missing, x.rejected, x.recovered, x.deduplicated, x.dedupe_evictions,
+           x.window_reads, x.window_read_messages, x.corrupt_records, x.backlog, x.in_flight,
+           x.live_groups, x.dead_letters, x.waiting_receives, x.window_bytes, x.first_delivery,
            x.first_delivery_sum_us, x.fairness);
 }
 template <class Inspector>

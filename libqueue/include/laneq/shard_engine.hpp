@@ -225,6 +225,8 @@ class shard_engine {
   result<admitted> admit(std::vector<outgoing_message>& batch, timestamp t,
                          const std::vector<shared_json>* parsed);
   void settle_dedupe(const admitted& a, bool committed);
+  /// A duplicate in `a` names an original whose write failed (its answer must not claim it).
+  std::optional<error> original_failed(const admitted& a) const;
   codec::lane_id lane_of(const placement& where) const;
   placement stored_placement(const message& m, const codec::lane_id& lane) const;
   store_op counters_op() const;
