@@ -198,6 +198,33 @@ TEST(shard_engine, a_failed_ack_is_sent_again_and_the_next_head_waits_until_it_i
   EXPECT_EQ(message_records(d), 1u) << "a1's record is gone, a2's is there";
 }
 
+// Found by the engine simulation (seed 7, episode 9): a failed enqueue between two other writes,
+// dropped at the retry from the middle of the write log, left a gap in its ids, and the log
+// looked writes up by their offset from the front: the write after the gap was never sent again
+// and never settled, so its ack was never answered and its group never offered its next head.
+TEST(shard_engine, a_failed_enqueue_dropped_between_two_acks_leaves_the_later_ack_to_settle) {
+  engine_driver d{by_account()};
+  d.enqueue({msg("a1", "A"), msg("a2", "A"), msg("b1", "B"), msg("b2", "B")});
+  auto first = deliveries(d, d.receive(10));
+  ASSERT_EQ(bodies(first), (std::vector<std::string>{"a1", "b1"}));
+  d.hold_writes = true;
+  d.ack({first[0].lease});            // write 1: a1's erase
+  auto e = d.enqueue({msg("c1", "C")});  // write 2: admits
+  auto b = d.ack({first[1].lease});   // write 3: b1's erase
+  ASSERT_EQ(d.pending_writes.size(), 3u);
+  d.fail_next();    // a1's erase fails: the log parks and sends it again after store_retry
+  d.fail_next();    // the enqueue fails: dropped at the retry
+  d.commit_next();  // b1's erase commits, and is sent again after the retry, in order
+  ASSERT_NE(d.reply_as<error>(e), nullptr);
+  d.hold_writes = false;
+  d.advance(limits::store_reopen_interval);  // the retry: a1's erase and b1's go again
+  const auto* failed = d.reply_as<std::vector<lease_outcome>>(b);
+  ASSERT_NE(failed, nullptr) << "b1's ack is answered once its write settles";
+  EXPECT_TRUE(failed->empty());
+  EXPECT_EQ(bodies(deliveries(d, d.receive(10))), (std::vector<std::string>{"a2", "b2"}));
+  EXPECT_EQ(message_records(d), 2u) << "a1 and b1 are erased";
+}
+
 TEST(shard_engine, a_restart_recovers_groups_in_order_with_attempts_and_dead_letters) {
   auto cfg = by_account();
   engine_driver d{cfg};

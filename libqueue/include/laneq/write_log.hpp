@@ -111,7 +111,7 @@ class write_log {
 
   bool sync_;
   duration retry_;
-  std::deque<entry> entries_;  // ids are consecutive from the front
+  std::deque<entry> entries_;  // ids increase from the front (a resend leaves gaps)
   std::uint64_t next_id_ = 1;
   std::vector<std::uint64_t> outbox_;  // ids to send, in order
   std::size_t in_flight_ = 0;
