@@ -22,7 +22,7 @@ void write_log::add(write_request w) {
     if (w.settle) w.settle(false);
     return;
   }
-  entries_.push_back(entry{next_id_++, std::move(w), state::waiting, false, false, false});
+  entries_.push_back(entry{next_id_++, std::move(w), state::waiting, false, false, false, false});
   auto& e = entries_.back();
   if (parked_) {
     answer(e, parked_error());  // sent with the retry
@@ -34,7 +34,7 @@ void write_log::add(write_request w) {
 void write_log::add_durable(std::function<void()> settle, timestamp now) {
   write_request w;
   w.settle = [f = std::move(settle)](bool) { f(); };
-  entries_.push_back(entry{next_id_++, std::move(w), state::durable, true, false, true});
+  entries_.push_back(entry{next_id_++, std::move(w), state::durable, true, false, true, false});
   settle_front(now);
 }
 
@@ -65,9 +65,13 @@ void write_log::on_answer(std::uint64_t id, std::optional<error> failure, timest
   --in_flight_;
   if (failure) {
     e->st = state::failed;
-    answer(*e, std::move(failure));
+    // A write that admits and was committed once is in the store whatever this send did: it is
+    // never dropped, and its client hears only once it settles (found by the engine simulation:
+    // such an enqueue was answered storage_failed, and its messages came back after a restart).
+    if (!e->committed_once) answer(*e, std::move(failure));
   } else {
     e->st = state::durable;
+    e->committed_once = true;
   }
   settle_front(now);
 }
@@ -82,7 +86,7 @@ void write_log::settle_front(timestamp now) {
       if (settle) settle(true);  // may add writes: `e` is gone by then
       continue;
     }
-    if (e.st == state::failed && e.w.admits) {
+    if (e.st == state::failed && droppable(e)) {
       auto settle = std::move(e.w.settle);
       entries_.pop_front();
       if (settle) settle(false);
@@ -112,7 +116,7 @@ void write_log::resend() {
   std::deque<entry> kept;
   std::vector<std::function<void(bool)>> dropped;
   for (auto& e : entries_) {
-    if (e.w.admits && e.st == state::failed) {
+    if (e.st == state::failed && droppable(e)) {
       dropped.push_back(std::move(e.w.settle));
       continue;
     }

@@ -225,6 +225,30 @@ TEST(shard_engine, a_failed_enqueue_dropped_between_two_acks_leaves_the_later_ac
   EXPECT_EQ(message_records(d), 2u) << "a1 and b1 are erased";
 }
 
+// Found by the engine simulation (seed 13, episode 3): an enqueue committed once, behind an
+// earlier write that failed, is sent again with it; when the second send failed, the log dropped
+// the enqueue as if nothing were stored and answered storage_failed, yet its first commit stood:
+// the messages came back at the next restart, though their producer was told they were not kept.
+TEST(shard_engine, an_enqueue_committed_once_is_not_dropped_when_its_second_send_fails) {
+  engine_driver d{by_account()};
+  d.enqueue({msg("a1", "A")});
+  auto first = deliveries(d, d.receive(1));
+  d.hold_writes = true;
+  d.ack({first[0].lease});                // write 1: a1's erase
+  auto e = d.enqueue({msg("c1", "C")});  // write 2: admits
+  d.fail_next();    // a1's erase fails: the log parks
+  d.commit_next();  // the enqueue commits, and waits behind the erase
+  d.advance(limits::store_reopen_interval);
+  ASSERT_EQ(d.pending_writes.size(), 2u) << "both go again, in order";
+  d.commit_next();  // a1's erase
+  d.fail_next();    // the enqueue's second send fails; its first commit stands
+  EXPECT_EQ(d.reply(e), nullptr) << "c1 is stored: its enqueue is not answered storage_failed";
+  d.hold_writes = false;
+  d.advance(limits::store_reopen_interval);
+  ASSERT_NE(d.reply_as<std::vector<message_id>>(e), nullptr);
+  EXPECT_EQ(bodies(deliveries(d, d.receive(10))), (std::vector<std::string>{"c1"}));
+}
+
 TEST(shard_engine, a_restart_recovers_groups_in_order_with_attempts_and_dead_letters) {
   auto cfg = by_account();
   engine_driver d{cfg};
