@@ -208,9 +208,9 @@ TEST(shard_engine, a_failed_enqueue_dropped_between_two_acks_leaves_the_later_ac
   auto first = deliveries(d, d.receive(10));
   ASSERT_EQ(bodies(first), (std::vector<std::string>{"a1", "b1"}));
   d.hold_writes = true;
-  d.ack({first[0].lease});            // write 1: a1's erase
+  d.ack({first[0].lease});               // write 1: a1's erase
   auto e = d.enqueue({msg("c1", "C")});  // write 2: admits
-  auto b = d.ack({first[1].lease});   // write 3: b1's erase
+  auto b = d.ack({first[1].lease});      // write 3: b1's erase
   ASSERT_EQ(d.pending_writes.size(), 3u);
   d.fail_next();    // a1's erase fails: the log parks and sends it again after store_retry
   d.fail_next();    // the enqueue fails: dropped at the retry
@@ -234,10 +234,10 @@ TEST(shard_engine, an_enqueue_committed_once_is_not_dropped_when_its_second_send
   d.enqueue({msg("a1", "A")});
   auto first = deliveries(d, d.receive(1));
   d.hold_writes = true;
-  d.ack({first[0].lease});                // write 1: a1's erase
+  d.ack({first[0].lease});               // write 1: a1's erase
   auto e = d.enqueue({msg("c1", "C")});  // write 2: admits
-  d.fail_next();    // a1's erase fails: the log parks
-  d.commit_next();  // the enqueue commits, and waits behind the erase
+  d.fail_next();                         // a1's erase fails: the log parks
+  d.commit_next();                       // the enqueue commits, and waits behind the erase
   d.advance(limits::store_reopen_interval);
   ASSERT_EQ(d.pending_writes.size(), 2u) << "both go again, in order";
   d.commit_next();  // a1's erase
@@ -353,6 +353,26 @@ TEST(shard_engine, the_dedupe_window_keeps_at_most_its_entry_bound) {
   auto [from, to] = codec::queue_range(codec::tag::dedupe, 42);
   for (auto it = d.store.lower_bound(from); it != d.store.end() && it->first < to; ++it) ++records;
   EXPECT_EQ(records, 2u) << "an evicted entry's record is erased";
+}
+
+// Found by the engine simulation (seed 68, episode 16): an enqueue whose write failed forgets its
+// dedupe key; sent again at the same instant, the key was added with the same expiry, and the
+// shard's check_invariants aborted ("each entry is in the expiry order once") though the window
+// was sound.
+TEST(shard_engine, a_dedupe_key_sent_again_at_the_same_instant_after_a_failed_write_is_kept_once) {
+  auto cfg = config(queue_spec("jobs").dedupe({key::header("id")}, 60s));
+  engine_driver d{cfg};
+  auto m = msg("x");
+  m.headers.push_back(header_field{"id", "k1"});
+  d.hold_writes = true;
+  auto first = d.enqueue({m});
+  d.fail_next();  // the key is forgotten: a retry is a new message
+  ASSERT_NE(d.reply_as<error>(first), nullptr);
+  d.hold_writes = false;
+  auto again = d.enqueue({m});  // same instant, same expiry; settle() checks the invariants
+  ASSERT_NE(d.reply_as<std::vector<message_id>>(again), nullptr);
+  EXPECT_EQ(*d.reply_as<std::vector<message_id>>(again),
+            *d.reply_as<std::vector<message_id>>(d.enqueue({m})));
 }
 
 TEST(shard_engine, groups_pages_list_each_group_once_in_lane_order) {
