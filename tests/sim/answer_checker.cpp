@@ -470,21 +470,19 @@ std::string answer_checker::reclaim_refused(const msg_rec& m, std::size_t l) con
 std::uint64_t answer_checker::end_sent(std::size_t l, end_kind k, timestamp now,
                                        duration retry_after, duration by) {
   auto& lr = leases_[l];
+  auto& m = msgs_.at(lr.body);
   if (k == end_kind::extend && lr.extends_open > 0) return 0;  // one at a time
-  if (k == end_kind::extend) ++lr.extends_open;                // open for good if a crash drops it
   auto op = next_op_++;
-  end_op e{l,
-           k,
-           now,
-           lr.deadline,
-           retry_after,
-           by,
-           must_fail(l, now),
-           lr.ends_live > 0 || lr.run != run_ || lr.extends_open > (k == end_kind::extend ? 1 : 0)};
+  // May fail without a broken rule: another ack or nack of this lease is under way, a restart
+  // came since, or an ack, nack or extend of another lease of the message is under way (it must
+  // fail; if it wrongly succeeded, its answer says so).
+  bool may_fail = lr.ends_live > 0 || lr.run != run_ || lr.extends_open > 0 || m.ends_open > 0;
+  end_op e{l, k, now, lr.deadline, retry_after, by, must_fail(l, now), may_fail};
+  if (k == end_kind::extend) ++lr.extends_open;  // open for good if a crash drops it
   if (k != end_kind::extend) ++lr.ends_live;
   if (k == end_kind::ack || k == end_kind::dead) ++lr.terminal_live;
-  const auto& group = msgs_.at(lr.body).group;
-  if (lr.run < run_ && !group.empty()) groups_.at(group).reclaim_run = run_;
+  ++m.ends_open;
+  if (lr.run < run_ && !m.group.empty()) groups_.at(m.group).reclaim_run = run_;
   ends_.emplace(op, std::move(e));
   return op;
 }
@@ -501,6 +499,7 @@ void answer_checker::end_answered(std::uint64_t op, const status& st, timestamp 
   if (node.empty()) return;  // cut by a crash
   const auto& e = node.mapped();
   auto& lr = leases_[e.lease];
+  --msgs_.at(lr.body).ends_open;
   trace(what(e.kind), lr.d.lease, e.sent, now,
         b(lr.body) + " " +
             (st ? "ok" + (e.kind == end_kind::extend ? " -> " + at(extended_to) : std::string{})
@@ -661,6 +660,7 @@ void answer_checker::redrive_answered(std::uint64_t op, const result<std::uint64
 void answer_checker::crash(timestamp now) {
   for (auto& [op, e] : ends_) {
     ++counts_.ends_cut;
+    --msgs_.at(leases_[e.lease].body).ends_open;
     if (e.kind == end_kind::ack || e.kind == end_kind::dead)
       leases_[e.lease].terminal_unknown = true;
   }

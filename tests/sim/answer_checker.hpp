@@ -174,6 +174,7 @@ class answer_checker {
     bool stored_possible = false;     ///< answered OK, or an enqueue's answer was lost
     bool acked = false;               ///< an ack of it was answered OK: gone for good
     int open = 0;                     ///< its enqueues without an answer
+    int ends_open = 0;                ///< acks, nacks and extends of it without an answer
     std::vector<std::size_t> leases;  ///< its deliveries, as read, by time granted
     std::size_t arrival_lease = 0;    ///< index of the first of them in the current arrival
     std::uint64_t hidden_base = 0;    ///< hidden receives when the current arrival began

@@ -75,8 +75,8 @@ void engine_episode::judge_end() {
     do_list(q, 1'000'000);
     read_all();
     std::set<message_id> dead(c.listed.begin(), c.listed.end());
-    judge_accounting(q, dead.size());
     c.checker->judge_drain(dead);
+    judge_accounting(q, dead.size());
   }
 }
 
