@@ -92,6 +92,15 @@ std::vector<delivery> shard_engine::take(std::uint32_t max, duration lease, time
       leases_.grant(token, item.msg, deadline, t);
     }
     out.push_back(delivery{std::move(item.msg), token, deadline, std::move(label)});
+#if LANEQ_CANARY_TWO_IN_FLIGHT
+    // Canary build (tests/sim/engine): a group's head is handed out twice in one answer, under
+    // two leases, so its group has two in flight (breaks G4).
+    if (item.group && out.size() < max) {
+      auto again = out.back();
+      ++again.lease.attempt;
+      out.push_back(std::move(again));
+    }
+#endif
   }
   counters_.delivered += out.size();
   return out;
@@ -109,12 +118,19 @@ void shard_engine::hand_out(request_id r, std::vector<delivery> out) {
   w.ops.reserve(out.size());
   for (const auto& d : out)
     w.ops.push_back(put_lease(cfg_.uid, codec::lease_record{d.lease, d.deadline, d.msg.seq}));
+#if LANEQ_CANARY_EARLY_LEASE
+  // Canary build (tests/sim/engine): durable delivery answers before its leases are committed,
+  // so a crash that loses them redelivers a message whose lease a consumer holds (breaks G4, R7).
+  reply(r, std::move(out));
+  w.answer = [](std::optional<error>) {};
+#else
   w.answer = [this, r, out = std::move(out)](std::optional<error> e) mutable {
     if (e)
       reply(r, storage_failure(cfg_.spec.name(), std::move(*e)));
     else
       reply(r, std::move(out));
   };
+#endif
   writes_.add(std::move(w));
 }
 
