@@ -436,7 +436,9 @@ std::string answer_checker::must_fail(std::size_t l, timestamp t) const {
   const auto& lr = leases_[l];
   const auto& m = msgs_.at(lr.body);
   if (lr.confirmed) return "an ack or nack of it was answered OK before";
-  if (reclaimable(lr, t)) return reclaim_refused(m, l);
+  // Within the grace, or after an op that may have taken its held head back (its answer not
+  // read yet).
+  if (reclaimable(lr, t) || (lr.run < run_ && lr.reclaims_open > 0)) return reclaim_refused(m, l);
   if (!cfg_.durable && lr.run < run_) return "it is from an earlier run and delivery is fast";
   if (later_lease(m, l) != m.leases.end()) return "its message was delivered again since";
   if (lr.extends_open == 0 && t >= lr.deadline) return "it was sent at or after its deadline";
@@ -478,6 +480,8 @@ std::uint64_t answer_checker::end_sent(std::size_t l, end_kind k, timestamp now,
   // fail; if it wrongly succeeded, its answer says so).
   bool may_fail = lr.ends_live > 0 || lr.run != run_ || lr.extends_open > 0 || m.ends_open > 0;
   end_op e{l, k, now, lr.deadline, retry_after, by, must_fail(l, now), may_fail};
+  e.reclaim = e.must_fail.empty() && lr.run < run_ && !cfg_.durable;
+  if (e.reclaim) ++lr.reclaims_open;
   if (k == end_kind::extend) ++lr.extends_open;  // open for good if a crash drops it
   if (k != end_kind::extend) ++lr.ends_live;
   if (k == end_kind::ack || k == end_kind::dead) ++lr.terminal_live;
@@ -500,6 +504,7 @@ void answer_checker::end_answered(std::uint64_t op, const status& st, timestamp 
   const auto& e = node.mapped();
   auto& lr = leases_[e.lease];
   --msgs_.at(lr.body).ends_open;
+  if (e.reclaim) --lr.reclaims_open;
   trace(what(e.kind), lr.d.lease, e.sent, now,
         b(lr.body) + " " +
             (st ? "ok" + (e.kind == end_kind::extend ? " -> " + at(extended_to) : std::string{})
@@ -661,6 +666,7 @@ void answer_checker::crash(timestamp now) {
   for (auto& [op, e] : ends_) {
     ++counts_.ends_cut;
     --msgs_.at(leases_[e.lease].body).ends_open;
+    if (e.reclaim) --leases_[e.lease].reclaims_open;
     if (e.kind == end_kind::ack || e.kind == end_kind::dead)
       leases_[e.lease].terminal_unknown = true;
   }

@@ -69,13 +69,14 @@ struct checker_counts {
 struct lease_rec {
   delivery d;
   std::uint64_t body = 0;
-  std::size_t client = 0;               ///< the driver's: which consumer holds it
-  std::uint64_t run = 0;                ///< the broker run that issued it
-  timestamp granted, deadline;          ///< the deadline as last confirmed by an extend
-  int ends_live = 0;                    ///< acks and nacks sent and not refused
-  int terminal_live = 0;                ///< ... of them acks and dead-letter nacks
-  int extends_open = 0;                 ///< extends sent and not answered (lost: open for good)
-  bool confirmed = false;               ///< an ack or nack of it was answered OK
+  std::size_t client = 0;       ///< the driver's: which consumer holds it
+  std::uint64_t run = 0;        ///< the broker run that issued it
+  timestamp granted, deadline;  ///< the deadline as last confirmed by an extend
+  int ends_live = 0;            ///< acks and nacks sent and not refused
+  int terminal_live = 0;        ///< ... of them acks and dead-letter nacks
+  int extends_open = 0;         ///< extends sent and not answered (lost: open for good)
+  int reclaims_open = 0;   ///< ops sent within the reclaim grace, not answered: may take it back
+  bool confirmed = false;  ///< an ack or nack of it was answered OK
   bool acked = false, dead = false;     ///< an ack / a dead-letter nack answered OK
   bool terminal_unknown = false;        ///< an ack or dead-letter nack whose outcome is unknown
   std::optional<timestamp> not_before;  ///< a retry nack answered OK: no redelivery before
@@ -203,6 +204,7 @@ class answer_checker {
     duration by;            ///< an extend's
     std::string must_fail;  ///< empty: it may succeed
     bool may_fail = false;  ///< something else was under way for the lease, or a restart since
+    bool reclaim = false;   ///< an old run's lease presented within the grace (R6)
   };
   struct receive_op {
     std::uint32_t max = 1;
