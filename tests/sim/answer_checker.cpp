@@ -271,12 +271,13 @@ void answer_checker::check_duplicate(const msg_rec& m, std::uint64_t body, times
 
 /// Whether lease `l` is surely live at `t`, as far as the clients know: no ack or nack of it
 /// was sent (or each was refused), no extend is under way (it sets the deadline to its time of
-/// arrival plus its `by`, which may be sooner), its deadline is later, and (fast delivery) no
-/// restart since.
+/// arrival plus its `by`, which may be sooner), its deadline is later, (fast delivery) no restart
+/// since, and no op of another lease of its message is under way (it must fail; if it wrongly
+/// succeeded, its own answer names the broken rule).
 bool answer_checker::live(std::size_t l, timestamp t) const {
   const auto& lr = leases_[l];
   return lr.ends_live == 0 && lr.extends_open == 0 && lr.deadline > t &&
-         (cfg_.durable || lr.run == run_);
+         (cfg_.durable || lr.run == run_) && msgs_.at(lr.body).ends_open == 0;
 }
 
 /// No lease read so far overlaps the new one: for each pair, the one granted first was not
@@ -498,7 +499,7 @@ std::string answer_checker::describe(const end_op& e) const {
 }
 
 void answer_checker::end_answered(std::uint64_t op, const status& st, timestamp extended_to,
-                                  timestamp now) {
+                                  timestamp now, bool alone) {
   auto node = ends_.extract(op);
   if (node.empty()) return;  // cut by a crash
   const auto& e = node.mapped();
@@ -511,7 +512,14 @@ void answer_checker::end_answered(std::uint64_t op, const status& st, timestamp 
                 : to_string(st.err())));
   if (e.kind == end_kind::ack && e.sent < e.deadline && now >= e.deadline)
     ++counts_.acks_racing_expiry;
-  if (!st && st.err().code == errc::storage_failed) return end_unknown(e);
+  if (!st && st.err().code == errc::storage_failed) {
+    // Its write failed, so it was taken (an op refused for its lease writes nothing); in a batch
+    // the failed write may be the others'.
+    if (alone && !e.must_fail.empty())
+      fail(check::stale_lease,
+           describe(e) + " was taken (" + to_string(st.err()) + "), but " + e.must_fail);
+    return end_unknown(e);
+  }
   if (e.kind == end_kind::extend) --lr.extends_open;
   if (!st) return refused(e, st.err(), now);
   ended_ok(e, extended_to, now);

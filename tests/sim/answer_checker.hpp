@@ -113,8 +113,10 @@ class answer_checker {
   /// extend while another is under way).
   std::uint64_t end_sent(std::size_t l, end_kind k, timestamp now, duration retry_after = {},
                          duration by = {});
-  /// `extended_to`: an extend's answer.
-  void end_answered(std::uint64_t op, const status& st, timestamp extended_to, timestamp now);
+  /// `extended_to`: an extend's answer; `alone`: not one lease of a batch ack (whose one answer
+  /// covers every lease of the batch).
+  void end_answered(std::uint64_t op, const status& st, timestamp extended_to, timestamp now,
+                    bool alone = true);
 
   // -- dead letters ---------------------------------------------------------------------------
 

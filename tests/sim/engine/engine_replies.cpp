@@ -113,7 +113,7 @@ void engine_episode::on_acked(const pending& p, const pending_reply& pr) {
     if (!*out) st = out->err();
     for (const auto& f : *out ? out->value() : std::vector<lease_outcome>{})
       if (f.lease == token) st = f.err;
-    checker.end_answered(op, st, timestamp{}, world_->now());
+    checker.end_answered(op, st, timestamp{}, world_->now(), p.acks.size() == 1);
   }
 }
 
