@@ -130,7 +130,7 @@ void engine_episode::draw_limits(queue_spec& spec, shard_config& cfg, queue_clie
     // Resends need the original's entry: a long window, and resends only to messages so recent
     // that the entry bound has not evicted them. Otherwise a short window and a small bound, so
     // that entries expire and are evicted.
-    cfg.dedupe_entries_max = c.resend ? 256 + pick(768) : 4 + pick(60);
+    cfg.dedupe_entries_max = c.resend ? 64 + pick(192) : 4 + pick(60);
     c.resend_horizon = cfg.dedupe_entries_max / 2;
     spec.dedupe({key::header("id")}, c.resend ? duration{3'600'000'000} : pick_us(5'000, 500'000));
   }
