@@ -104,8 +104,8 @@ std::vector<delivery> shard_engine::take(std::uint32_t max, duration lease, time
     }
     out.push_back(delivery{std::move(item.msg), token, deadline, std::move(label)});
 #if LANEQ_CANARY_TWO_IN_FLIGHT
-    // Canary build (tests/sim): a group's head is handed out twice in one answer, under two
-    // leases, so its group has two in flight (breaks G4).
+    // Canary build (tests/sim, tests/sim/engine): a group's head is handed out twice in one
+    // answer, under two leases, so its group has two in flight (breaks G4).
     if (item.group && out.size() < max) {
       auto again = out.back();
       ++again.lease.attempt;
@@ -130,19 +130,19 @@ void shard_engine::hand_out(request_id r, std::vector<delivery> out) {
   for (const auto& d : out)
     w.ops.push_back(put_lease(cfg_.uid, codec::lease_record{d.lease, d.deadline, d.msg.seq}));
 #if LANEQ_CANARY_EARLY_LEASE
-  // Canary build (tests/sim): the answer goes before the leases are committed, so a crash that
-  // loses them redelivers a message whose lease a consumer holds (breaks G4, R7). Only a
-  // simulation whose crashes find writes uncommitted can see it.
+  // Canary build (tests/sim, tests/sim/engine): durable delivery answers before its leases are
+  // committed, so a crash that loses them redelivers a message whose lease a consumer holds
+  // (breaks G4, R7). Only a simulation whose crashes find writes uncommitted can see it.
   reply(r, std::move(out));
-  writes_.add(std::move(w));
-  return;
-#endif
+  w.answer = [](std::optional<error>) {};
+#else
   w.answer = [this, r, out = std::move(out)](std::optional<error> e) mutable {
     if (e)
       reply(r, storage_failure(cfg_.spec.name(), std::move(*e)));
     else
       reply(r, std::move(out));
   };
+#endif
   writes_.add(std::move(w));
 }
 

@@ -1,6 +1,8 @@
 // A shard's writes in order (libqueue/include/laneq/write_log.hpp).
 #include "laneq/write_log.hpp"
 
+#include <algorithm>
+
 #include "laneq/assert.hpp"
 
 namespace laneq {
@@ -20,7 +22,7 @@ void write_log::add(write_request w) {
     if (w.settle) w.settle(false);
     return;
   }
-  entries_.push_back(entry{next_id_++, std::move(w), state::waiting, false, false, false});
+  entries_.push_back(entry{next_id_++, std::move(w), state::waiting, false, false, false, false});
   auto& e = entries_.back();
   if (parked_) {
     answer(e, parked_error());  // sent with the retry
@@ -32,7 +34,7 @@ void write_log::add(write_request w) {
 void write_log::add_durable(std::function<void()> settle, timestamp now) {
   write_request w;
   w.settle = [f = std::move(settle)](bool) { f(); };
-  entries_.push_back(entry{next_id_++, std::move(w), state::durable, true, false, true});
+  entries_.push_back(entry{next_id_++, std::move(w), state::durable, true, false, true, false});
   settle_front(now);
 }
 
@@ -42,9 +44,13 @@ void write_log::queue(entry& e) {
 }
 
 write_log::entry* write_log::find(std::uint64_t id) {
-  if (entries_.empty() || id < entries_.front().id) return nullptr;
-  auto i = id - entries_.front().id;
-  return i < entries_.size() ? &entries_[i] : nullptr;
+  // Ids increase from the front but need not be consecutive: a resend drops the failed writes
+  // that admit from anywhere in the log. (Found by the engine simulation: a lookup by offset from
+  // the front named the wrong write after such a gap, so the writes after it were never sent
+  // again and never settled.)
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), id,
+                             [](const entry& e, std::uint64_t x) { return e.id < x; });
+  return it != entries_.end() && it->id == id ? &*it : nullptr;
 }
 
 void write_log::answer(entry& e, std::optional<error> failure) {
@@ -59,9 +65,13 @@ void write_log::on_answer(std::uint64_t id, std::optional<error> failure, timest
   --in_flight_;
   if (failure) {
     e->st = state::failed;
-    answer(*e, std::move(failure));
+    // A write that admits and was committed once is in the store whatever this send did: it is
+    // never dropped, and its client hears only once it settles (found by the engine simulation:
+    // such an enqueue was answered storage_failed, and its messages came back after a restart).
+    if (!e->committed_once) answer(*e, std::move(failure));
   } else {
     e->st = state::durable;
+    e->committed_once = true;
   }
   settle_front(now);
 }
@@ -76,7 +86,7 @@ void write_log::settle_front(timestamp now) {
       if (settle) settle(true);  // may add writes: `e` is gone by then
       continue;
     }
-    if (e.st == state::failed && e.w.admits) {
+    if (e.st == state::failed && droppable(e)) {
       auto settle = std::move(e.w.settle);
       entries_.pop_front();
       if (settle) settle(false);
@@ -106,7 +116,7 @@ void write_log::resend() {
   std::deque<entry> kept;
   std::vector<std::function<void(bool)>> dropped;
   for (auto& e : entries_) {
-    if (e.w.admits && e.st == state::failed) {
+    if (e.st == state::failed && droppable(e)) {
       dropped.push_back(std::move(e.w.settle));
       continue;
     }
@@ -157,7 +167,7 @@ void write_log::check_invariants() const {
   std::size_t sent = 0;
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     const auto& e = entries_[i];
-    if (i > 0) LANEQ_ASSERT(e.id == entries_[i - 1].id + 1, "ids are consecutive");
+    if (i > 0) LANEQ_ASSERT(e.id > entries_[i - 1].id, "ids increase from the front");
     if (e.st == state::sent) ++sent;
   }
   LANEQ_ASSERT(sent == in_flight_, "every sent write is in flight until answered");

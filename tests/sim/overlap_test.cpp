@@ -7,23 +7,11 @@
 // answer not yet read is lost with its connection, and a new broker recovers from what the store
 // committed. So acks race lease expiries, receives race enqueues, and a crash finds writes
 // uncommitted.
-// The checker sees only what a client sees (the answers, in the order the clients read them),
-// like the journals of tests/crash/kill9 and tests/crash/broker_power_loss, and judges:
-//   lost (G1/G2): every enqueue answered OK (or whose message was delivered) ends acked or dead
-//     by the final drain;
-//   duplicate (R8): no message is delivered again after an ack of it was answered OK;
-//   order (G3): per group, deliveries follow the order of its enqueues (each group has one
-//     producer that waits for an answer before its next enqueue of the group);
-//   in-flight (G4): at most one live lease per group (or message): of two leases, the one granted
-//     first is not live when the other is granted; a lease lives from its grant to its deadline
-//     unless an ack or nack of it was sent (and not refused) before the other was read, or an
-//     extend of it is under way (it may shorten the lease);
-//   stale-lease (O5): an ack, nack or extend answered OK was of a live lease: not sent at or after
-//     its deadline, nor after the message was delivered again, nor after an ack or nack of it was
-//     answered OK, nor (fast delivery) after a restart;
-//   live-lease (O5): one of the current lease, sent before its deadline with nothing else under
-//     way for it and answered at the same simulated instant, failed;
-//   not-before (O6): a message nacked with retry_after is not delivered again before it.
+// The checker (answer_checker.hpp, shared with the engine simulation in engine/) sees only what a
+// client sees (the answers, in the order the clients read them), like the journals of
+// tests/crash/kill9 and tests/crash/broker_power_loss, and judges lost (G1/G2), duplicate (R8),
+// order (G3: each group has one producer that waits for an answer before its next enqueue of the
+// group), in-flight (G4), stale-lease and live-lease (O5) and not-before (O6).
 // Coverage is asserted: crashes that lost uncommitted writes, acks answered after their lease's
 // deadline passed (the ack raced the expiry), and receives sent while an enqueue was under way.
 // Environment: LANEQ_SIM_SEED (default random, printed), LANEQ_SIM_OVERLAP_STEPS.
@@ -39,6 +27,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "answer_checker.hpp"
 #include "checks.hpp"
 #include "harness.hpp"
 #include "laneq/actors/memory_store.hpp"
@@ -267,55 +256,13 @@ std::vector<std::string> unmet(const overlap_coverage& c) {
   return out;
 }
 
-/// One message as the clients know it, by the number in its body.
-struct msg_rec {
-  std::string group;    ///< "" = unordered
-  std::size_t pos = 0;  ///< its place in its group's enqueue order
-  std::optional<message_id> id;
-  bool sent = false;                ///< its enqueue went out
-  bool answered = false;            ///< its enqueue was answered OK
-  bool open = false;                ///< its enqueue has no answer yet
-  std::vector<std::size_t> leases;  ///< its deliveries, as read
-  /// The clients know it is stored: its enqueue was answered OK, or it was delivered.
-  bool known() const { return answered || !leases.empty(); }
-};
-
-enum class end_kind { ack, retry, dead, extend };
-
-/// One delivery, as read by a client, and what was done with its lease.
-struct lease_rec {
-  delivery d;
-  std::uint64_t body = 0;
-  std::size_t client = 0;
-  std::uint64_t run = 0;        ///< the broker run that issued it
-  timestamp granted, deadline;  ///< the deadline as last confirmed by an extend
-  int ends_live = 0;            ///< acks and nacks sent and not refused
-  int terminal_live = 0;        ///< ... of them acks and dead-letter nacks
-  int extends_open = 0;         ///< extends sent and not answered (lost in a crash: open for good)
-  bool confirmed = false;       ///< an ack or nack of it was answered OK
-  bool acked = false, dead = false;     ///< an ack / a dead-letter nack answered OK
-  bool terminal_unknown = false;        ///< an ack or dead-letter nack lost in a crash
-  std::optional<timestamp> not_before;  ///< a retry nack answered OK: no redelivery before
-};
-
-struct group_rec {
-  std::vector<std::uint64_t> bodies;  ///< in enqueue order
-  std::vector<std::size_t> leases;    ///< leases that may still be live
+/// A group of the queue as its producer knows it.
+struct producer_group {
   std::size_t producer = 0;
   bool busy = false;  ///< its producer waits for an enqueue's answer
 };
 
-/// An ack, nack or extend under way: why it must fail, if it must.
-struct end_op {
-  std::size_t lease = 0;
-  end_kind kind = end_kind::ack;
-  timestamp sent;
-  timestamp deadline;     ///< the lease's deadline when it was sent
-  duration retry_after;   ///< a retry nack's
-  duration by;            ///< an extend's
-  std::string must_fail;  ///< empty: it may succeed
-  bool may_fail = false;  ///< another ack or nack of the lease was under way, or a restart since
-};
+using sim::end_kind;
 
 class simulation {
  public:
@@ -327,7 +274,8 @@ class simulation {
         rng_(seed * 1'000'003 + episode + 77),
         durable_(episode % 2 == 1),
         lease_(std::int64_t(50'000 + pick(500'000))),
-        w_(seed, draw_options()) {
+        w_(seed, draw_options()),
+        checker_(checker_setup()) {
     queue_spec spec("overlap");
     spec.ordered_by({key::header("account")})
         .when_ordering_key_missing(missing_ordering_key::unordered)
@@ -335,7 +283,7 @@ class simulation {
         .lease(lease_);
     if (durable_) spec.delivery(delivery_durability::durable);
     auto q = w_.ask<queue_api, bool>(w_.admin(), create_atom_v, spec);
-    if (!q) fail(check::api, "create_queue failed");
+    if (!q) checker_.fail(check::api, "create_queue failed");
     q_ = std::get<0>(*q);
     auto n_clients = 3 + pick(3);
     for (std::uint64_t i = 0; i < n_clients; ++i)
@@ -356,9 +304,18 @@ class simulation {
   void run() {
     for (step_ = 0; step_ < steps_; ++step_) {
       step();
-      cov_.most_requests_open = std::max<std::uint64_t>(cov_.most_requests_open, open_.size());
+      cov_.most_requests_open =
+          std::max<std::uint64_t>(cov_.most_requests_open, checker_.ends_open());
     }
     drain();
+    const auto& n = checker_.counts();
+    cov_.acks_racing_expiry += n.acks_racing_expiry;
+    cov_.enqueues_cut += n.enqueues_cut;
+    cov_.ends_cut += n.ends_cut;
+    cov_.deliveries += n.deliveries;
+    cov_.delivered_before_answer += n.delivered_before_answer;
+    cov_.acks += n.acks;
+    cov_.stale_refused += n.stale_refused;
   }
 
   /// Client side: sends request `op` (dropped when a crash came between the simulation handing
@@ -386,23 +343,33 @@ class simulation {
     return o;
   }
 
-  [[noreturn]] void fail(check kind, const std::string& what) {
+  /// The checker's view of the queue: delivery mode, no dead letter by expiry, no reclaim grace.
+  sim::checker_config checker_setup() {
+    sim::checker_config c;
+    c.durable = durable_;
+    c.max_attempts = limits::max_attempts_max;
+    c.context = [this] { return context(); };
+    c.trace = std::getenv("LANEQ_SIM_TRACE") != nullptr;
+    c.origin = test::sim_epoch;
+    c.label = "overlap";
+    return c;
+  }
+
+  /// Where the run is, for a failure: the checker prints it after what failed.
+  std::string context() {
     std::ostringstream os;
-    os << "INVARIANT VIOLATED (" << sim::name_of(kind) << "): " << what << "\n  seed " << seed_
-       << ", episode " << episode_ << ", step " << step_ << ", run " << run_
-       << ", t=" << at(w_.now()) << ", " << (durable_ ? "durable" : "fast") << ", lease "
-       << lease_.count() << "us"
+    os << "seed " << seed_ << ", episode " << episode_ << ", step " << step_
+       << ", t=" << at(w_.now()) << ", lease " << lease_.count() << "us"
        << "\n  rerun: LANEQ_SIM_SEED=" << seed_
        << " LANEQ_SIM_OVERLAP_STEPS=" << sim::env_u64("LANEQ_SIM_OVERLAP_STEPS", default_steps)
        << " build/release/bin/laneq_sim_tests --gtest_filter='Sim.overlapping_requests'";
-    if (!failure_) failure_ = os.str();
-    throw sim::checker_failure(*failure_);
+    return os.str();
   }
 
   /// A check that failed inside an actor's handler (where CAF may catch the exception) fails
   /// the run once the job is over.
   void rethrow() const {
-    if (failure_) throw sim::checker_failure(*failure_);
+    if (checker_.failure()) throw sim::checker_failure(*checker_.failure());
   }
 
   void settle() {
@@ -470,15 +437,9 @@ class simulation {
   }
 
   void do_crash() {
-    trace("crash", {}, w_.now());
+    if (std::getenv("LANEQ_SIM_TRACE")) std::cout << "  [" << at(w_.now()) << "] crash\n";
     ++cov_.crashes;
-    cov_.enqueues_cut += enqueues_open_;
-    for (auto& [op, e] : open_) {
-      ++cov_.ends_cut;
-      auto& l = leases_[e.lease];
-      if (e.kind == end_kind::ack || e.kind == end_kind::dead) l.terminal_unknown = true;
-    }
-    open_.clear();
+    checker_.crash(w_.now());
     ++run_;  // every answer not yet read is lost with its connection
     auto lost = w_.crash();
     if (lost > 0) {
@@ -486,20 +447,10 @@ class simulation {
       cov_.writes_lost += lost;
     }
     auto q = w_.ask<queue_api>(w_.admin(), lookup_atom_v, std::string{"overlap"});
-    if (!q) fail(check::recovery, "the queue is gone after a restart");
+    if (!q) checker_.fail(check::recovery, "the queue is gone after a restart");
     q_ = std::get<0>(*q);
     for (auto& [name, g] : groups_) g.busy = false;
-    for (auto& [body, m] : msgs_) m.open = false;
-    enqueues_open_ = 0;
     polls_open_ = 0;
-  }
-
-  /// LANEQ_SIM_TRACE=1: every delivery read and every answer to an ack, nack or extend.
-  void trace(const char* what, const lease_token& l, timestamp t, const std::string& more = {}) {
-    static const bool on = std::getenv("LANEQ_SIM_TRACE") != nullptr;
-    if (on)
-      std::cout << "  [" << at(w_.now()) << " run " << run_ << "] " << what << " " << to_string(l)
-                << " @" << at(t) << " " << more << "\n";
   }
 
   /// Is the answer to a request sent in broker run `run` still read? (Not after a crash.)
@@ -517,53 +468,31 @@ class simulation {
     std::vector<std::uint64_t> bodies;
     std::set<std::string> used;
     for (std::uint64_t i = 0, n = 1 + pick(3); i < n; ++i) {
-      auto body = next_body_++;
-      auto& m = msgs_[body];
       outgoing_message om;
-      om.body = "b" + std::to_string(body);
+      std::string group;
       if (!free.empty() && pick(4) != 0) {
-        m.group = free[pick(free.size())];
-        om.headers.push_back({"account", m.group});
-        auto& g = groups_.at(m.group);
-        m.pos = g.bodies.size();
-        g.bodies.push_back(body);
-        used.insert(m.group);
+        group = free[pick(free.size())];
+        om.headers.push_back({"account", group});
+        used.insert(group);
       }
+      auto body = checker_.new_message(group);
+      om.body = sim::answer_checker::body_text(body);
       batch.push_back(std::move(om));
       bodies.push_back(body);
     }
     for (const auto& g : used) groups_.at(g).busy = true;
     issue(c, [this, batch = std::move(batch), bodies, used](caf::event_based_actor* self) {
-      for (auto b : bodies) msgs_.at(b).sent = msgs_.at(b).open = true;
-      ++enqueues_open_;
+      auto op = checker_.enqueue_sent(bodies, w_.now());
       auto run = run_;
+      auto answered = [this, run, op, used](result<std::vector<message_id>> ids) {
+        if (!current(run)) return;
+        checker_.enqueue_answered(op, ids);
+        for (const auto& g : used) groups_.at(g).busy = false;
+      };
       self->request(q_, caf::infinite, enqueue_atom_v, batch)
-          .then(
-              [this, run, bodies, used](std::vector<message_id>& ids) {
-                if (current(run)) enqueued(bodies, used, ids);
-              },
-              [this, run](caf::error& e) {
-                if (current(run)) fail(check::api, "enqueue failed: " + to_string(from_caf(e)));
-              });
+          .then([answered](std::vector<message_id>& ids) { answered(std::move(ids)); },
+                [answered](caf::error& e) { answered(from_caf(e)); });
     });
-  }
-
-  void enqueued(const std::vector<std::uint64_t>& bodies, const std::set<std::string>& used,
-                const std::vector<message_id>& ids) {
-    if (ids.size() != bodies.size())
-      fail(check::api, "an enqueue answered the wrong number of ids");
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      auto& m = msgs_.at(bodies[i]);
-      if (m.id && *m.id != ids[i])
-        fail(check::api, "message b" + std::to_string(bodies[i]) + " was delivered as id " +
-                             std::to_string(m.id->value) + " but its enqueue answered " +
-                             std::to_string(ids[i].value));
-      m.id = ids[i];
-      m.answered = true;
-      m.open = false;
-    }
-    for (const auto& g : used) groups_.at(g).busy = false;
-    --enqueues_open_;
   }
 
   /// A receive of up to 4 messages; a quarter of them long polls (at most two wait at a time).
@@ -574,21 +503,19 @@ class simulation {
     std::int64_t wait = poll ? std::int64_t(1 + pick(300'000)) : 0;
     if (poll) ++polls_open_;
     issue(c, [this, c, max, wait, poll](caf::event_based_actor* self) {
-      if (enqueues_open_ > 0) ++cov_.receives_racing_enqueues;
+      if (checker_.enqueues_open() > 0) ++cov_.receives_racing_enqueues;
       if (poll) ++cov_.long_polls;
+      auto op = checker_.receive_sent(max, lease_, w_.now());
       auto run = run_;
+      auto answered = [this, run, op, c, poll](result<std::vector<delivery>> ds) {
+        if (!current(run)) return;
+        if (poll) --polls_open_;
+        last_received_ = ds ? ds.value().size() : 0;
+        for (auto l : checker_.receive_answered(op, ds, w_.now(), c)) held_.push_back(l);
+      };
       self->request(q_, caf::infinite, receive_atom_v, receive_request{max, 0, wait})
-          .then(
-              [this, run, c, max, poll](std::vector<delivery>& ds) {
-                if (!current(run)) return;
-                if (poll) --polls_open_;
-                if (ds.size() > max) fail(check::api, "a receive answered more than it asked");
-                for (const auto& d : ds) delivered(d, c);
-                last_received_ = ds.size();
-              },
-              [this, run](caf::error& e) {
-                if (current(run)) fail(check::api, "receive failed: " + to_string(from_caf(e)));
-              });
+          .then([answered](std::vector<delivery>& ds) { answered(std::move(ds)); },
+                [answered](caf::error& e) { answered(from_caf(e)); });
     });
   }
 
@@ -623,44 +550,21 @@ class simulation {
     send_end(l, r < 7 ? end_kind::ack : r < 9 ? end_kind::retry : end_kind::extend);
   }
 
-  /// Why an ack, nack or extend of lease `l` sent now must fail; empty if it may succeed.
-  std::string must_fail(std::size_t l, timestamp t) const {
-    const auto& lr = leases_[l];
-    if (lr.confirmed) return "an ack or nack of it was answered OK before";
-    if (msgs_.at(lr.body).leases.back() != l) return "its message was delivered again since";
-    if (!durable_ && lr.run < run_) return "it is from an earlier run and delivery is fast";
-    if (lr.extends_open == 0 && t >= lr.deadline) return "it was sent at or after its deadline";
-    return {};
-  }
-
   void send_end(std::size_t l, end_kind k) {
-    auto& issued = leases_[l];
-    if (k == end_kind::extend && issued.extends_open > 0) return;  // one at a time
-    if (k == end_kind::extend) ++issued.extends_open;  // open for good if a crash drops it
     duration retry_after{std::int64_t(pick(3) == 0 ? 0 : pick(std::uint64_t(lease_.count())))};
     duration by{std::int64_t(1'000 + pick(std::uint64_t(lease_.count())))};
-    issue(issued.client, [this, l, k, retry_after, by](caf::event_based_actor* self) {
-      auto& lr = leases_[l];
-      auto op = next_op_++;
-      auto t = w_.now();
-      open_.emplace(op, end_op{l, k, t, lr.deadline, retry_after, by, must_fail(l, t),
-                               lr.ends_live > 0 || lr.run != run_ ||
-                                   lr.extends_open > (k == end_kind::extend ? 1 : 0)});
-      if (k != end_kind::extend) ++lr.ends_live;
-      if (k == end_kind::ack || k == end_kind::dead) ++lr.terminal_live;
-      request_end(self, op, lr.d.lease, k, retry_after, by);
+    issue(checker_.lease(l).client, [this, l, k, retry_after, by](caf::event_based_actor* self) {
+      auto op = checker_.end_sent(l, k, w_.now(), retry_after, by);
+      if (op == 0) return;  // an extend of it is under way
+      request_end(self, op, checker_.lease(l).d.lease, k, retry_after, by);
     });
   }
 
-  /// Client side: sends the ack, nack or extend `op`; its answer goes to `ended`.
+  /// Client side: sends the ack, nack or extend `op`; its answer goes to the checker.
   void request_end(caf::event_based_actor* self, std::uint64_t op, const lease_token& token,
                    end_kind k, duration retry_after, duration by) {
     auto answered = [this, run = run_, op](const status& st, timestamp extended_to) {
-      if (!current(run)) return;
-      auto it = open_.find(op);
-      auto e = it->second;
-      open_.erase(it);
-      ended(e, st, extended_to);
+      if (current(run)) checker_.end_answered(op, st, extended_to, w_.now());
     };
     auto failed = [answered](caf::error& err) { answered(from_caf(err), timestamp{}); };
     switch (k) {
@@ -686,211 +590,6 @@ class simulation {
     }
   }
 
-  // -- what the answers say -------------------------------------------------------------------
-
-  static const char* what(end_kind k) {
-    switch (k) {
-      case end_kind::ack: return "ack";
-      case end_kind::retry: return "nack";
-      case end_kind::dead: return "dead-letter nack";
-      case end_kind::extend: return "extend";
-    }
-    return "?";
-  }
-
-  std::string describe(const end_op& e) const {
-    const auto& lr = leases_[e.lease];
-    return std::string{what(e.kind)} + " of lease " + to_string(lr.d.lease) + " (message b" +
-           std::to_string(lr.body) + ", deadline " + at(e.deadline) + "), sent at " + at(e.sent) +
-           ",";
-  }
-
-  void ended(const end_op& e, const status& st, timestamp extended_to) {
-    auto& lr = leases_[e.lease];
-    trace(what(e.kind), lr.d.lease, e.sent,
-          st.ok() ? "ok" + (e.kind == end_kind::extend ? " -> " + at(extended_to) : std::string{})
-                  : to_string(st.err()));
-    const auto& m = msgs_.at(lr.body);
-    auto t = w_.now();
-    if (e.kind == end_kind::extend) --lr.extends_open;
-    if (e.kind == end_kind::ack && e.sent < e.deadline && t >= e.deadline)
-      ++cov_.acks_racing_expiry;
-    if (!st.ok()) return refused(e, st.err());
-    if (!e.must_fail.empty())
-      fail(check::stale_lease, describe(e) + " succeeded, but " + e.must_fail);
-    auto next = std::find(m.leases.begin(), m.leases.end(), e.lease) + 1;
-    bool again = next != m.leases.end();
-    switch (e.kind) {
-      case end_kind::ack:
-      case end_kind::dead:
-        if (again)
-          fail(check::stale_lease, describe(e) + " succeeded, but its message was delivered " +
-                                       "again under lease " + to_string(leases_[*next].d.lease) +
-                                       " before the answer");
-        lr.confirmed = true;
-        (e.kind == end_kind::ack ? lr.acked : lr.dead) = true;
-        if (e.kind == end_kind::ack) ++cov_.acks;
-        break;
-      case end_kind::retry:
-        lr.confirmed = true;
-        lr.not_before = e.sent + e.retry_after;
-        if (again) check_not_before(e.lease, leases_[*next].granted);
-        break;
-      case end_kind::extend:
-        if (t == e.sent && extended_to != t + e.by)
-          fail(check::api, describe(e) + " answered the deadline " + at(extended_to));
-        lr.deadline = extended_to;
-        if (lr.ends_live > 0) break;  // an ack or nack of it went out: it may have ended
-        for (auto it = next; it != m.leases.end(); ++it)
-          if (leases_[*it].granted < extended_to)
-            fail(check::in_flight, describe(e) + " extended it to " + at(extended_to) +
-                                       ", but lease " + to_string(leases_[*it].d.lease) +
-                                       " of the same message was granted before that");
-        break;
-    }
-  }
-
-  void refused(const end_op& e, const error& err) {
-    auto& lr = leases_[e.lease];
-    if (e.kind != end_kind::extend) --lr.ends_live;
-    if (e.kind == end_kind::ack || e.kind == end_kind::dead) --lr.terminal_live;
-    if (err.code != errc::lease_not_found && err.code != errc::lease_expired)
-      fail(check::api, describe(e) + " failed: " + to_string(err));
-    ++cov_.stale_refused;
-    // Sent before the deadline and answered at the same instant, of the current lease of this
-    // run, with nothing else under way for it: the broker saw a live lease.
-    bool current_lease = msgs_.at(lr.body).leases.back() == e.lease;
-    if (e.must_fail.empty() && !e.may_fail && current_lease && w_.now() == e.sent &&
-        e.sent < e.deadline && lr.run == run_)
-      fail(check::live_lease, describe(e) + " failed at once: " + to_string(err));
-  }
-
-  /// A delivery as client `c` read it.
-  void delivered(const delivery& d, std::size_t c) {
-    auto body = std::strtoull(d.msg.body.c_str() + (d.msg.body.empty() ? 0 : 1), nullptr, 10);
-    auto it = msgs_.find(body);
-    if (d.msg.body.empty() || d.msg.body[0] != 'b' || it == msgs_.end() || !it->second.sent)
-      fail(check::api, "delivered a message never sent: '" + d.msg.body + "'");
-    auto& m = it->second;
-    if (m.id && *m.id != d.msg.id)
-      fail(check::api, "message b" + std::to_string(body) + " delivered as id " +
-                           std::to_string(d.msg.id.value) + ", known as " +
-                           std::to_string(m.id->value));
-    m.id = d.msg.id;
-    if (m.open) ++cov_.delivered_before_answer;
-    ++cov_.deliveries;
-    auto granted = d.deadline - lease_;
-    if (granted > w_.now()) fail(check::api, "a delivery with a deadline past its lease");
-    trace("read", d.lease, granted);
-    bool first_sight = !m.known();
-    // Answers may be read in another order than the broker gave them: each check looks at the
-    // deliveries by the time they were granted.
-    auto at = std::upper_bound(m.leases.begin(), m.leases.end(), granted,
-                               [&](timestamp t, std::size_t l) { return t < leases_[l].granted; });
-    check_duplicate(m, body, granted);
-    check_in_flight(m, granted, d);
-    check_order(m, body, first_sight);
-    if (at != m.leases.begin()) check_not_before(*(at - 1), granted);
-    lease_rec lr;
-    lr.d = d;
-    lr.body = body;
-    lr.client = c;
-    lr.run = run_;
-    lr.granted = granted;
-    lr.deadline = d.deadline;
-    leases_.push_back(lr);
-    auto l = leases_.size() - 1;
-    m.leases.insert(at, l);
-    if (!m.group.empty()) groups_.at(m.group).leases.push_back(l);
-    held_.push_back(l);
-  }
-
-  void check_duplicate(const msg_rec& m, std::uint64_t body, timestamp granted) {
-    for (auto l : m.leases) {
-      if (leases_[l].granted > granted) continue;  // read out of order: granted later
-      if (leases_[l].acked)
-        fail(check::duplicate, "message b" + std::to_string(body) +
-                                   " delivered again after the ack of lease " +
-                                   to_string(leases_[l].d.lease) + " was answered OK");
-      if (leases_[l].dead)
-        fail(check::duplicate, "message b" + std::to_string(body) +
-                                   " delivered again after it was dead-lettered (lease " +
-                                   to_string(leases_[l].d.lease) + ")");
-    }
-  }
-
-  /// Whether lease `l` is surely live at `t`, as far as the clients know: no ack or nack of it
-  /// was sent (or each was refused), no extend is under way (it sets the deadline to its time of
-  /// arrival plus its `by`, which may be sooner), its deadline is later, and (fast delivery) no
-  /// restart since.
-  bool live(std::size_t l, timestamp t) const {
-    const auto& lr = leases_[l];
-    return lr.ends_live == 0 && lr.extends_open == 0 && lr.deadline > t &&
-           (durable_ || lr.run == run_);
-  }
-
-  /// No lease read so far overlaps the new one: for each pair, the one granted first was not
-  /// live when the other was granted (the new one was not ended yet: it was just read).
-  void check_in_flight(msg_rec& m, timestamp granted, const delivery& d) {
-    auto judge = [&](std::size_t l) {
-      const auto& other = leases_[l];
-      bool overlap = other.granted <= granted
-                         ? live(l, granted)
-                         : d.deadline > other.granted && (durable_ || other.run == run_);
-      if (overlap)
-        fail(check::in_flight,
-             "lease " + to_string(d.lease) + " (message b" + d.msg.body.substr(1) +
-                 (m.group.empty() ? "" : ", group " + m.group) + ") granted at " + at(granted) +
-                 ", live until " + at(d.deadline) + ", and lease " + to_string(other.d.lease) +
-                 " (message b" + std::to_string(other.body) + ") granted at " + at(other.granted) +
-                 ", live until " + at(other.deadline));
-    };
-    if (m.group.empty()) {
-      for (auto l : m.leases) judge(l);
-      return;
-    }
-    auto& open = groups_.at(m.group).leases;
-    auto horizon = w_.now() - 4 * lease_;  // leases long over: not worth keeping
-    std::erase_if(
-        open, [&](std::size_t l) { return leases_[l].confirmed || leases_[l].deadline < horizon; });
-    for (auto l : open) judge(l);
-  }
-
-  /// An ack or a dead-letter nack of `m`'s latest delivery was sent and not refused.
-  bool released(const msg_rec& m) const {
-    return !m.leases.empty() && leases_[m.leases.back()].terminal_live > 0;
-  }
-
-  void check_order(const msg_rec& m, std::uint64_t body, bool first_sight) {
-    if (m.group.empty()) return;
-    const auto& bodies = groups_.at(m.group).bodies;
-    for (std::size_t i = 0; i < m.pos; ++i) {
-      const auto& y = msgs_.at(bodies[i]);
-      if (y.known() && !released(y))
-        fail(check::order, "group " + m.group + ": b" + std::to_string(body) + " (enqueue #" +
-                               std::to_string(m.pos) + " of the group) delivered while b" +
-                               std::to_string(bodies[i]) + " (enqueue #" + std::to_string(i) +
-                               ", stored) was not released");
-    }
-    // A message first seen now (its enqueue's answer was lost in a crash) was stored before any
-    // later enqueue of its group, sent after that crash, so none of those may have gone first.
-    if (!first_sight) return;
-    for (std::size_t i = m.pos + 1; i < bodies.size(); ++i)
-      if (!msgs_.at(bodies[i]).leases.empty())
-        fail(check::order, "group " + m.group + ": b" + std::to_string(body) + " (enqueue #" +
-                               std::to_string(m.pos) + " of the group) first delivered after b" +
-                               std::to_string(bodies[i]) + " (enqueue #" + std::to_string(i) + ")");
-  }
-
-  /// A delivery granted at `granted` after lease `l` is not earlier than `l`'s retry nack allows.
-  void check_not_before(std::size_t l, timestamp granted) {
-    const auto& lr = leases_[l];
-    if (lr.not_before && granted < *lr.not_before)
-      fail(check::not_before, "message b" + std::to_string(lr.body) + " delivered at " +
-                                  at(granted) + ", before the retry_after of its nack of lease " +
-                                  to_string(lr.d.lease) + " ended at " + at(*lr.not_before));
-  }
-
   // -- the drain ------------------------------------------------------------------------------
 
   /// No more crashes; every actor runs to idle. Each round acks what the consumers hold, lets
@@ -913,23 +612,12 @@ class simulation {
       settle();
       done = last_received_ == 0 && held_.empty();
     }
-    if (!done) fail(check::lost, "the drain did not end");
+    if (!done) checker_.fail(check::lost, "the drain did not end");
     auto dls = w_.ask<std::vector<dead_letter>>(q_, dlq_atom_v, std::uint32_t{100'000});
-    if (!dls) fail(check::api, "dead_letters failed");
+    if (!dls) checker_.fail(check::api, "dead_letters failed");
     std::set<message_id> dead;
     for (const auto& dl : std::get<0>(*dls)) dead.insert(dl.msg.id);
-    for (const auto& [body, m] : msgs_) {
-      if (!m.known()) continue;
-      if (!m.leases.empty()) {
-        const auto& lr = leases_[m.leases.back()];
-        if (lr.acked || lr.dead || lr.terminal_unknown) continue;
-      }
-      if (m.id && dead.count(*m.id)) continue;
-      fail(check::lost, "message b" + std::to_string(body) +
-                            (m.answered ? " (enqueue answered OK" : " (delivered") +
-                            ", delivered " + std::to_string(m.leases.size()) +
-                            " times) is neither acked nor dead after the drain");
-    }
+    checker_.judge_drain(dead);
   }
 
   std::uint64_t seed_, episode_, steps_;
@@ -938,23 +626,20 @@ class simulation {
   bool durable_;
   duration lease_;
   world w_;
+  sim::answer_checker checker_;
   queue_api q_;
   std::vector<caf::actor> clients_;
   std::uint64_t step_ = 0;
   std::uint64_t run_ = 1;  ///< the broker run; answers to requests of earlier runs are lost
   std::uint64_t crash_per_mille_ = 1;
   bool draining_ = false;
-  std::uint64_t next_op_ = 1, next_body_ = 1;
+  std::uint64_t next_op_ = 1;
   std::unordered_map<std::uint64_t, std::pair<std::uint64_t, request_fn>> ops_;  ///< not sent
-  std::map<std::uint64_t, end_op> open_;  ///< acks, nacks and extends sent, not answered
-  std::map<std::uint64_t, msg_rec> msgs_;
-  std::map<std::string, group_rec> groups_;
-  std::vector<lease_rec> leases_;
+  std::map<std::string, producer_group> groups_;
   std::vector<std::size_t> held_;   ///< leases whose consumers are working on them
   std::vector<std::size_t> stale_;  ///< leases whose consumers let go of them
-  std::uint64_t enqueues_open_ = 0, polls_open_ = 0;
+  std::uint64_t polls_open_ = 0;
   std::size_t last_received_ = 0;
-  std::optional<std::string> failure_;  ///< the first check that failed
 };
 
 caf::behavior client_actor(caf::event_based_actor* self, simulation* sim) {

@@ -198,6 +198,57 @@ TEST(shard_engine, a_failed_ack_is_sent_again_and_the_next_head_waits_until_it_i
   EXPECT_EQ(message_records(d), 1u) << "a1's record is gone, a2's is there";
 }
 
+// Found by the engine simulation (seed 7, episode 9): a failed enqueue between two other writes,
+// dropped at the retry from the middle of the write log, left a gap in its ids, and the log
+// looked writes up by their offset from the front: the write after the gap was never sent again
+// and never settled, so its ack was never answered and its group never offered its next head.
+TEST(shard_engine, a_failed_enqueue_dropped_between_two_acks_leaves_the_later_ack_to_settle) {
+  engine_driver d{by_account()};
+  d.enqueue({msg("a1", "A"), msg("a2", "A"), msg("b1", "B"), msg("b2", "B")});
+  auto first = deliveries(d, d.receive(10));
+  ASSERT_EQ(bodies(first), (std::vector<std::string>{"a1", "b1"}));
+  d.hold_writes = true;
+  d.ack({first[0].lease});               // write 1: a1's erase
+  auto e = d.enqueue({msg("c1", "C")});  // write 2: admits
+  auto b = d.ack({first[1].lease});      // write 3: b1's erase
+  ASSERT_EQ(d.pending_writes.size(), 3u);
+  d.fail_next();    // a1's erase fails: the log parks and sends it again after store_retry
+  d.fail_next();    // the enqueue fails: dropped at the retry
+  d.commit_next();  // b1's erase commits, and is sent again after the retry, in order
+  ASSERT_NE(d.reply_as<error>(e), nullptr);
+  d.hold_writes = false;
+  d.advance(limits::store_reopen_interval);  // the retry: a1's erase and b1's go again
+  const auto* failed = d.reply_as<std::vector<lease_outcome>>(b);
+  ASSERT_NE(failed, nullptr) << "b1's ack is answered once its write settles";
+  EXPECT_TRUE(failed->empty());
+  EXPECT_EQ(bodies(deliveries(d, d.receive(10))), (std::vector<std::string>{"a2", "b2"}));
+  EXPECT_EQ(message_records(d), 2u) << "a1 and b1 are erased";
+}
+
+// Found by the engine simulation (seed 13, episode 3): an enqueue committed once, behind an
+// earlier write that failed, is sent again with it; when the second send failed, the log dropped
+// the enqueue as if nothing were stored and answered storage_failed, yet its first commit stood:
+// the messages came back at the next restart, though their producer was told they were not kept.
+TEST(shard_engine, an_enqueue_committed_once_is_not_dropped_when_its_second_send_fails) {
+  engine_driver d{by_account()};
+  d.enqueue({msg("a1", "A")});
+  auto first = deliveries(d, d.receive(1));
+  d.hold_writes = true;
+  d.ack({first[0].lease});               // write 1: a1's erase
+  auto e = d.enqueue({msg("c1", "C")});  // write 2: admits
+  d.fail_next();                         // a1's erase fails: the log parks
+  d.commit_next();                       // the enqueue commits, and waits behind the erase
+  d.advance(limits::store_reopen_interval);
+  ASSERT_EQ(d.pending_writes.size(), 2u) << "both go again, in order";
+  d.commit_next();  // a1's erase
+  d.fail_next();    // the enqueue's second send fails; its first commit stands
+  EXPECT_EQ(d.reply(e), nullptr) << "c1 is stored: its enqueue is not answered storage_failed";
+  d.hold_writes = false;
+  d.advance(limits::store_reopen_interval);
+  ASSERT_NE(d.reply_as<std::vector<message_id>>(e), nullptr);
+  EXPECT_EQ(bodies(deliveries(d, d.receive(10))), (std::vector<std::string>{"c1"}));
+}
+
 TEST(shard_engine, a_restart_recovers_groups_in_order_with_attempts_and_dead_letters) {
   auto cfg = by_account();
   engine_driver d{cfg};
@@ -325,6 +376,26 @@ TEST(shard_engine, the_dedupe_window_keeps_at_most_its_entry_bound) {
   for (auto it = d.store.lower_bound(from); it != d.store.end() && it->first < to; ++it) ++records;
   EXPECT_EQ(records, 2u) << "an evicted entry's record is erased";
   EXPECT_EQ(d.engine().stats(d.now).dedupe_evictions, 2u) << "k1, then k2 when k1 came back";
+}
+
+// Found by the engine simulation (seed 68, episode 16): an enqueue whose write failed forgets its
+// dedupe key; sent again at the same instant, the key was added with the same expiry, and the
+// shard's check_invariants aborted ("each entry is in the expiry order once") though the window
+// was sound.
+TEST(shard_engine, a_dedupe_key_sent_again_at_the_same_instant_after_a_failed_write_is_kept_once) {
+  auto cfg = config(queue_spec("jobs").dedupe({key::header("id")}, 60s));
+  engine_driver d{cfg};
+  auto m = msg("x");
+  m.headers.push_back(header_field{"id", "k1"});
+  d.hold_writes = true;
+  auto first = d.enqueue({m});
+  d.fail_next();  // the key is forgotten: a retry is a new message
+  ASSERT_NE(d.reply_as<error>(first), nullptr);
+  d.hold_writes = false;
+  auto again = d.enqueue({m});  // same instant, same expiry; settle() checks the invariants
+  ASSERT_NE(d.reply_as<std::vector<message_id>>(again), nullptr);
+  EXPECT_EQ(*d.reply_as<std::vector<message_id>>(again),
+            *d.reply_as<std::vector<message_id>>(d.enqueue({m})));
 }
 
 TEST(shard_engine, groups_pages_list_each_group_once_in_lane_order) {

@@ -4,8 +4,11 @@
 // loss can never keep a later change and lose an earlier one the engine already acted on.
 //
 // A failed write is one of two kinds:
-// - it *admits* (an enqueue, a redrive): nothing was routed yet, so it is dropped; its owner
-//   answers `storage_failed` and undoes its bookkeeping (`settle(false)`);
+// - it *admits* (an enqueue, a redrive) and the store never committed it: nothing was routed
+//   yet, so it is dropped; its owner answers `storage_failed` and undoes its bookkeeping
+//   (`settle(false)`). One the store committed once (and that went again behind a failed write)
+//   is stored whatever a later send does: it is treated as the second kind, but its client hears
+//   only once it settles;
 // - it changes state already admitted (an ack's erase, a retry's update, a dead-letter move, a
 //   lease): its client is answered `storage_failed` at once (a `patient` one waits instead),
 //   and the write is sent again after
@@ -100,10 +103,13 @@ class write_log {
     std::uint64_t id = 0;
     write_request w;
     state st = state::waiting;
-    bool answered = false;  // `w.answer` was called
-    bool queued = false;    // in `outbox_`
-    bool external = false;  // written by someone else (`add_durable`): never sent
+    bool answered = false;        // `w.answer` was called
+    bool queued = false;          // in `outbox_`
+    bool external = false;        // written by someone else (`add_durable`): never sent
+    bool committed_once = false;  // the store committed it (a resend may fail, it stays stored)
   };
+  /// A failed write that may be dropped: it admits and the store never committed it.
+  static bool droppable(const entry& e) { return e.w.admits && !e.committed_once; }
 
   entry* find(std::uint64_t id);
   void answer(entry& e, std::optional<error> failure);
@@ -115,7 +121,7 @@ class write_log {
 
   bool sync_;
   duration retry_;
-  std::deque<entry> entries_;  // ids are consecutive from the front
+  std::deque<entry> entries_;  // ids increase from the front (a resend leaves gaps)
   std::uint64_t next_id_ = 1;
   std::vector<std::uint64_t> outbox_;  // ids to send, in order
   std::size_t in_flight_ = 0;
