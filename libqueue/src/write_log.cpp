@@ -2,6 +2,7 @@
 #include "laneq/write_log.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "laneq/assert.hpp"
 
@@ -63,17 +64,28 @@ void write_log::on_answer(std::uint64_t id, std::optional<error> failure, timest
   auto* e = find(id);
   LANEQ_ASSERT(e && e->st == state::sent, "the store answers a write that was sent");
   --in_flight_;
+  if (e->bundle == 0) {
+    record(*e, failure);
+  } else {
+    // A replay: one answer for every write in it.
+    for (auto& x : entries_)
+      if (x.bundle == id && x.st == state::sent) record(x, failure);
+  }
+  settle_front(now);
+}
+
+void write_log::record(entry& e, const std::optional<error>& failure) {
+  e.bundle = 0;
   if (failure) {
-    e->st = state::failed;
+    e.st = state::failed;
     // A write that admits and was committed once is in the store whatever this send did: it is
     // never dropped, and its client hears only once it settles (found by the engine simulation:
     // such an enqueue was answered storage_failed, and its messages came back after a restart).
-    if (!e->committed_once) answer(*e, std::move(failure));
+    if (!e.committed_once) answer(e, failure);
   } else {
-    e->st = state::durable;
-    e->committed_once = true;
+    e.st = state::durable;
+    e.committed_once = true;
   }
-  settle_front(now);
 }
 
 void write_log::settle_front(timestamp now) {
@@ -126,6 +138,7 @@ void write_log::resend() {
   }
   entries_ = std::move(kept);
   outbox_.clear();
+  replay_ = true;
   if (!held_)
     for (auto& e : entries_) queue(e);
   for (auto& settle : dropped)
@@ -138,6 +151,10 @@ std::vector<outgoing_write> write_log::take_outgoing(const std::function<store_o
     for (auto& e : entries_)  // writes held for a topic go now
       if (e.st == state::waiting && !e.queued) queue(e);
   std::vector<outgoing_write> out;
+  if (std::exchange(replay_, false)) {
+    if (auto w = replay(counters)) out.push_back(std::move(*w));
+    return out;
+  }
   out.reserve(outbox_.size());
   for (auto id : outbox_) {
     auto* e = find(id);
@@ -150,6 +167,30 @@ std::vector<outgoing_write> write_log::take_outgoing(const std::function<store_o
     out.push_back(outgoing_write{id, std::move(w)});
   }
   outbox_.clear();
+  return out;
+}
+
+std::optional<outgoing_write> write_log::replay(const std::function<store_op()>& counters) {
+  // Every write queued again goes in one write, in order: the store commits it whole or not at
+  // all. It only puts back what the engine had already decided, so it never counts as admitting
+  // (a store low on space takes it).
+  std::optional<outgoing_write> out;
+  bool with_counters = false;
+  for (auto id : outbox_) {
+    auto* e = find(id);
+    if (!e || e->st != state::waiting) continue;
+    if (!out) {
+      out.emplace(outgoing_write{id, store_write{{}, sync_, false}});
+      ++in_flight_;
+    }
+    e->st = state::sent;
+    e->queued = false;
+    e->bundle = out->id;
+    for (const auto& op : e->w.ops) out->write.ops.push_back(op);
+    with_counters = with_counters || e->w.counters;
+  }
+  outbox_.clear();
+  if (out && with_counters) out->write.ops.push_back(counters());
   return out;
 }
 
@@ -168,7 +209,8 @@ void write_log::check_invariants() const {
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     const auto& e = entries_[i];
     if (i > 0) LANEQ_ASSERT(e.id > entries_[i - 1].id, "ids increase from the front");
-    if (e.st == state::sent) ++sent;
+    if (e.st == state::sent && (e.bundle == 0 || e.bundle == e.id)) ++sent;
+    if (e.bundle != 0) LANEQ_ASSERT(e.st == state::sent, "only a write in flight is in a replay");
   }
   LANEQ_ASSERT(sent == in_flight_, "every sent write is in flight until answered");
   LANEQ_ASSERT(!retry_at_ || parked_, "only a parked log retries");

@@ -13,7 +13,10 @@
 //   lease): its client is answered `storage_failed` at once (a `patient` one waits instead),
 //   and the write is sent again after
 //   `retry`, in order with every write made after it (a write that succeeded after it is applied
-//   again, so the store ends as the engine left it). Until then the log is *parked*: new writes
+//   again, so the store ends as the engine left it). The writes sent again go as one write,
+//   which the store commits whole or not at all: a crash during the replay can never leave a
+//   later write's old effect beside an earlier write's new one (a dead-letter record beside the
+//   message its later redrive put back). Until then the log is *parked*: new writes
 //   wait, and their clients are answered `storage_failed` at once.
 // Pure: no clock, no store, no threads. The engine takes the writes to send (`take_outgoing`) and
 // reports each answer (`on_answer`).
@@ -107,6 +110,9 @@ class write_log {
     bool queued = false;          // in `outbox_`
     bool external = false;        // written by someone else (`add_durable`): never sent
     bool committed_once = false;  // the store committed it (a resend may fail, it stays stored)
+    /// Sent as part of a replay: the id of the replay's first write, under which the store
+    /// answers all of them (0: sent alone).
+    std::uint64_t bundle = 0;
   };
   /// A failed write that may be dropped: it admits and the store never committed it.
   static bool droppable(const entry& e) { return e.w.admits && !e.committed_once; }
@@ -117,6 +123,10 @@ class write_log {
   /// failed one that does not.
   void settle_front(timestamp now);
   void resend();
+  /// The writes queued by `resend`, as one write.
+  std::optional<outgoing_write> replay(const std::function<store_op()>& counters);
+  /// Records the store's answer for one write.
+  void record(entry& e, const std::optional<error>& failure);
   void queue(entry& e);
 
   bool sync_;
@@ -127,6 +137,8 @@ class write_log {
   std::size_t in_flight_ = 0;
   bool parked_ = false;
   bool held_ = false;
+  /// The writes queued by the last resend go as one write (a replay, see `resend`).
+  bool replay_ = false;
   std::optional<timestamp> retry_at_;
 };
 
