@@ -14,41 +14,46 @@ namespace laneq {
 
 namespace {
 
-struct entry {
-  ready_item item;
+struct key_state;
+
+/// What throttles add to an entry (absent on a queue without throttles).
+struct throttle_state {
   std::vector<std::string> buckets;  // one per throttle: "<index>/<encoded key>"
-  timestamp wake;                    // when delayed: its not-before time
-  timestamp since;                   // when it started waiting
   bool throttled = false;            // has waited for a token since it was last ready
   std::string released_by;           // the bucket that released it and owes it a token
 };
 
+/// An item in the scheduler. A group's head is held by reference (its group keeps the message):
+/// only its id, seq and attempts are kept here. An unordered message is owned here.
+struct entry {
+  message_id id;
+  message_seq seq;
+  std::uint32_t attempts = 0;
+  group_id group;
+  key_state* ks = nullptr;
+  timestamp wake;                            // when delayed: its not-before time
+  timestamp since;                           // when it started waiting
+  std::unique_ptr<message> msg;              // an unordered message
+  std::unique_ptr<throttle_state> throttle;  // with throttles only
+
+  bool throttled() const { return throttle && throttle->throttled; }
+};
+
 // Min-heap orders.
 struct by_seq_desc {
-  bool operator()(const entry& a, const entry& b) const { return a.item.msg.seq > b.item.msg.seq; }
+  bool operator()(const entry& a, const entry& b) const { return a.seq > b.seq; }
 };
 struct by_wake_desc {
   bool operator()(const entry& a, const entry& b) const {
     if (a.wake != b.wake) return a.wake > b.wake;
-    return a.item.msg.seq > b.item.msg.seq;
+    return a.seq > b.seq;
   }
-};
-
-// A ready item in its key's heap: its seq, and the entry in a box of its own, so that the heap's
-// sift moves 16 bytes instead of an entry with its message (4% of all instructions of an engine
-// run went into moving entries, callgrind).
-struct ready_ref {
-  std::uint64_t seq = 0;
-  std::unique_ptr<entry> e;
-};
-struct by_ref_seq_desc {
-  bool operator()(const ready_ref& a, const ready_ref& b) const { return a.seq > b.seq; }
 };
 
 struct key_state {
   std::string name;
-  std::vector<ready_ref> heap;  // ready items, min-heap by seq
-  std::uint64_t stamp = 0;      // rotation position: lower is served first; 0 = never placed
+  std::vector<entry> heap;  // ready entries, min-heap by seq (entries are small: moved by value)
+  std::uint64_t stamp = 0;  // rotation position: lower is served first; 0 = never placed
   bool in_rotation = false;
   std::size_t waiting = 0;  // items of this key that wait (delayed or throttled)
 };
@@ -92,6 +97,22 @@ struct bucket_wait {
   }
 };
 
+/// What `pick` hands out for an entry: an unordered message whole; a group's head as its id, seq
+/// and attempts (its group holds the message).
+picked_item picked(entry e) {
+  picked_item out;
+  if (e.msg) {
+    out.item.msg = std::move(*e.msg);
+  } else {
+    out.item.msg.id = e.id;
+    out.item.msg.seq = e.seq;
+    out.item.msg.attempts = e.attempts;
+  }
+  out.item.group = e.group;
+  if (e.throttle) out.charged = std::move(e.throttle->buckets);
+  return out;
+}
+
 }  // namespace
 
 struct fair_scheduler::impl {
@@ -110,12 +131,35 @@ struct fair_scheduler::impl {
   std::size_t buckets_pruned_at = 64;
   std::unordered_set<group_id> groups;  // groups with an item present
 
-  std::vector<std::string> bucket_keys(const message& m) const {
-    std::vector<std::string> out;
-    out.reserve(throttles.size());
+  /// Files an entry as ready or, when its not-before time lies ahead, delayed.
+  void add(entry e, timestamp not_before, timestamp now, std::size_t& ready_count) {
+    if (not_before > now) {
+      e.wake = not_before;
+      push_delayed(std::move(e));
+    } else {
+      push_ready(std::move(e), ready_count);
+    }
+  }
+
+  entry entry_for(const message& m, group_id group, timestamp now) {
+    entry e;
+    e.id = m.id;
+    e.seq = m.seq;
+    e.attempts = m.attempts;
+    e.group = group;
+    e.ks = &key_of(m.fairness_key);
+    e.since = now;
+    e.throttle = throttle_of(m);
+    return e;
+  }
+
+  std::unique_ptr<throttle_state> throttle_of(const message& m) const {
+    if (throttles.empty()) return nullptr;
+    auto t = std::make_unique<throttle_state>();
+    t->buckets.reserve(throttles.size());
     for (std::size_t i = 0; i < throttles.size(); ++i)
-      out.push_back(std::to_string(i) + "/" + encode_key(resolve(throttles[i].key, m)));
-    return out;
+      t->buckets.push_back(std::to_string(i) + "/" + encode_key(resolve(throttles[i].key, m)));
+    return t;
   }
 
   token_bucket& bucket(const std::string& name, timestamp now) {
@@ -132,7 +176,8 @@ struct fair_scheduler::impl {
   const std::string* take_tokens(const entry& e, timestamp now) {
     const std::string* blocked = nullptr;
     timestamp latest = now;
-    for (const auto& b : e.buckets) {
+    const auto& mine = e.throttle->buckets;
+    for (const auto& b : mine) {
       auto next = bucket(b, now).next_available(now);
       if (next > latest) {
         latest = next;
@@ -140,7 +185,7 @@ struct fair_scheduler::impl {
       }
     }
     if (blocked) return blocked;
-    for (const auto& b : e.buckets) {
+    for (const auto& b : mine) {
       bool taken = bucket(b, now).try_take(now);
       LANEQ_ASSERT(taken, "a bucket with a token gives it");
     }
@@ -170,16 +215,15 @@ struct fair_scheduler::impl {
   }
 
   void push_ready(entry e, std::size_t& ready_count) {
-    auto& ks = key_of(e.item.msg.fairness_key);
-    auto seq = e.item.msg.seq.value;
-    ks.heap.push_back(ready_ref{seq, std::make_unique<entry>(std::move(e))});
-    std::push_heap(ks.heap.begin(), ks.heap.end(), by_ref_seq_desc{});
+    auto& ks = *e.ks;
+    ks.heap.push_back(std::move(e));
+    std::push_heap(ks.heap.begin(), ks.heap.end(), by_seq_desc{});
     enter_rotation(ks);
     ++ready_count;
   }
 
   void push_delayed(entry e) {
-    ++key_of(e.item.msg.fairness_key).waiting;
+    ++e.ks->waiting;
     delayed.push_back(std::move(e));
     std::push_heap(delayed.begin(), delayed.end(), by_wake_desc{});
   }
@@ -193,10 +237,10 @@ struct fair_scheduler::impl {
   }
 
   void park(entry e, const std::string& bucket_name, timestamp now) {
-    auto& ks = key_of(e.item.msg.fairness_key);
+    auto& ks = *e.ks;
     ++ks.waiting;
-    if (!e.throttled) e.since = now;
-    e.throttled = true;
+    if (!e.throttle->throttled) e.since = now;
+    e.throttle->throttled = true;
     auto wake = bucket(bucket_name, now).next_available(now);
     parked[bucket_name].add(&ks, std::move(e));
     ++parked_count;
@@ -214,9 +258,9 @@ struct fair_scheduler::impl {
     while (n-- > 0 && w.count > 0) {
       auto e = w.take_next();
       --parked_count;
-      e.released_by = name;
+      e.throttle->released_by = name;
       ++released[name];
-      --key_of(e.item.msg.fairness_key).waiting;
+      --e.ks->waiting;
       push_ready(std::move(e), ready_count);
     }
     if (w.count == 0) {
@@ -231,10 +275,10 @@ struct fair_scheduler::impl {
   // The item is about to try its tokens: it no longer counts against the bucket that
   // released it.
   void settle_release(entry& e) {
-    if (e.released_by.empty()) return;
-    auto it = released.find(e.released_by);
+    if (!e.throttle || e.throttle->released_by.empty()) return;
+    auto it = released.find(e.throttle->released_by);
     if (it != released.end() && --it->second <= 0) released.erase(it);
-    e.released_by.clear();
+    e.throttle->released_by.clear();
   }
 
   // Drops wake entries superseded by an earlier one, so the top of the heap is live.
@@ -264,19 +308,18 @@ fair_scheduler::fair_scheduler(fair_scheduler&&) noexcept = default;
 fair_scheduler& fair_scheduler::operator=(fair_scheduler&&) noexcept = default;
 
 void fair_scheduler::on_ready(ready_item item, timestamp now) {
-  auto& s = *impl_;
-  if (item.group) {
-    bool fresh = s.groups.insert(item.group).second;
-    LANEQ_ASSERT(fresh, "at most one item per ordering group is in the scheduler");
-  }
-  entry e{std::move(item), {}, {}, now, false, {}};
-  if (!s.throttles.empty()) e.buckets = s.bucket_keys(e.item.msg);
-  if (e.item.msg.not_before > now) {
-    e.wake = e.item.msg.not_before;
-    s.push_delayed(std::move(e));
-  } else {
-    s.push_ready(std::move(e), ready_count_);
-  }
+  if (item.group) return on_head(item.msg, item.group, now);
+  auto& m = item.msg;
+  auto not_before = m.not_before;
+  auto e = impl_->entry_for(m, group_id{}, now);
+  e.msg = std::make_unique<message>(std::move(m));  // kept here until it goes
+  impl_->add(std::move(e), not_before, now, ready_count_);
+}
+
+void fair_scheduler::on_head(const message& head, group_id group, timestamp now) {
+  bool fresh = impl_->groups.insert(group).second;
+  LANEQ_ASSERT(fresh, "at most one item per ordering group is in the scheduler");
+  impl_->add(impl_->entry_for(head, group, now), head.not_before, now, ready_count_);
 }
 
 void fair_scheduler::on_tick(timestamp now) {
@@ -285,7 +328,7 @@ void fair_scheduler::on_tick(timestamp now) {
     std::pop_heap(s.delayed.begin(), s.delayed.end(), by_wake_desc{});
     auto e = std::move(s.delayed.back());
     s.delayed.pop_back();
-    --s.key_of(e.item.msg.fairness_key).waiting;
+    --e.ks->waiting;
     s.push_ready(std::move(e), ready_count_);
   }
   while (!s.bucket_wakes.empty() && s.bucket_wakes.front().first <= now) {
@@ -308,12 +351,12 @@ std::optional<picked_item> fair_scheduler::pick(timestamp now) {
     s.rotation.erase(s.rotation.begin());
     ks->in_rotation = false;
     while (!ks->heap.empty()) {
-      std::pop_heap(ks->heap.begin(), ks->heap.end(), by_ref_seq_desc{});
-      auto e = std::move(*ks->heap.back().e);
+      std::pop_heap(ks->heap.begin(), ks->heap.end(), by_seq_desc{});
+      auto e = std::move(ks->heap.back());
       ks->heap.pop_back();
       --ready_count_;
       s.settle_release(e);
-      if (const auto* blocked = e.buckets.empty() ? nullptr : s.take_tokens(e, now)) {
+      if (const auto* blocked = e.throttle ? s.take_tokens(e, now) : nullptr) {
         // Throttled: it waits for its bucket; the rest of its fairness key goes on (T3).
         auto name = *blocked;
         s.park(std::move(e), name, now);
@@ -323,8 +366,8 @@ std::optional<picked_item> fair_scheduler::pick(timestamp now) {
       // Served: the key goes to the back of the rotation (F1).
       ks->stamp = ++s.stamp_clock;
       if (!ks->heap.empty()) s.enter_rotation(*ks);
-      if (e.item.group) s.groups.erase(e.item.group);
-      auto out = picked_item{std::move(e.item), std::move(e.buckets)};
+      if (e.group) s.groups.erase(e.group);
+      auto out = picked(std::move(e));
       s.maybe_drop(ks);
       return out;
     }
@@ -366,14 +409,12 @@ std::vector<waiting_item> fair_scheduler::waiting_if(Keep keep) const {
   const auto& s = *impl_;
   std::vector<waiting_item> out;
   for (const auto& e : s.delayed)
-    if (keep(e.item.group))
-      out.push_back(waiting_item{e.item.group, e.item.msg.id, false, e.since, e.wake});
+    if (keep(e.group)) out.push_back(waiting_item{e.group, e.id, false, e.since, e.wake});
   for (const auto& [name, w] : s.parked)
     for (const auto& [ks, heap] : w.by_key)
       for (const auto& e : heap)
-        if (keep(e.item.group))
-          out.push_back(
-              waiting_item{e.item.group, e.item.msg.id, true, e.since, w.wake ? *w.wake : e.since});
+        if (keep(e.group))
+          out.push_back(waiting_item{e.group, e.id, true, e.since, w.wake ? *w.wake : e.since});
   return out;
 }
 
@@ -406,20 +447,24 @@ void fair_scheduler::check_invariants() const {
                  "a key is in the rotation exactly when it has ready items");
     ready += ks->heap.size();
     waiting += ks->waiting;
-    for (const auto& r : ks->heap) grouped += r.e->item.group ? 1u : 0u;
+    for (const auto& e : ks->heap) {
+      grouped += e.group ? 1u : 0u;
+      LANEQ_ASSERT(e.ks == ks.get(), "an entry is in its own key's heap");
+      LANEQ_ASSERT(static_cast<bool>(e.msg) == !e.group, "only unordered messages are owned");
+    }
   }
   LANEQ_ASSERT(ready == ready_count_, "the ready count matches the keys");
   LANEQ_ASSERT(waiting == waiting_size(), "the waiting count matches the keys");
   std::size_t in_rotation = 0;
   for (const auto& [name, ks] : s.keys) in_rotation += ks->in_rotation ? 1u : 0u;
   LANEQ_ASSERT(s.rotation.size() == in_rotation, "each ready key is in the rotation once");
-  for (const auto& e : s.delayed) grouped += e.item.group ? 1u : 0u;
+  for (const auto& e : s.delayed) grouped += e.group ? 1u : 0u;
   std::size_t parked = 0;
   for (const auto& [name, w] : s.parked) {
     LANEQ_ASSERT(w.count > 0 && w.wake, "a bucket with waiters has a wake time");
     parked += w.count;
     for (const auto& [ks, heap] : w.by_key)
-      for (const auto& e : heap) grouped += e.item.group ? 1u : 0u;
+      for (const auto& e : heap) grouped += e.group ? 1u : 0u;
   }
   LANEQ_ASSERT(parked == s.parked_count, "the parked count matches the buckets");
   LANEQ_ASSERT(grouped == s.groups.size(), "one item per present group");

@@ -15,8 +15,8 @@ void shard_engine::catch_up(timestamp t) {
   holds_.pop_due(t, [this, t](group_id id, std::monostate) {
     // The reclaim grace is over: the held head is offered to every consumer.
     if (auto* g = find_group(id); g && g->held) {
-      g->next = std::move(g->held);
-      g->held.reset();
+      g->held = false;
+      g->next = true;
       offer_when_settled(*g, t);
     }
   });
@@ -81,6 +81,12 @@ std::vector<delivery> shard_engine::take(std::uint32_t max, duration lease, time
     auto picked = sched_.pick(t);
     if (!picked) break;
     auto& item = picked->item;
+    group_slot* g = nullptr;
+    if (item.group) {
+      g = find_group(item.group);
+      LANEQ_ASSERT(g && g->state.head(), "a group's head is delivered while its group lives");
+      item.msg = *g->state.head();  // the scheduler kept only its id: the group has the message
+    }
     auto attempt = item.msg.attempts + 1;
     auto nonce = cfg_.nonces.lease_nonce(
         lease_subject{cfg_.uid, item.msg.id, item.msg.seq, attempt, cfg_.epoch});
@@ -93,9 +99,7 @@ std::vector<delivery> shard_engine::take(std::uint32_t max, duration lease, time
     }
     auto deadline = t + lease;
     std::string label;
-    if (item.group) {
-      auto* g = find_group(item.group);
-      LANEQ_ASSERT(g, "a group's head is delivered while its group lives");
+    if (g) {
       g->state.on_delivered(token, deadline, t);
       group_leases_.set(item.group, deadline);
       label = g->label;

@@ -80,10 +80,9 @@ void shard_engine::route(std::vector<placed> batch, timestamp t) {
 shard_engine::group_write shard_engine::apply(group_slot& g, group_effects fx) {
   group_write w;
   if (fx.offer) {
-    if (g.held)
-      g.held = std::move(fx.offer);  // still in the reclaim grace
-    else
-      g.next = std::move(fx.offer);  // offered once its writes are durable (offer_when_settled)
+    // The head (the group holds it) is offered once its writes are durable (offer_when_settled),
+    // or once the reclaim grace is over while it is held.
+    if (!g.held) g.next = true;
   }
   for (auto seq : fx.removed) w.ops.push_back(erase_message(cfg_.uid, g.lane, seq));
   counters_.acked += fx.removed.size();
@@ -141,9 +140,8 @@ void shard_engine::write_for(group_slot& g, group_write w,
 
 void shard_engine::offer_when_settled(group_slot& g, timestamp t) {
   if (g.unsettled == 0 && g.next) {
-    auto head = std::move(*g.next);
-    g.next.reset();
-    sched_.on_ready(ready_item{std::move(head), g.state.id()}, t);
+    g.next = false;
+    sched_.on_head(*g.state.head(), g.state.id(), t);
   }
   maybe_drop(g);
 }
@@ -186,7 +184,7 @@ void shard_engine::expire_if_due(group_slot& g, timestamp t) {
 
 void shard_engine::restore_lease(group_slot& g, const lease_token& lease, timestamp deadline,
                                  timestamp t) {
-  g.held.reset();
+  g.held = false;
   holds_.erase(g.state.id());
   g.state.on_restored_lease(lease, deadline, t);
   group_leases_.set(g.state.id(), deadline);

@@ -24,8 +24,8 @@ struct shard_engine::group_slot {
   std::string label;              ///< the ordering key its deliveries carry (lanes.md L5)
   std::vector<std::string> keys;  ///< encoded keys that map to it (a lane collision merges)
   std::uint32_t unsettled = 0;    ///< its writes not durable yet: its next head waits (P10)
-  std::optional<message> next;    ///< the head to offer once `unsettled` is 0
-  std::optional<message> held;    ///< a recovered head waiting out the reclaim grace
+  bool next = false;              ///< its head is to be offered once `unsettled` is 0
+  bool held = false;              ///< its recovered head waits out the reclaim grace
   std::optional<message_id> reclaim_head;  ///< its id in `reclaimable_`
   std::size_t charged = 0;                 ///< its memory_bytes as counted in `window_bytes_`
 };

@@ -201,7 +201,7 @@ void shard_engine::recover_group(recovery& r, const codec::lane_id& stored, reco
     restore_lease(g, lease->lease, lease->deadline, t);
   } else if (!durable && cfg_.reclaim_grace > duration{0} && fx.offer) {
     // Fast delivery: the head waits for its old lease holder (R6).
-    g.held = std::move(fx.offer);
+    g.held = true;
     fx.offer.reset();
     holds_.set(g.state.id(), t + cfg_.reclaim_grace);
     reclaimable_.emplace(head_id, g.state.id());

@@ -29,7 +29,9 @@ struct ready_item {
   group_id group;
 };
 
-/// A deliverable item handed out by `pick`, with the throttle buckets it was charged to.
+/// A deliverable item handed out by `pick`, with the throttle buckets it was charged to. An
+/// unordered message comes whole; a group's head comes as its id, seq and attempts only: the
+/// scheduler does not keep a copy of it (its group holds the message).
 struct picked_item {
   ready_item item;
   std::vector<std::string> charged;  ///< "<throttle index>/<encoded key>" per bucket charged
@@ -53,8 +55,11 @@ class fair_scheduler {
   fair_scheduler(fair_scheduler&&) noexcept;
   fair_scheduler& operator=(fair_scheduler&&) noexcept;
 
-  /// Adds an item. Precondition: no item of the same group (other than group 0) is present.
+  /// Adds an item. Precondition: no item of the same group (other than group 0) is present. A
+  /// group's head is read (keys, not-before time) but not kept.
   void on_ready(ready_item item, timestamp now);
+  /// Adds a group's head, read but not copied (its group keeps it). Precondition as above.
+  void on_head(const message& head, group_id group, timestamp now);
 
   /// The next item to deliver at `now`, or nullopt. Takes a token from every throttle bucket
   /// the item belongs to.
