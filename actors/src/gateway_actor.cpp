@@ -115,6 +115,11 @@ caf::result<std::vector<message_id>> gateway_actor_impl::enqueue(
     std::uint32_t s = 0;
     if (placed) {
       auto chosen = laneq::shard_of(gc_.spec, placed.value(), src);
+#if LANEQ_CANARY_SHARD_SPREAD
+      // Canary build (tests/sim): every message goes to the shards in turn, so a group's messages
+      // land in several shards, each of which delivers its own head (breaks S1, G3 and G4).
+      chosen.reset();
+#endif
       s = chosen ? *chosen : static_cast<std::uint32_t>(next_unordered_++ % shard_count());
     }  // else: the shard refuses it the same way, naming it
     batch[i].body = std::move(m.body);

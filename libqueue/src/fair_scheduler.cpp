@@ -7,6 +7,8 @@
 #include <optional>
 #include <set>
 
+#include <boost/intrusive/set.hpp>
+
 #include "laneq/assert.hpp"
 #include "laneq/key.hpp"
 
@@ -50,13 +52,19 @@ struct by_wake_desc {
   }
 };
 
-struct key_state {
+/// A fairness key. It is linked into the rotation while it has ready entries (an intrusive set:
+/// entering and leaving it allocates nothing; ordered by stamp, which is unique).
+struct key_state : boost::intrusive::set_base_hook<> {
   std::string name;
   std::vector<entry> heap;  // ready entries, min-heap by seq (entries are small: moved by value)
   std::uint64_t stamp = 0;  // rotation position: lower is served first; 0 = never placed
   bool in_rotation = false;
   std::size_t waiting = 0;  // items of this key that wait (delayed or throttled)
+
+  friend bool operator<(const key_state& a, const key_state& b) { return a.stamp < b.stamp; }
 };
+
+using rotation_set = boost::intrusive::set<key_state>;
 
 // Items waiting for a token of one bucket, released in rotation order when tokens come: the
 // key served least recently first (F1), its oldest item first (F2).
@@ -118,7 +126,7 @@ picked_item picked(entry e) {
 struct fair_scheduler::impl {
   std::vector<throttle_spec> throttles;
   std::unordered_map<std::string, std::unique_ptr<key_state>> keys;
-  std::set<std::pair<std::uint64_t, key_state*>> rotation;  // least recently served first
+  rotation_set rotation;  // the keys with ready entries, least recently served first
   std::uint64_t stamp_clock = 0;
   std::vector<entry> delayed;  // min-heap by wake
   std::unordered_map<std::string, token_bucket> buckets;
@@ -203,7 +211,10 @@ struct fair_scheduler::impl {
 
   key_state& key_of(const std::string& name) {
     auto& slot = keys[name];
-    if (!slot) slot = std::make_unique<key_state>(key_state{name, {}, 0, false, 0});
+    if (!slot) {
+      slot = std::make_unique<key_state>();
+      slot->name = name;
+    }
     return *slot;
   }
 
@@ -211,7 +222,7 @@ struct fair_scheduler::impl {
     if (ks.in_rotation) return;
     if (ks.stamp == 0) ks.stamp = ++stamp_clock;  // a new key joins at the back
     ks.in_rotation = true;
-    rotation.emplace(ks.stamp, &ks);
+    rotation.insert(ks);
   }
 
   void push_ready(entry e, std::size_t& ready_count) {
@@ -347,7 +358,7 @@ std::optional<picked_item> fair_scheduler::pick(timestamp now) {
   auto& s = *impl_;
   on_tick(now);
   while (!s.rotation.empty()) {
-    key_state* ks = s.rotation.begin()->second;
+    key_state* ks = &*s.rotation.begin();
     s.rotation.erase(s.rotation.begin());
     ks->in_rotation = false;
     while (!ks->heap.empty()) {
@@ -393,7 +404,7 @@ std::size_t fair_scheduler::waiting_size() const {
 
 std::vector<std::string> fair_scheduler::rotation() const {
   std::vector<std::string> out;
-  for (const auto& [stamp, ks] : impl_->rotation) out.push_back(ks->name);
+  for (const auto& ks : impl_->rotation) out.push_back(ks.name);
   return out;
 }
 

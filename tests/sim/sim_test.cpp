@@ -177,9 +177,11 @@ std::uint64_t pick_of(std::mt19937_64& rng, std::uint64_t n) {
 }
 
 /// A queue's spec, drawn from `rng`: ordering `mode` (0 unordered, 1 `ordered()`, 2 and 4 by
-/// `header:account`, 3 by `fairness_key` and `header:Account`), a missing-key policy, 1 to 4
-/// attempts, a lease of 0.2 to 5.2 s; when `throttled`, a throttle on the fairness key, on the
-/// account, or both; 2 to 31 accounts plus none, and 1 to 5 tenants.
+/// `header:account`, 3 by `fairness_key` and `header:Account`, 5 by `header:account` over 2 to 4
+/// shards (docs/design/sharding.md), 6 unordered over 2 to 4 shards), a missing-key policy, 1 to
+/// 4 attempts, a lease of 0.2 to 5.2 s; when `throttled`, a throttle on the fairness key, on the
+/// account, or both (never with shards: a throttle holds per shard, which the reference buckets
+/// do not model); 2 to 31 accounts plus none, and 1 to 5 tenants.
 episode_spec draw_spec(std::mt19937_64& rng, std::string name, bool durable, bool throttled,
                        std::uint64_t mode) {
   auto pick = [&rng](std::uint64_t n) { return pick_of(rng, n); };
@@ -190,7 +192,13 @@ episode_spec draw_spec(std::mt19937_64& rng, std::string name, bool durable, boo
   if (mode == 2) s.ordered_by({key::header("account")});
   if (mode == 3) s.ordered_by({key::fairness_key(), key::header("Account")});
   if (mode == 4) s.ordered_by({key::header("account")});
-  if (mode >= 2) {
+  if (mode == 5) {
+    s.ordered_by({key::header("account")});
+    s.sharded(static_cast<std::uint32_t>(2 + pick(3)),
+              pick(2) == 0 ? std::vector<key_component>{} : std::vector{key::header("Account")});
+  }
+  if (mode == 6) s.sharded(static_cast<std::uint32_t>(2 + pick(3)));
+  if (mode >= 2 && mode != 6) {
     auto p = pick(3);
     s.when_ordering_key_missing(p == 0   ? missing_ordering_key::reject
                                 : p == 1 ? missing_ordering_key::unordered
@@ -735,7 +743,9 @@ class queue_model {
       fail(check::lost, "receive returned " + std::to_string(ds.size()) + " of " +
                             std::to_string(max) + " while " + std::to_string(deliverable_before) +
                             " were deliverable");
-    // Round-robin: the first |eligible| picks are distinct fairness keys.
+    // Round-robin: the first |eligible| picks are distinct fairness keys. On a sharded queue it
+    // holds within each shard, and an answer joins the shards' answers (sharding.md S5).
+    if (ep_.spec.shard_count() > 1) return;
     std::set<std::string> seen;
     for (std::size_t i = 0; i < picked_keys.size() && i < eligible.size(); ++i)
       if (!seen.insert(picked_keys[i]).second)
@@ -1138,7 +1148,7 @@ class simulation {
     add_queue(draw_spec(ctx_.rng, "sim", sim::is_durable(ctx_.cls), throttled(), mode), n);
     for (std::uint64_t i = 1; i < n; ++i)
       add_queue(draw_spec(shape, "sim-" + std::to_string(i), sim::is_durable(ctx_.cls), throttled(),
-                          pick_of(shape, 5)),
+                          pick_of(shape, throttled() ? 5 : 7)),
                 n);
     for (std::uint64_t i = 0; i < n; ++i) weights_.push_back(1 + pick_of(shape, 4));
     ctx_.cov.bump(event::episodes);
