@@ -56,8 +56,19 @@ class writer {
   template <std::size_t N>
   void big_endian(std::uint64_t x) {
     char buf[N];
-    for (std::size_t i = 0; i < N; ++i)
-      buf[i] = static_cast<char>(static_cast<std::uint8_t>(x >> (8 * (N - 1 - i))));
+    if constexpr (std::endian::native == std::endian::little && (N == 8 || N == 4)) {
+      // One byte swap and one copy (the byte loop was 4% of a pure engine run's instructions).
+      if constexpr (N == 8) {
+        auto y = __builtin_bswap64(x);
+        std::memcpy(buf, &y, N);
+      } else {
+        auto y = __builtin_bswap32(static_cast<std::uint32_t>(x));
+        std::memcpy(buf, &y, N);
+      }
+    } else {
+      for (std::size_t i = 0; i < N; ++i)
+        buf[i] = static_cast<char>(static_cast<std::uint8_t>(x >> (8 * (N - 1 - i))));
+    }
     out_.append(buf, N);
   }
 
