@@ -99,20 +99,21 @@ const shard_actor* gateway_actor_impl::shard_of(message_id id) const {
 
 // -- enqueue -------------------------------------------------------------------------------------
 
-caf::result<std::vector<message_id>> gateway_actor_impl::enqueue(
-    std::vector<outgoing_message>& batch) {
-  if (auto err = check_batch(batch)) return to_caf(*err);
-  // Each message's shard; the shard itself checks everything else (its hook, its dedupe window).
-  std::vector<std::vector<outgoing_message>> parts(shard_count());
-  std::vector<std::vector<std::size_t>> where(shard_count());  // batch index of each part's entry
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    message m;
+gateway_actor_impl::split_batch gateway_actor_impl::split_by_shard(
+    std::vector<outgoing_message>& batch, const std::vector<shared_json>* parsed) {
+  split_batch out;
+  out.parts.resize(shard_count());
+  out.where.resize(shard_count());
+  out.jsons.resize(shard_count());
+  std::vector<std::uint32_t> shard(batch.size());
+  bool placed_all = true;
+  for (std::size_t i = 0; i < batch.size() && placed_all; ++i) {
+    message m;  // the fields keys read, moved in and back out
     m.body = std::move(batch[i].body);
     m.headers = std::move(batch[i].headers);
     m.fairness_key = std::move(batch[i].fairness_key);
-    key_source src{m};
+    key_source src = parsed ? key_source{m, (*parsed)[i]} : key_source{m};
     auto placed = place(gc_.spec, src);
-    std::uint32_t s = 0;
     if (placed) {
       auto chosen = laneq::shard_of(gc_.spec, placed.value(), src);
 #if LANEQ_CANARY_SHARD_SPREAD
@@ -120,14 +121,30 @@ caf::result<std::vector<message_id>> gateway_actor_impl::enqueue(
       // land in several shards, each of which delivers its own head (breaks S1, G3 and G4).
       chosen.reset();
 #endif
-      s = chosen ? *chosen : static_cast<std::uint32_t>(next_unordered_++ % shard_count());
-    }  // else: the shard refuses it the same way, naming it
+      shard[i] = chosen ? *chosen : static_cast<std::uint32_t>(next_unordered_++ % shard_count());
+    }
+    placed_all = placed.ok();
     batch[i].body = std::move(m.body);
     batch[i].headers = std::move(m.headers);
     batch[i].fairness_key = std::move(m.fairness_key);
-    parts[s].push_back(std::move(batch[i]));
-    where[s].push_back(i);
   }
+  // A message without a place (a missing key under policy reject): the whole batch goes to shard
+  // 0, which refuses it as a queue of one shard does, naming the message and counting it.
+  if (!placed_all) std::fill(shard.begin(), shard.end(), 0);
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    out.parts[shard[i]].push_back(std::move(batch[i]));
+    if (parsed) out.jsons[shard[i]].push_back((*parsed)[i]);
+    out.where[shard[i]].push_back(i);
+  }
+  return out;
+}
+
+caf::result<std::vector<message_id>> gateway_actor_impl::enqueue(
+    std::vector<outgoing_message>& batch) {
+  if (auto err = check_batch(batch)) return to_caf(*err);
+  auto split = split_by_shard(batch, nullptr);
+  auto& parts = split.parts;
+  auto& where = split.where;
   auto g = std::make_shared<gather<std::vector<message_id>>>();
   g->promise = make_response_promise<std::vector<message_id>>();
   g->value.resize(batch.size());
@@ -432,28 +449,10 @@ caf::result<topic_prepared> gateway_actor_impl::prepare(std::vector<outgoing_mes
     return to_caf(error{errc::unavailable,
                         "queue '" + gc_.spec.name() + "' is busy with another topic enqueue"});
   if (auto err = check_batch(batch)) return to_caf(*err);
-  std::vector<std::vector<outgoing_message>> parts(shard_count());
-  std::vector<std::vector<shared_json>> jsons(shard_count());
-  std::vector<std::vector<std::size_t>> where(shard_count());
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    message m;
-    m.body = std::move(batch[i].body);
-    m.headers = std::move(batch[i].headers);
-    m.fairness_key = std::move(batch[i].fairness_key);
-    key_source src{m, parsed[i]};
-    auto placed = place(gc_.spec, src);
-    std::uint32_t s = 0;
-    if (placed) {
-      auto chosen = laneq::shard_of(gc_.spec, placed.value(), src);
-      s = chosen ? *chosen : static_cast<std::uint32_t>(next_unordered_++ % shard_count());
-    }
-    batch[i].body = std::move(m.body);
-    batch[i].headers = std::move(m.headers);
-    batch[i].fairness_key = std::move(m.fairness_key);
-    parts[s].push_back(std::move(batch[i]));
-    jsons[s].push_back(parsed[i]);
-    where[s].push_back(i);
-  }
+  auto split = split_by_shard(batch, &parsed);
+  auto& parts = split.parts;
+  auto& jsons = split.jsons;
+  auto& where = split.where;
   auto g = std::make_shared<gather<topic_prepared>>();
   g->promise = make_response_promise<topic_prepared>();
   g->value.ids.resize(batch.size());

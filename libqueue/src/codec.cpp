@@ -344,6 +344,13 @@ std::string dead_key(std::uint64_t uid, std::uint64_t order) {
   return std::move(w.out());
 }
 
+std::string dead_index_key(std::uint64_t uid, message_id id) {
+  writer w;
+  w.raw(key_prefix(tag::dead_index, uid));
+  w.u64(id.value);
+  return std::move(w.out());
+}
+
 std::string lease_key(std::uint64_t uid, message_id id) {
   writer w;
   w.raw(key_prefix(tag::lease, uid));
@@ -433,6 +440,13 @@ result<std::uint64_t> parse_dead_order(std::string_view key) {
                                           std::to_string(key.size()) + " bytes");
   reader r{key.substr(9)};
   return r.u64();
+}
+
+result<message_id> parse_dead_index_key(std::string_view key) {
+  if (key.size() != 17 || key[0] != static_cast<char>(tag::dead_index))
+    return error{errc::corrupt_record, "not a dead-letter index key"};
+  reader r{key.substr(9)};
+  return message_id{r.u64()};
 }
 
 // -- records ----------------------------------------------------------------------------------

@@ -49,10 +49,9 @@ void shard_engine::reply(request_id r, engine_answer a) {
   fx_.replies.push_back(engine_reply{r, std::move(a)});
 }
 
-void shard_engine::read(read_kind kind, group_id g, std::string from, std::string to,
-                        std::uint32_t max) {
+void shard_engine::read(read_slot slot, std::string from, std::string to, std::uint32_t max) {
   auto id = next_read_++;
-  reads_.emplace(id, read_slot{kind, g});
+  reads_.emplace(id, slot);
   fx_.reads.push_back(engine_read{id, std::move(from), std::move(to), max});
 }
 
@@ -286,98 +285,6 @@ void shard_engine::watch(request_id r, timestamp deadline, timestamp now) {
   notify_watchers(last_now_);
 }
 
-void shard_engine::dead_letters(request_id r, std::uint32_t max, timestamp now) {
-  catch_up(now);
-  if (recovery_) return hold(r, [this, r, max] { dead_letters(r, max, last_now_); });
-  std::vector<dead_letter> out;
-  for (const auto& [order, dl] : dead_) {
-    if (out.size() >= max) break;
-    out.push_back(dl);
-  }
-  reply(r, std::move(out));
-}
-
-void shard_engine::redrive(request_id r, const std::vector<message_id>& ids, timestamp now) {
-  catch_up(now);
-  if (recovery_) return hold(r, [this, r, ids] { redrive(r, ids, last_now_); });
-  if (ids.size() > limits::redrive_batch_max)
-    return reply(
-        r, error{errc::limit_exceeded,
-                 "redrive: at most " + std::to_string(limits::redrive_batch_max) + " ids at once"});
-  std::vector<std::uint64_t> orders;
-  if (ids.empty()) {
-    for (const auto& [order, dl] : dead_) {
-      if (orders.size() >= limits::redrive_batch_max) break;
-      orders.push_back(order);
-    }
-  } else {
-    for (auto id : ids) {
-      auto it = dead_order_.find(id);
-      if (it == dead_order_.end())
-        return reply(r, error{errc::dead_letter_not_found,
-                              "queue '" + cfg_.spec.name() + "': message " +
-                                  std::to_string(id.value) + " is not a dead letter"});
-      orders.push_back(it->second);
-    }
-  }
-  // A redriven message is a new arrival: a new seq, after everything that arrived meanwhile;
-  // its id, enqueued_at and not-before time stay (O7, O9). It goes back to the lane it was
-  // stored under (lanes.md L7).
-  auto taken = std::make_shared<std::vector<std::pair<std::uint64_t, dead_letter>>>();
-  auto batch = std::make_shared<std::vector<placed>>();
-  write_request w;
-  for (auto order : orders) {
-    auto node = dead_.extract(order);
-    if (node.empty()) continue;  // listed twice
-    taken->emplace_back(order, node.mapped());
-    w.ops.push_back(store_op{store_op::kind::erase, codec::dead_key(cfg_.uid, order), {}});
-    auto m = std::move(node.mapped().msg);
-    dead_order_.erase(m.id);
-    m.seq = message_seq{next_seq_++};
-    m.attempts = 0;
-    m.not_before = m.delay_until;
-    const auto& dl = taken->back().second;
-    codec::lane_id lane{dl.lane};
-    if (!dl.lane_known) {
-      // A dead letter stored before records kept their lane: the lane again from the envelope.
-      auto where = place(cfg_.spec, m);
-      if (!where) {
-        for (auto& [o, d] : *taken) {  // a key function that no longer finds the key: none go
-          dead_order_[d.msg.id] = o;
-          dead_.emplace(o, std::move(d));
-        }
-        auto err = where.err();
-        err.message = "redrive of message " + std::to_string(m.id.value) + ": " + err.message;
-        return reply(r, err);
-      }
-      lane = lane_of(where.value());
-    }
-    auto where = stored_placement(m, lane);
-    w.ops.push_back(put_message(cfg_.uid, lane, m));
-    batch->push_back(placed{std::move(m), std::move(where), lane});
-  }
-  auto n = static_cast<std::uint64_t>(batch->size());
-  if (n == 0) return reply(r, std::uint64_t{0});
-  w.admits = true;
-  w.counters = true;
-  w.answer = [this, r](std::optional<error> e) {
-    if (e) reply(r, storage_failure(cfg_.spec.name(), std::move(*e)));
-  };
-  w.settle = [this, r, n, taken, batch](bool durable) {
-    if (!durable) {
-      for (auto& [order, dl] : *taken) {  // nothing was redriven: they stay dead letters
-        dead_order_[dl.msg.id] = order;
-        dead_.emplace(order, std::move(dl));
-      }
-      return;
-    }
-    counters_.redriven += n;
-    route(std::move(*batch), last_now_);
-    reply(r, n);
-  };
-  writes_.add(std::move(w));
-}
-
 // -- topics (docs/design/lanes.md L10) -----------------------------------------------------------
 
 result<topic_prepared> shard_engine::prepare(std::vector<outgoing_message> batch,
@@ -439,9 +346,13 @@ void shard_engine::on_read(std::uint64_t read, result<std::vector<store_entry>> 
   LANEQ_ASSERT(it != reads_.end(), "the store answers a read that was asked for");
   auto slot = it->second;
   reads_.erase(it);
-  if (slot.kind == read_kind::fetch) {
-    on_fetched(slot.group, std::move(page), last_now_);
-    return;
+  switch (slot.kind) {
+    case read_kind::fetch: return on_fetched(slot.group, std::move(page), last_now_);
+    case read_kind::dead_list: return on_dead_list(slot.request, std::move(page));
+    case read_kind::redrive_index:
+      return on_redrive_index(slot.request, slot.index, std::move(page));
+    case read_kind::redrive_dead: return on_redrive_dead(slot.request, std::move(page));
+    case read_kind::recovery: break;
   }
   if (!page) {
     auto e = page.err();
@@ -465,6 +376,8 @@ void shard_engine::stop(const error& why) {
   held_.clear();
   for (auto& w : watchers_) reply(w.r, why);
   watchers_.clear();
+  for (auto& [r, op] : dead_ops_) reply(r, why);
+  dead_ops_.clear();
   if (recover_request_) reply(*recover_request_, why);
   recover_request_.reset();
   writes_.abandon(why);
@@ -521,7 +434,7 @@ queue_stats shard_engine::stats(timestamp now) const {
   s.backlog = in > out ? in - out : 0;
   s.in_flight = leases_.size() + group_leases_.size();
   s.live_groups = groups_.size();
-  s.dead_letters = dead_.size();
+  s.dead_letters = dead_count_;
   s.waiting_receives = pending_.size();
   s.window_bytes = window_bytes_;
   // The largest backlogs by name, the rest summed: a bounded number of metric series.
@@ -635,7 +548,6 @@ void shard_engine::check_invariants() const {
   for (const auto& [key, id] : group_by_key_)
     LANEQ_ASSERT(groups_.count(id) == 1, "every key names a live group");
   LANEQ_ASSERT(pending_.size() == pending_deadlines_.size(), "each long poll has its deadline");
-  LANEQ_ASSERT(dead_.size() == dead_order_.size(), "each dead letter is indexed by its id");
   for (const auto& [id, gid] : reclaimable_)
     LANEQ_ASSERT(groups_.count(gid) == 1, "reclaim names a live group");
 }

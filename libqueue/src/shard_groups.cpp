@@ -99,22 +99,6 @@ shard_engine::group_write shard_engine::apply(group_slot& g, group_effects fx) {
   return w;
 }
 
-std::vector<store_op> shard_engine::move_dead(std::vector<dead_letter> dls,
-                                              const codec::lane_id& lane) {
-  std::vector<store_op> ops;
-  counters_.dead_lettered += dls.size();
-  for (auto& dl : dls) {
-    auto order = next_dead_++;
-    dl.keep_lane(lane.bytes);  // the live record goes from the lane it was stored under (L7)
-    ops.push_back(erase_message(cfg_.uid, lane, dl.msg.seq));
-    ops.push_back(store_op{store_op::kind::put, codec::dead_key(cfg_.uid, order),
-                           codec::encode_dead_letter(dl)});
-    dead_order_[dl.msg.id] = order;
-    dead_.emplace(order, std::move(dl));
-  }
-  return ops;
-}
-
 void shard_engine::write_for(group_slot& g, group_write w,
                              std::function<void(std::optional<error>)> answer, timestamp t) {
   if (w.ops.empty()) {
@@ -201,7 +185,7 @@ void shard_engine::reclaim(group_slot& g, const lease_token& lease, timestamp t)
 void shard_engine::fetch(group_slot& g, const fetch_request& req) {
   auto [from, to] = codec::lane_range(cfg_.uid, g.lane, req.after);
   auto max = static_cast<std::uint32_t>(std::min<std::size_t>(req.max, limits::store_scan_max));
-  read(read_kind::fetch, g.state.id(), std::move(from), std::move(to), max);
+  read(read_slot{read_kind::fetch, g.state.id()}, std::move(from), std::move(to), max);
 }
 
 void shard_engine::on_fetched(group_id id, result<std::vector<store_entry>> page, timestamp t) {

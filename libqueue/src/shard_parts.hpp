@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "laneq/shard_engine.hpp"
@@ -37,6 +38,20 @@ struct shard_engine::group_write {
   bool moves = false;     ///< it moves a message to the dead letters: its client waits (patient)
 };
 
+/// A dead-letter listing or redrive under way. A redrive reads back the orders of its dead
+/// letters (by id; or the first ones of the list), then the records, then fills its place among
+/// the shard's writes.
+struct shard_engine::redrive_state {
+  request_id r = 0;
+  std::uint64_t first_seq = 0;  ///< the arrival seqs it took when it came
+  std::uint64_t slot = 0;       ///< its place in the write log (write_log::reserve)
+  std::vector<message_id> ids;
+  std::vector<std::optional<std::uint64_t>> orders;  // by id, as the index answers
+  std::vector<std::pair<std::uint64_t, dead_letter>> taken;
+  std::size_t waiting = 0;  // reads not answered yet
+  std::optional<error> failed;
+};
+
 /// A lane as recovery found it.
 struct shard_engine::recovered_lane {
   std::vector<message> window;  ///< the first messages, payloads decoded
@@ -44,7 +59,7 @@ struct shard_engine::recovered_lane {
 };
 
 /// The ranges a recovery reads, in order.
-enum class recovery_phase : std::uint8_t { counters, leases, dead, messages, dedupe };
+enum class recovery_phase : std::uint8_t { counters, leases, dead_index, dead, messages, dedupe };
 
 /// A recovery in progress: the store's records of the shard, read range by range.
 struct shard_engine::recovery {
@@ -60,7 +75,8 @@ struct shard_engine::recovery {
     message_id id;
   };
   std::vector<dedupe_entry> dedupe;
-  std::vector<store_op> expired;  ///< dedupe records past their window
+  std::unordered_set<message_id> indexed;  ///< dead letters with an index record
+  std::vector<store_op> expired;  ///< dedupe records past their window, index records missing
 };
 
 /// "queue 'name': " + the error's message, as a client sees a store failure.

@@ -1,6 +1,7 @@
 // Recovery (docs/design/recovery.md R1-R8): the shard reads its records back, range by range
-// (counters, leases, dead letters, messages, dedupe entries), and rebuilds its groups, its
-// unordered messages, its leases and its dead-letter list. A record that fails its checks stops
+// (counters, leases, the dead-letter index and the dead letters, messages, dedupe entries),
+// and rebuilds its groups, its unordered messages, its leases and its count of dead letters
+// (which stay in the store). A record that fails its checks stops
 // the shard (fail-stop): it never starts with fewer messages than were stored.
 #include <algorithm>
 
@@ -16,6 +17,7 @@ codec::tag tag_of(phase p) {
   switch (p) {
     case phase::counters: return codec::tag::counters;
     case phase::leases: return codec::tag::lease;
+    case phase::dead_index: return codec::tag::dead_index;
     case phase::dead: return codec::tag::dead;
     case phase::messages: return codec::tag::message;
     case phase::dedupe: return codec::tag::dedupe;
@@ -59,7 +61,7 @@ void shard_engine::start_recovery(timestamp t) {
   recovery_ = std::make_unique<recovery>();
   auto [from, to] = codec::queue_range(tag_of(recovery_->at), cfg_.uid);
   recovery_->to = to;
-  read(read_kind::recovery, group_id{}, std::move(from), std::move(to), limits::store_scan_max);
+  read(read_slot{read_kind::recovery}, std::move(from), std::move(to), limits::store_scan_max);
 }
 
 void shard_engine::fail_recovery(error e) {
@@ -77,14 +79,14 @@ void shard_engine::on_recovery_page(std::vector<store_entry> page, timestamp t) 
   if (page.size() >= limits::store_scan_max) {
     auto next = std::move(page.back().key);
     next.push_back('\0');  // the smallest key after the last one read
-    read(read_kind::recovery, group_id{}, std::move(next), r.to, limits::store_scan_max);
+    read(read_slot{read_kind::recovery}, std::move(next), r.to, limits::store_scan_max);
     return;
   }
   if (r.at == phase::dedupe) return finish_recovery(t);
   r.at = static_cast<phase>(static_cast<int>(r.at) + 1);
   auto [from, to] = codec::queue_range(tag_of(r.at), cfg_.uid);
   r.to = to;
-  read(read_kind::recovery, group_id{}, std::move(from), std::move(to), limits::store_scan_max);
+  read(read_slot{read_kind::recovery}, std::move(from), std::move(to), limits::store_scan_max);
 }
 
 std::optional<error> shard_engine::take_record(recovery& r, const store_entry& e, timestamp t) {
@@ -103,13 +105,23 @@ std::optional<error> shard_engine::take_record(recovery& r, const store_entry& e
       r.leases.emplace(l.value().lease.msg, std::move(l).value());
       return std::nullopt;
     }
+    case phase::dead_index: {
+      auto id = codec::parse_dead_index_key(e.key);
+      if (!id) return id.err();
+      r.indexed.insert(id.value());
+      return std::nullopt;
+    }
     case phase::dead: {
       auto d = codec::decode_dead_letter(e.value);
       if (!d) return d.err();
       auto order = codec::parse_dead_order(e.key);
       if (!order) return order.err();
-      dead_order_[d.value().msg.id] = order.value();
-      dead_.emplace(order.value(), std::move(d).value());
+      ++dead_count_;
+      // A dead letter stored before the index existed gets its index record now.
+      if (!r.indexed.contains(d.value().msg.id))
+        r.expired.push_back(store_op{store_op::kind::put,
+                                     codec::dead_index_key(cfg_.uid, d.value().msg.id),
+                                     codec::encode_u64(order.value())});
       return std::nullopt;
     }
     case phase::messages: return take_message(r, e);

@@ -39,6 +39,33 @@ void write_log::add_durable(std::function<void()> settle, timestamp now) {
   settle_front(now);
 }
 
+std::uint64_t write_log::reserve() {
+  entries_.push_back(entry{next_id_++, {}, state::reserved, false, false, false, false});
+  return entries_.back().id;
+}
+
+void write_log::fill(std::uint64_t id, std::optional<write_request> w, timestamp now) {
+  auto* e = find(id);
+  LANEQ_ASSERT(e && e->st == state::reserved, "a reserved place is filled once");
+  if (!w) {
+    e->st = state::durable;  // nothing to write: it settles in its turn
+    e->answered = true;
+    e->external = true;
+    settle_front(now);
+    return;
+  }
+  if (parked_ && w->admits) {
+    // Refused like any write that admits while the log is parked; its place settles.
+    if (w->answer) w->answer(parked_error());
+    if (w->settle) w->settle(false);
+    return fill(id, std::nullopt, now);
+  }
+  e->w = std::move(*w);
+  e->st = state::waiting;
+  if (parked_) return answer(*e, parked_error());  // sent with the retry
+  if (!held_) queue(*e);
+}
+
 void write_log::queue(entry& e) {
   e.queued = true;
   outbox_.push_back(e.id);
@@ -132,7 +159,7 @@ void write_log::resend() {
       dropped.push_back(std::move(e.w.settle));
       continue;
     }
-    if (!e.external) e.st = state::waiting;
+    if (!e.external && e.st != state::reserved) e.st = state::waiting;
     e.queued = false;
     kept.push_back(std::move(e));
   }
@@ -140,7 +167,8 @@ void write_log::resend() {
   outbox_.clear();
   replay_ = true;
   if (!held_)
-    for (auto& e : entries_) queue(e);
+    for (auto& e : entries_)
+      if (e.st == state::waiting) queue(e);
   for (auto& settle : dropped)
     if (settle) settle(false);
 }

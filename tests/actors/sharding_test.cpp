@@ -196,6 +196,23 @@ TEST_F(sharding, a_sharded_queue_restarts_whole_and_its_delete_leaves_nothing) {
     EXPECT_EQ(e.key.at(0), 'A') << "a record of the deleted queue is left: tag " << e.key.at(0);
 }
 
+// A batch with a message that lacks its ordering key (policy reject) is refused whole, as on one
+// shard, naming that message by its index in the batch: no shard stores any part of it, and the
+// refusal is counted once.
+TEST_F(sharding, a_batch_with_a_keyless_message_is_refused_whole) {
+  auto q = make(by_account_sharded());
+  auto batch = accounts(12, "m");
+  batch.insert(batch.begin() + 7, msg("keyless"));
+  auto r = h.enqueue(q, batch);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.err().code, errc::ordering_key_missing);
+  EXPECT_NE(r.err().message.find("messages[7]"), std::string::npos) << r.err().message;
+  auto s = stats_of(h, q);
+  EXPECT_EQ(s.backlog, 0u) << "no shard stored a part of it";
+  EXPECT_EQ(s.rejected, 13u);
+  EXPECT_EQ(s.key_missing, 1u);
+}
+
 // A spec whose shard key is not part of its ordering key is refused at create, naming the queue
 // and the component.
 TEST_F(sharding, a_shard_key_outside_the_ordering_key_is_refused_at_create) {

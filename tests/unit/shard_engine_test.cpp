@@ -145,6 +145,59 @@ TEST(shard_engine, a_redriven_message_joins_the_end_of_its_group) {
   EXPECT_EQ(bodies(deliveries(d, d.receive(1))), (std::vector<std::string>{"a1"}));
 }
 
+// Dead letters stay in the store (persistence.md): a listing reads them back, a redrive by id
+// finds them through their index, and a dead letter stored before the index existed gets its
+// index at the next recovery.
+TEST(shard_engine, dead_letters_are_read_back_from_the_store_and_indexed_by_id) {
+  auto cfg = by_account();
+  engine_driver d{cfg};
+  d.enqueue({msg("a1", "A"), msg("b1", "B")});
+  for (const auto& x : deliveries(d, d.receive(10))) d.nack(x.lease, nack_kind::dead_letter);
+  auto [from, to] = codec::queue_range(codec::tag::dead, 42);
+  std::size_t in_store = 0;
+  for (auto it = d.store.lower_bound(from); it != d.store.end() && it->first < to; ++it) ++in_store;
+  EXPECT_EQ(in_store, 2u);
+  // Without a1's index record (as a store written before the index): recovery writes it again.
+  auto index = codec::queue_range(codec::tag::dead_index, 42);
+  d.store.erase(d.store.lower_bound(index.first), d.store.lower_bound(index.second));
+  cfg.epoch = 4;
+  d.restart(cfg);
+  d.recover();
+  const auto* listed = d.reply_as<std::vector<dead_letter>>(d.dead_letters());
+  ASSERT_NE(listed, nullptr);
+  ASSERT_EQ(listed->size(), 2u);
+  auto one = d.redrive({listed->front().msg.id});
+  ASSERT_NE(d.reply_as<std::uint64_t>(one), nullptr) << "found through its index";
+  EXPECT_EQ(*d.reply_as<std::uint64_t>(one), 1u);
+  EXPECT_EQ(d.engine().stats(d.now).dead_letters, 1u);
+  auto gone = d.redrive({listed->front().msg.id});
+  const auto* err = d.reply_as<error>(gone);
+  ASSERT_NE(err, nullptr);
+  EXPECT_EQ(err->code, errc::dead_letter_not_found);
+}
+
+// O9: a redrive takes its place when it comes, though it reads its dead letters first: a message
+// enqueued after the redrive was asked for is behind the redriven one in their group.
+TEST(shard_engine, a_redrive_is_placed_before_what_is_enqueued_after_it) {
+  engine_driver d{by_account()};
+  d.enqueue({msg("a1", "A")});
+  auto first = deliveries(d, d.receive(1));
+  d.nack(first[0].lease, nack_kind::dead_letter);
+  d.hold_writes = true;
+  d.enqueue({msg("b1", "B")});  // a write in flight: the redrive's reads wait for it
+  auto r = d.redrive();
+  auto e = d.enqueue({msg("a2", "A")});
+  d.hold_writes = false;
+  while (!d.pending_writes.empty()) d.commit_next();
+  ASSERT_NE(d.reply_as<std::uint64_t>(r), nullptr);
+  ASSERT_NE(d.reply_as<std::vector<message_id>>(e), nullptr);
+  auto got = deliveries(d, d.receive(10));
+  std::vector<std::string> a;
+  for (const auto& x : got)
+    if (x.msg.body[0] == 'a') a.push_back(x.msg.body);
+  EXPECT_EQ(a, (std::vector<std::string>{"a1"})) << "a1, redriven first, is A's head";
+}
+
 TEST(shard_engine, a_long_poll_is_answered_by_the_next_enqueue_or_empty_at_its_end) {
   engine_driver d{config(queue_spec("jobs"))};
   auto poll = d.receive(5, 0s, 2s);

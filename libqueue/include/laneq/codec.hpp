@@ -9,6 +9,7 @@
 //   'C' uid                    counters: next message id, next arrival seq, next dead-letter order
 //   'M' uid lane(16) seq       message record; one lane per ordering group, lane 0 = unordered
 //   'D' uid order              dead letter (dead-letter list order), with its stored lane
+//   'I' uid message-id         the order of a message's dead letter (redrive by id)
 //   'E' uid message-id         lease record (delivery durability `durable` only)
 //   'U' uid dedupe-key         dedupe record: the first message's id and when it was seen
 //   'T' topic-name             topic record: the queues it fans out into
@@ -59,6 +60,7 @@ enum class tag : char {
   counters = 'C',
   message = 'M',
   dead = 'D',
+  dead_index = 'I',
   lease = 'E',
   dedupe = 'U',
   topic = 'T',
@@ -72,6 +74,7 @@ std::string message_key(std::uint64_t uid, const lane_id& lane, message_seq seq)
 /// (the store's memtable keeps each such prefix apart, docs/design/persistence.md).
 inline constexpr std::size_t message_key_lane_prefix_bytes = 1 + 8 + 16;
 std::string dead_key(std::uint64_t uid, std::uint64_t order);
+std::string dead_index_key(std::uint64_t uid, message_id id);
 std::string lease_key(std::uint64_t uid, message_id id);
 std::string dedupe_key(std::uint64_t uid, std::string_view key);
 std::string topic_key(std::string_view name);
@@ -79,8 +82,8 @@ std::string topic_key(std::string_view name);
 /// The tags of a queue's records: every key that starts with one of them and the queue's uid
 /// belongs to that queue. The one list of what "every record of a queue" is: a new kind of
 /// queue record is added here, and a deleted queue leaves none behind.
-inline constexpr std::array<tag, 6> queue_tags{tag::queue, tag::counters, tag::message,
-                                               tag::dead,  tag::lease,    tag::dedupe};
+inline constexpr std::array<tag, 7> queue_tags{
+    tag::queue, tag::counters, tag::message, tag::dead, tag::dead_index, tag::lease, tag::dedupe};
 
 /// [first, last) of every key with this tag (and uid, for queue data).
 std::pair<std::string, std::string> tag_range(tag t);
@@ -105,6 +108,8 @@ result<std::string> parse_dedupe_key(std::string_view key);
 result<std::uint64_t> parse_uid(std::string_view key);
 /// The dead-letter order in a `dead_key`.
 result<std::uint64_t> parse_dead_order(std::string_view key);
+/// The message id in a `dead_index_key`.
+result<message_id> parse_dead_index_key(std::string_view key);
 
 // -- records ----------------------------------------------------------------------------------
 

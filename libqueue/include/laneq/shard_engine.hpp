@@ -219,7 +219,21 @@ class shard_engine {
     request_id r = 0;
     std::function<void()> run;
   };
-  enum class read_kind : std::uint8_t { fetch, recovery };
+  enum class read_kind : std::uint8_t {
+    fetch,          ///< a group's window read back
+    recovery,       ///< a range recovery reads
+    dead_list,      ///< a listing of dead letters
+    redrive_index,  ///< a redrive's lookup of a message's dead-letter order
+    redrive_dead,   ///< a redrive's dead-letter records
+  };
+  /// What a read is for.
+  struct read_slot {
+    read_kind kind = read_kind::fetch;
+    group_id group{};        ///< fetch
+    request_id request = 0;  ///< dead_list
+    std::size_t index = 0;   ///< redrive_index: which id
+  };
+  struct redrive_state;
 
   // admission (shard_admission.cpp)
   result<admitted> admit(std::vector<outgoing_message>& batch, timestamp t,
@@ -254,6 +268,16 @@ class shard_engine {
   std::vector<store_op> end_attempt(const lease_token& lease, std::vector<store_op> ops);
   std::vector<store_op> move_dead(std::vector<dead_letter> dls, const codec::lane_id& lane);
 
+  // dead letters (shard_dead_letters.cpp)
+  void on_dead_list(request_id r, result<std::vector<store_entry>> page);
+  void read_dead_letters(redrive_state& s);
+  void on_redrive_index(request_id r, std::size_t i, result<std::vector<store_entry>> page);
+  void on_redrive_dead(request_id r, result<std::vector<store_entry>> page);
+  void redrive_in_given_order(redrive_state& s);
+  void redrive_taken(redrive_state& s);
+  /// Answers a redrive that writes nothing (with `failed`, or 0) and gives up its place.
+  void end_redrive(redrive_state& s, std::optional<error> failed);
+
   // deliveries and leases (shard_delivery.cpp)
   void catch_up(timestamp t);
   std::vector<delivery> take(std::uint32_t max, duration lease, timestamp t);
@@ -282,7 +306,7 @@ class shard_engine {
   void release_held();
 
   void reply(request_id r, engine_answer a);
-  void read(read_kind kind, group_id g, std::string from, std::string to, std::uint32_t max);
+  void read(read_slot slot, std::string from, std::string to, std::uint32_t max);
 
   shard_config cfg_;
   shard_counters counters_;
@@ -318,13 +342,10 @@ class shard_engine {
   };
   std::vector<watcher> watchers_;
 
-  std::map<std::uint64_t, dead_letter> dead_;  // by dead-letter order
-  std::unordered_map<message_id, std::uint64_t> dead_order_;
+  std::uint64_t dead_count_ = 0;  // dead letters in the store (they are not held in memory)
+  /// Dead-letter listings and redrives under way, by request.
+  std::unordered_map<request_id, std::unique_ptr<redrive_state>> dead_ops_;
 
-  struct read_slot {
-    read_kind kind;
-    group_id group;
-  };
   std::unordered_map<std::uint64_t, read_slot> reads_;
 
   std::unique_ptr<recovery> recovery_;

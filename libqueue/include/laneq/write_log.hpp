@@ -71,6 +71,11 @@ class write_log {
   void add(write_request w);
   /// A write already durable (a topic's, written by someone else): it settles in order.
   void add_durable(std::function<void()> settle, timestamp now);
+  /// A place for a write whose operations are not known yet (a redrive reads its dead letters
+  /// first): nothing after it settles until it is filled. Returns its id for `fill`.
+  std::uint64_t reserve();
+  /// Fills a reserved place with `w` (then sent in its turn), or with nothing (it settles).
+  void fill(std::uint64_t id, std::optional<write_request> w, timestamp now);
 
   /// Holds every new write until `release` (a topic's write is pending: the store must see this
   /// shard's writes in the order of their seqs and counters).
@@ -101,7 +106,7 @@ class write_log {
   void check_invariants() const;
 
  private:
-  enum class state : std::uint8_t { waiting, sent, durable, failed };
+  enum class state : std::uint8_t { reserved, waiting, sent, durable, failed };
   struct entry {
     std::uint64_t id = 0;
     write_request w;

@@ -43,6 +43,7 @@ struct queue_client {
   std::vector<message_id> listed;  ///< the last dead-letter listing, less what was redriven
   int polls_open = 0;
   bool listing_open = false;
+  bool listed_ok = false;  ///< the last listing was answered with the list (its read may fail)
   /// Recent unordered messages with what their producer sent, for a resend, and how many
   /// messages had been sent before each (every message adds a dedupe entry; the entry bound
   /// evicts the oldest first).

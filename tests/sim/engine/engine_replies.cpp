@@ -121,9 +121,12 @@ void engine_episode::on_listed(const pending& p, const pending_reply& pr) {
   auto& c = clients_[p.q];
   c.listing_open = false;
   auto out = answer_as<std::vector<dead_letter>>(pr.reply.value);
+  c.listed_ok = false;
+  if (out && !*out && out->err().code == errc::storage_failed) return;  // its read failed
   if (!out || !*out) fail(check::api, "a dead-letter listing failed or answered the wrong kind");
-  // The listing shows the dead letters when the engine answered (it answers at once, or once a
-  // recovery under way is over).
+  c.listed_ok = true;
+  // The listing shows the dead letters in the store once every write the engine made before it
+  // is durable: the moves made before it, and what a redrive asked for before it did.
   c.checker->dead_listed(out->value(), pr.at);
   c.listed.clear();
   for (const auto& dl : out->value()) c.listed.push_back(dl.msg.id);

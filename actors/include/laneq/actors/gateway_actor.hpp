@@ -42,6 +42,14 @@ class gateway_actor_impl : public actor_base<queue_control> {
   std::uint32_t shard_count() const { return static_cast<std::uint32_t>(gc_.shards.size()); }
   /// The shard that gave out `id`, if it is one of this queue's.
   const shard_actor* shard_of(message_id id) const;
+  /// A batch split by shard: each shard's messages (and parsed bodies) and their indexes.
+  struct split_batch {
+    std::vector<std::vector<outgoing_message>> parts;
+    std::vector<std::vector<shared_json>> jsons;
+    std::vector<std::vector<std::size_t>> where;
+  };
+  split_batch split_by_shard(std::vector<outgoing_message>& batch,
+                             const std::vector<shared_json>* parsed);
   caf::result<std::vector<message_id>> enqueue(std::vector<outgoing_message>& batch);
   caf::result<std::vector<lease_outcome>> ack(const std::vector<lease_token>& leases);
   caf::result<std::uint64_t> redrive(const std::vector<message_id>& ids);
