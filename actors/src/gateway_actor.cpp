@@ -139,7 +139,7 @@ gateway_actor_impl::split_batch gateway_actor_impl::split_by_shard(
   return out;
 }
 
-caf::result<std::vector<message_id>> gateway_actor_impl::enqueue(
+caf::result<std::vector<message_id>> gateway_actor_impl::enqueue_batch(
     std::vector<outgoing_message>& batch) {
   if (auto err = check_batch(batch)) return to_caf(*err);
   auto split = split_by_shard(batch, nullptr);
@@ -513,7 +513,7 @@ caf::result<caf::ok_atom> gateway_actor_impl::to_all(Ts... xs) {
 
 gateway_actor_impl::behavior_type gateway_actor_impl::make_behavior() {
   return {
-      [this](enqueue_atom, std::vector<outgoing_message>& batch) { return enqueue(batch); },
+      [this](enqueue_atom, std::vector<outgoing_message>& batch) { return enqueue_batch(batch); },
       [this](receive_atom, const receive_request& req) { return receive(req); },
       [this](ack_atom, const std::vector<lease_token>& leases) { return ack(leases); },
       [this](nack_atom, const lease_token& l,

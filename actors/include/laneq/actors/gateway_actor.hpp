@@ -50,7 +50,7 @@ class gateway_actor_impl : public actor_base<queue_control> {
   };
   split_batch split_by_shard(std::vector<outgoing_message>& batch,
                              const std::vector<shared_json>* parsed);
-  caf::result<std::vector<message_id>> enqueue(std::vector<outgoing_message>& batch);
+  caf::result<std::vector<message_id>> enqueue_batch(std::vector<outgoing_message>& batch);
   caf::result<std::vector<lease_outcome>> ack(const std::vector<lease_token>& leases);
   caf::result<std::uint64_t> redrive(const std::vector<message_id>& ids);
   caf::result<std::vector<dead_letter>> dead_letters(std::uint32_t max);
