@@ -334,6 +334,22 @@ std::optional<picked_item> fair_scheduler::pick(timestamp now) {
   return std::nullopt;
 }
 
+bool fair_scheduler::try_charge(const message& m, timestamp now) {
+  auto& s = *impl_;
+  if (s.throttles.empty()) return true;
+  auto keys = s.bucket_keys(m);
+  for (const auto& b : keys) {
+    auto owed = s.released.find(b);
+    auto spare = s.bucket(b, now).tokens(now) - (owed == s.released.end() ? 0 : owed->second);
+    if (spare < 1) return false;
+  }
+  for (const auto& b : keys) {
+    bool taken = s.bucket(b, now).try_take(now);
+    LANEQ_ASSERT(taken, "a bucket with a spare token gives it");
+  }
+  return true;
+}
+
 std::optional<timestamp> fair_scheduler::next_wakeup() const {
   const auto& s = *impl_;
   // Every mutation ends with prune_stale_wakes(), so the top of bucket_wakes is live.
