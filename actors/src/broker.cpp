@@ -177,13 +177,20 @@ result<std::vector<lease_outcome>> blocking_queue::ack(std::vector<lease_token> 
   return call<std::vector<lease_outcome>>(sys_, q_, timeout_, ack_atom_v, std::move(leases));
 }
 
+result<std::uint64_t> blocking_queue::ack(const lease_token& lease, std::uint32_t count) {
+  return call<std::uint64_t>(sys_, q_, timeout_, ack_atom_v, lease, count);
+}
+
 status blocking_queue::nack(const lease_token& lease, duration retry_after) {
-  return call_ok(sys_, q_, timeout_, nack_atom_v, lease,
-                 nack_request{nack_kind::retry, retry_after.count()});
+  return nack(lease, nack_request{nack_kind::retry, retry_after.count()});
+}
+
+status blocking_queue::nack(const lease_token& lease, const nack_request& req) {
+  return call_ok(sys_, q_, timeout_, nack_atom_v, lease, req);
 }
 
 status blocking_queue::dead_letter(const lease_token& lease) {
-  return call_ok(sys_, q_, timeout_, nack_atom_v, lease, nack_request{nack_kind::dead_letter, 0});
+  return nack(lease, nack_request{nack_kind::dead_letter, 0});
 }
 
 result<timestamp> blocking_queue::extend(const lease_token& lease, duration by) {

@@ -225,7 +225,8 @@ struct gateway_actor_impl::receive_state {
 };
 
 caf::result<std::vector<delivery>> gateway_actor_impl::receive(const receive_request& req) {
-  if (auto err = check_receive(req.max, req.lease_us, req.wait_us, gc_.spec.lease_duration()))
+  if (auto err =
+          check_receive(req.max, req.lease_us, req.wait_us, gc_.spec.lease_duration(), req.batch))
     return to_caf(*err);
   auto s = std::make_shared<receive_state>();
   s->promise = make_response_promise<std::vector<delivery>>();
@@ -242,7 +243,8 @@ void gateway_actor_impl::ask_next(std::shared_ptr<receive_state> s) {
     return watch_all(s);
   }
   auto shard = (s->start + s->asked++) % shard_count();
-  receive_request part{static_cast<std::uint32_t>(s->req.max - s->out.size()), s->req.lease_us, 0};
+  receive_request part{static_cast<std::uint32_t>(s->req.max - s->out.size()), s->req.lease_us, 0,
+                       s->req.batch};
   request(gc_.shards[shard], caf::infinite, receive_atom_v, part)
       .then(
           [this, s](std::vector<delivery>& got) {
@@ -516,6 +518,10 @@ gateway_actor_impl::behavior_type gateway_actor_impl::make_behavior() {
       [this](enqueue_atom, std::vector<outgoing_message>& batch) { return enqueue_batch(batch); },
       [this](receive_atom, const receive_request& req) { return receive(req); },
       [this](ack_atom, const std::vector<lease_token>& leases) { return ack(leases); },
+      [this](ack_atom, const lease_token& l, std::uint32_t count) -> caf::result<std::uint64_t> {
+        if (const auto* shard = shard_of(l.msg)) return delegate(*shard, ack_atom_v, l, count);
+        return to_caf(error{errc::lease_not_found, "no lease " + to_string(l) + " is in flight"});
+      },
       [this](nack_atom, const lease_token& l,
              const nack_request& req) -> caf::result<caf::ok_atom> {
         if (const auto* shard = shard_of(l.msg)) return delegate(*shard, nack_atom_v, l, req);

@@ -120,6 +120,12 @@ shard_actor_impl::behavior_type shard_actor_impl::make_behavior() {
         flush();
         return p;
       },
+      [this](ack_atom, const lease_token& l, std::uint32_t count) {
+        auto [id, p] = open<std::uint64_t>();
+        engine_.ack(id, l, count, now());
+        flush();
+        return p;
+      },
       [this](nack_atom, const lease_token& l, const nack_request& req) {
         auto [id, p] = open<caf::ok_atom>();
         engine_.nack(id, l, req, now());

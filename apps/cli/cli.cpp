@@ -331,6 +331,11 @@ int cmd_receive(command_context& c) {
     if (auto* e = std::get_if<usage_error>(&n)) return usage(c, *e);
     p.wait_ms = std::get<std::int64_t>(n);
   }
+  if (auto v = a.value("batch")) {
+    auto n = parse_int("--batch", *v, 1, limits::ordered_batch_max);
+    if (auto* e = std::get_if<usage_error>(&n)) return usage(c, *e);
+    p.batch = static_cast<std::uint32_t>(std::get<std::int64_t>(n));
+  }
   auto r = c.client.receive(a.args[0], p);
   if (!r) return fail(c, r.err());
   if (a.json)
@@ -342,7 +347,32 @@ int cmd_receive(command_context& c) {
   return exit_ok;
 }
 
+/// `laneq ack QUEUE LEASE --count C`: an ordered batch's first C messages.
+int cmd_ack_count(command_context& c, const std::string& text) {
+  const auto& a = c.args;
+  if (a.args.size() != 2) return usage(c, {"--count goes with one lease (an ordered batch's)"});
+  auto n = parse_int("--count", text, 1, limits::ordered_batch_max);
+  if (auto* e = std::get_if<usage_error>(&n)) return usage(c, *e);
+  auto r =
+      c.client.ack(a.args[0], {a.args[1]}, static_cast<std::uint32_t>(std::get<std::int64_t>(n)));
+  if (!r) return fail(c, r.err());
+  if (a.json) {
+    print_json(c, r.value());
+    return exit_ok;
+  }
+  std::string acked = "-", remaining = "-";
+  if (const auto* o = r.value().if_object()) {
+    acked = field(*o, "acked");
+    remaining = field(*o, "remaining");
+  }
+  c.out << "acked " << acked << " more of the batch of lease " << a.args[1] << " (batch_index 0 to "
+        << std::get<std::int64_t>(n) - 1 << " done); " << remaining
+        << " still held under the lease\n";
+  return exit_ok;
+}
+
 int cmd_ack(command_context& c) {
+  if (auto count = c.args.value("count")) return cmd_ack_count(c, *count);
   std::vector<std::string> leases(c.args.args.begin() + 1, c.args.args.end());
   auto r = c.client.ack(c.args.args[0], leases);
   if (!r) return fail(c, r.err());
@@ -380,15 +410,24 @@ int cmd_nack(command_context& c) {
     if (auto* e = std::get_if<usage_error>(&n)) return usage(c, *e);
     retry = std::get<std::int64_t>(n);
   }
-  auto r = c.client.nack(a.args[0], a.args[1], retry, dead);
+  std::optional<std::uint32_t> from;
+  if (auto v = a.value("from")) {
+    auto n = parse_int("--from", *v, 0, limits::ordered_batch_max - 1);
+    if (auto* e = std::get_if<usage_error>(&n)) return usage(c, *e);
+    from = static_cast<std::uint32_t>(std::get<std::int64_t>(n));
+  }
+  auto r = c.client.nack(a.args[0], a.args[1], retry, dead, from);
   if (!r) return fail(c, r.err());
+  auto which = from ? "message " + std::to_string(*from) + " of the batch of lease "
+                    : std::string{"the message of lease "};
   if (a.json)
     print_json(c, r.value());
   else if (dead)
-    c.out << "dead-lettered the message of lease " << a.args[1] << "\n";
+    c.out << "dead-lettered " << which << a.args[1] << "\n";
   else
-    c.out << "released the message of lease " << a.args[1] << " for a retry in " << retry
-          << " ms\n";
+    c.out << "released " << which << a.args[1] << " for a retry in " << retry << " ms\n";
+  if (!a.json && from && *from > 0)
+    c.out << "  (batch_index 0 to " << *from - 1 << " acked; those after it wait behind it)\n";
   return exit_ok;
 }
 
@@ -628,14 +667,21 @@ const std::vector<command_spec>& commands() {
        {opt("max", true, "up to this many messages (default 1)"),
         opt("lease-ms", true, "lease length (default: the queue's)"),
         opt("wait-ms", true, "long-poll this long for the first message (default 0)"),
-        opt("quiet", false, "one line per message: LEASE<TAB>ORDERING_KEY<TAB>BODY")},
+        opt("batch", true,
+            "up to this many consecutive messages of one ordering group under one lease, an "
+            "ordered batch (1 to 100, default 1; --max still bounds the whole answer)"),
+        opt("quiet", false,
+            "one line per message: LEASE<TAB>ORDERING_KEY<TAB>BODY (a batch's messages share a "
+            "lease, in batch order)")},
        cmd_receive},
       {"ack",
        "QUEUE LEASE...",
-       "acknowledge delivered messages (removes them)",
+       "acknowledge delivered messages (removes them; a batch's lease acks its whole batch)",
        2,
        any_count,
-       {},
+       {opt("count", true,
+            "with one batch lease: ack only its first C messages (batch_index below C, as "
+            "delivered); the lease goes on over the rest")},
        cmd_ack},
       {"nack",
        "QUEUE LEASE",
@@ -643,7 +689,10 @@ const std::vector<command_spec>& commands() {
        2,
        2,
        {opt("retry-after-ms", true, "retry no earlier than this (default 0)"),
-        opt("dead-letter", false, "move the message to the dead-letter list now")},
+        opt("dead-letter", false, "move the message to the dead-letter list now"),
+        opt("from", true,
+            "with a batch lease: the batch_index of the message that failed; those before it are "
+            "acked, those after it go back behind it (default: the first not acked)")},
        cmd_nack},
       {"extend",
        "QUEUE LEASE",
@@ -1081,11 +1130,17 @@ std::string render_help(const command_spec* command) {
 std::string render_messages(const json::value& answer) {
   const json::array* msgs = find_array(answer, "messages");
   if (msgs == nullptr || msgs->empty()) return "no messages\n";
+  std::map<std::string, int> per_lease;  // a lease held by several messages is an ordered batch's
+  for (const auto& m : *msgs)
+    if (m.is_object()) ++per_lease[field(m.as_object(), "lease")];
   std::string out;
   for (const auto& m : *msgs) {
     if (!m.is_object()) continue;
     const auto& o = m.as_object();
     out += "message " + field(o, "id") + "  attempt " + field(o, "attempt");
+    if (o.contains("batch_index") &&
+        (per_lease[field(o, "lease")] > 1 || field(o, "batch_index") != "0"))
+      out += "  batch_index " + field(o, "batch_index");
     if (auto* k = o.if_contains("ordering_key"); k && k->is_string() && !k->as_string().empty())
       out += "  key " + one_line(text_of(*k));
     if (auto* f = o.if_contains("fairness_key"); f && f->is_string() && !f->as_string().empty())

@@ -635,6 +635,14 @@ std::string encode_lease(const lease_record& l) {
   w.u64(l.lease.nonce);
   w.i64(l.deadline.us);
   w.u64(l.seq.value);
+  // An ordered batch's (O12): a trailing section, so a single message's record keeps the layout
+  // of records written before batches, and those read as they were.
+  if (l.lease.batch != 1) {
+    w.u32(l.lease.batch);
+    w.u32(l.count);
+    w.u32(l.acked);
+    w.u64(l.epoch);
+  }
   return seal(w);
 }
 
@@ -649,6 +657,15 @@ result<lease_record> decode_lease(std::string_view record) {
   l.lease.nonce = r.u64();
   l.deadline = timestamp{r.i64()};
   l.seq = message_seq{r.u64()};
+  if (r.ok() && !r.done()) {
+    l.lease.batch = r.u32();
+    l.count = r.u32();
+    l.acked = r.u32();
+    l.epoch = r.u64();
+    if (r.ok() && (l.lease.batch < 2 || l.lease.batch > limits::ordered_batch_max || l.count < 1 ||
+                   std::uint64_t{l.count} + l.acked != l.lease.batch))
+      return corrupt("lease", "its batch, count and acked messages disagree");
+  }
   if (auto done = finish("lease", r); !done) return done.err();
   return l;
 }

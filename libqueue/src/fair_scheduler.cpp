@@ -164,10 +164,17 @@ struct fair_scheduler::impl {
   std::unique_ptr<throttle_state> throttle_of(const message& m) const {
     if (throttles.empty()) return nullptr;
     auto t = std::make_unique<throttle_state>();
-    t->buckets.reserve(throttles.size());
-    for (std::size_t i = 0; i < throttles.size(); ++i)
-      t->buckets.push_back(std::to_string(i) + "/" + encode_key(resolve(throttles[i].key, m)));
+    t->buckets = bucket_keys(m);
     return t;
+  }
+
+  // The names of the buckets `m` takes a token from, one per throttle.
+  std::vector<std::string> bucket_keys(const message& m) const {
+    std::vector<std::string> out;
+    out.reserve(throttles.size());
+    for (std::size_t i = 0; i < throttles.size(); ++i)
+      out.push_back(std::to_string(i) + "/" + encode_key(resolve(throttles[i].key, m)));
+    return out;
   }
 
   token_bucket& bucket(const std::string& name, timestamp now) {
@@ -386,6 +393,22 @@ std::optional<picked_item> fair_scheduler::pick(timestamp now) {
     s.maybe_drop(ks);
   }
   return std::nullopt;
+}
+
+bool fair_scheduler::try_charge(const message& m, timestamp now) {
+  auto& s = *impl_;
+  if (s.throttles.empty()) return true;
+  auto keys = s.bucket_keys(m);
+  for (const auto& b : keys) {
+    auto owed = s.released.find(b);
+    auto spare = s.bucket(b, now).tokens(now) - (owed == s.released.end() ? 0 : owed->second);
+    if (spare < 1) return false;
+  }
+  for (const auto& b : keys) {
+    bool taken = s.bucket(b, now).try_take(now);
+    LANEQ_ASSERT(taken, "a bucket with a spare token gives it");
+  }
+  return true;
 }
 
 std::optional<timestamp> fair_scheduler::next_wakeup() const {

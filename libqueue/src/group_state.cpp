@@ -128,14 +128,39 @@ void group_state::pop_head() {
   messages_.pop_front();
 }
 
-void group_state::on_restored_lease(const lease_token& lease, timestamp deadline, timestamp now) {
-  LANEQ_ASSERT(phase_ == phase::offered && !messages_.empty() && messages_.front().id == lease.msg,
-               "a restored lease is on the offered head");
-  messages_.front().attempts = lease.attempt;
+void group_state::on_restored_lease(const lease_token& lease, timestamp deadline, timestamp now,
+                                    std::size_t count, std::uint32_t acked) {
+  LANEQ_ASSERT(phase_ == phase::offered && count >= 1 && messages_.size() >= count,
+               "a restored lease is on the offered head and the messages behind it in memory");
+  LANEQ_ASSERT(acked > 0 || messages_.front().id == lease.msg,
+               "a restored lease is on the offered head, unless a part of its batch was acked");
+  LANEQ_ASSERT(count + acked == lease.batch, "a restored batch is what its lease covered");
+  // Only the batch's first message may have failed attempts before; the others were delivered
+  // once, in this batch.
+  messages_.front().attempts = acked == 0 ? lease.attempt : 1;
+  for (std::size_t i = 1; i < count; ++i) messages_[i].attempts = 1;
+  start_lease(lease, deadline, now, count, acked);
+}
+
+void group_state::start_lease(const lease_token& lease, timestamp deadline, timestamp now,
+                              std::size_t count, std::uint32_t acked) {
   phase_ = phase::in_flight;
   lease_ = lease;
   deadline_ = deadline;
   since_ = now;
+  batch_ = static_cast<std::uint32_t>(count);
+  acked_ = acked;
+}
+
+std::size_t group_state::batchable(std::size_t max, timestamp now) const {
+  LANEQ_ASSERT(phase_ == phase::offered && !messages_.empty(), "a batch starts at an offered head");
+  std::size_t n = 1;
+  // Behind the head, in memory and in arrival order, within the group's window (what a restart
+  // reads back, so a reclaimed batch is whole in memory); a message whose not-before time lies
+  // ahead holds back everything behind it (O10).
+  max = std::min(max, window_);
+  while (n < max && n < messages_.size() && messages_[n].not_before <= now) ++n;
+  return n;
 }
 
 void group_state::offer_head(group_effects& fx) {
@@ -145,17 +170,22 @@ void group_state::offer_head(group_effects& fx) {
   fx.offer = messages_.front();
 }
 
-void group_state::on_delivered(const lease_token& lease, timestamp deadline, timestamp now) {
+void group_state::on_delivered(const lease_token& lease, timestamp deadline, timestamp now,
+                               std::size_t count) {
   LANEQ_ASSERT(phase_ == phase::offered, "only an offered head is delivered");
   LANEQ_ASSERT(!messages_.empty() && lease.msg == messages_.front().id,
                "the delivered message is the group's head");
+  LANEQ_ASSERT(count >= 1 && count <= messages_.size() && lease.batch == count,
+               "a batch is the head and messages behind it in memory, and its lease says how many");
   auto& head = messages_.front();
   LANEQ_ASSERT(lease.attempt == head.attempts + 1, "a delivery is the head's next attempt");
   head.attempts = lease.attempt;
-  phase_ = phase::in_flight;
-  lease_ = lease;
-  deadline_ = deadline;
-  since_ = now;
+  for (std::size_t i = 1; i < count; ++i) {
+    LANEQ_ASSERT(messages_[i].attempts == 0 && messages_[i].not_before <= now,
+                 "a batch takes messages behind the head that are due and were never attempted");
+    messages_[i].attempts = 1;
+  }
+  start_lease(lease, deadline, now, count, 0);
 }
 
 result<ok_t> group_state::check_lease(const lease_token& lease) const {
@@ -166,25 +196,72 @@ result<ok_t> group_state::check_lease(const lease_token& lease) const {
   if (last_lease_ && *last_lease_ == lease && phase_ == phase::in_flight) return ok_t{};
 #endif
   if (last_lease_ && *last_lease_ == lease && !messages_.empty() &&
-      messages_.front().id == lease.msg)
+      messages_.front().id == failed_head_)
     return error{errc::lease_expired,
                  "lease " + to_string(lease) + " expired; the message went back to its group"};
   return error{errc::lease_not_found, "no lease " + to_string(lease) + " is in flight"};
 }
 
-result<group_effects> group_state::on_ack(const lease_token& lease, timestamp now, bool grow) {
+namespace {
+
+/// A `count` or `from` outside the batch's messages not acked yet (O12): it must be `lo` to
+/// `hi`.
+error out_of_batch(const char* what, std::uint32_t value, std::uint32_t lo, std::uint32_t hi,
+                   std::uint32_t acked, const lease_token& lease) {
+  auto text = std::string{what} + " " + std::to_string(value) + " is out of range for lease " +
+              to_string(lease) + ": it counts from the batch's first message as delivered (" +
+              "batch_index 0), ";
+  if (acked > 0)
+    text += "messages 0 to " + std::to_string(acked - 1) + " of its batch of " +
+            std::to_string(lease.batch) + " are acked already, ";
+  return error{errc::invalid_argument, text + "so it must be " + std::to_string(lo) +
+                                           (lo == hi ? "" : " to " + std::to_string(hi))};
+}
+
+}  // namespace
+
+void group_state::pop_acked(group_effects& fx, std::uint32_t upto) {
+  for (; acked_ < upto; ++acked_, --batch_) {
+    fx.removed.push_back(messages_.front().seq);
+    pop_head();
+  }
+}
+
+result<group_effects> group_state::on_ack(const lease_token& lease, timestamp now, bool grow,
+                                          std::optional<std::uint32_t> count) {
   if (auto ok = check_lease(lease); !ok) return ok.err();
+  auto end = acked_ + batch_;
+  auto upto = count.value_or(end);
+  if (upto <= acked_ || upto > end)
+    return out_of_batch("ack: count", upto, acked_ + 1, end, acked_, lease);
   group_effects fx;
+  pop_acked(fx, upto - 1);
+  if (upto < end) {
+    // A prefix: the lease goes on over the rest of the batch (O12).
+    fx.removed.push_back(messages_.front().seq);
+    pop_head();
+    ++acked_;
+    --batch_;
+    fx.batch_rest = true;
+    maybe_fetch(fx, grow);
+    return fx;
+  }
   fx.removed.push_back(messages_.front().seq);
   return advance(std::move(fx), now, grow);
 }
 
 result<group_effects> group_state::on_nack(const lease_token& lease, nack_kind kind,
-                                           duration retry_after, timestamp now, bool grow) {
+                                           duration retry_after, timestamp now, bool grow,
+                                           std::optional<std::uint32_t> from) {
   if (auto ok = check_lease(lease); !ok) return ok.err();
+  auto at = from.value_or(acked_);
+  if (at < acked_ || at >= acked_ + batch_)
+    return out_of_batch("nack: from", at, acked_, acked_ + batch_ - 1, acked_, lease);
+  group_effects fx;
+  pop_acked(fx, at);  // the messages before the one that failed are done
   if (kind == nack_kind::dead_letter)
-    return fail_head(now, duration{0}, dead_letter_reason::requested, true, grow);
-  return fail_head(now, retry_after, dead_letter_reason::max_attempts, false, grow);
+    return fail_batch(std::move(fx), now, duration{0}, dead_letter_reason::requested, true, grow);
+  return fail_batch(std::move(fx), now, retry_after, dead_letter_reason::max_attempts, false, grow);
 }
 
 result<timestamp> group_state::on_extend(const lease_token& lease, duration by, timestamp now) {
@@ -200,20 +277,53 @@ group_effects group_state::on_lease_timer(timestamp now, std::optional<timestamp
     if (rearm) *rearm = deadline_;
     return {};
   }
-  return fail_head(now, duration{0}, dead_letter_reason::max_attempts, false, grow);
+  // A failed attempt of the batch's first message not acked; the rest go back behind it (O12).
+  return fail_batch({}, now, duration{0}, dead_letter_reason::max_attempts, false, grow);
 }
 
-group_effects group_state::fail_head(timestamp now, duration retry_after, dead_letter_reason reason,
-                                     bool force_dead_letter, bool grow) {
-  LANEQ_ASSERT(phase_ == phase::in_flight && lease_, "only an in-flight head can fail");
+void group_state::return_behind() {
+  for (std::uint32_t i = 1; i < batch_; ++i) messages_[i].attempts = 0;
+  batch_ = batch_ > 0 ? 1 : 0;
+}
+
+group_effects group_state::fail_batch(group_effects fx, timestamp now, duration retry_after,
+                                      dead_letter_reason reason, bool force_dead_letter,
+                                      bool grow) {
+#ifdef LANEQ_CANARY_BATCH_SKIP
+  bool returned = batch_ > 1;
+#endif
+  return_behind();
+  fx = fail_head(std::move(fx), now, retry_after, reason, force_dead_letter, grow);
+#ifdef LANEQ_CANARY_BATCH_SKIP
+  // Canary build (tests/sim/engine): the message a batch returned behind a retried one goes
+  // back ahead of it, so the group delivers out of order (breaks O12, G3). The places keep
+  // their seq and attempts, so the window still looks in order to the group's own checks.
+  if (returned && fx.dead_letters.empty() && messages_.size() > 1) {
+    auto& head = messages_[0];
+    auto& next = messages_[1];
+    std::swap(head, next);
+    std::swap(head.seq, next.seq);
+    std::swap(head.attempts, next.attempts);
+    fx.offer = head;
+  }
+#endif
+  return fx;
+}
+
+group_effects group_state::fail_head(group_effects fx, timestamp now, duration retry_after,
+                                     dead_letter_reason reason, bool force_dead_letter, bool grow) {
+  LANEQ_ASSERT(phase_ == phase::in_flight && lease_ && batch_ == 1,
+               "only an in-flight head, alone in flight, can fail");
   auto& head = messages_.front();
   if (force_dead_letter || head.attempts >= max_attempts_) {
-    group_effects fx;
     fx.dead_letters.push_back(dead_letter{head, reason, now});
     return advance(std::move(fx), now, grow);
   }
   last_lease_ = lease_;
+  failed_head_ = head.id;
   lease_.reset();
+  batch_ = 0;
+  acked_ = 0;
 #ifdef LANEQ_CANARY
   // Canary build (tests/sim): a deliberately broken rule the simulation must catch. A retry
   // ignores retry_after, so the group's head comes back before its not-before time (breaks O6).
@@ -221,7 +331,6 @@ group_effects group_state::fail_head(timestamp now, duration retry_after, dead_l
 #endif
   head.not_before = now + retry_after;
   since_ = now;
-  group_effects fx;
   fx.updated = head;
 #ifdef LANEQ_CANARY_REORDER
   // Canary build (tests/sim): a retried head swaps places with the message behind it, so the
@@ -244,6 +353,8 @@ group_effects group_state::advance(group_effects fx, timestamp now, bool grow) {
   pop_head();
   lease_.reset();
   last_lease_.reset();
+  batch_ = 0;
+  acked_ = 0;
   since_ = now;
   if (messages_.empty()) {
     phase_ = phase::empty;
@@ -284,9 +395,15 @@ void group_state::check_invariants() const {
   LANEQ_ASSERT((phase_ == phase::empty) == messages_.empty(), "empty phase iff no messages");
   LANEQ_ASSERT((phase_ == phase::in_flight) == lease_.has_value(),
                "a lease exists iff the head is in flight");
+  LANEQ_ASSERT(lease_ ? batch_ >= 1 && batch_ <= messages_.size() : batch_ == 0 && acked_ == 0,
+               "a lease covers the head and messages behind it in memory; no lease, none");
   if (lease_) {
-    LANEQ_ASSERT(lease_->msg == messages_.front().id, "the lease is on the head");
-    LANEQ_ASSERT(lease_->attempt == messages_.front().attempts, "the lease is the head's attempt");
+    LANEQ_ASSERT(batch_ + acked_ == lease_->batch, "a lease covers what its batch was");
+    if (acked_ == 0) {
+      LANEQ_ASSERT(lease_->msg == messages_.front().id, "the lease is on the head");
+      LANEQ_ASSERT(lease_->attempt == messages_.front().attempts,
+                   "the lease is the head's attempt");
+    }
   }
   LANEQ_ASSERT(messages_.size() <= window_max_, "a group keeps at most window_max in memory");
   if (!messages_.empty())
@@ -294,9 +411,14 @@ void group_state::check_invariants() const {
   std::size_t bytes = 0;
   for (std::size_t i = 0; i < messages_.size(); ++i) {
     bytes += memory_footprint(messages_[i]);
-    if (i == 0) continue;
+    if (i == 0) {
+      LANEQ_ASSERT(acked_ == 0 || messages_[0].attempts == 1,
+                   "a batch's message behind its first was delivered once");
+      continue;
+    }
     LANEQ_ASSERT(messages_[i - 1].seq < messages_[i].seq, "a group is in arrival order");
-    LANEQ_ASSERT(messages_[i].attempts == 0, "only the head has been delivered");
+    LANEQ_ASSERT(messages_[i].attempts == (i < batch_ ? 1u : 0u),
+                 "only the head and a batch in flight behind it have been delivered (once)");
   }
   LANEQ_ASSERT(bytes == memory_bytes_, "memory_bytes is the footprint of the messages held");
 }

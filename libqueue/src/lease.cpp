@@ -1,7 +1,10 @@
 // Lease token text form and nonces (libqueue/include/laneq/lease.hpp).
 #include "laneq/lease.hpp"
 
+#include <algorithm>
 #include <charconv>
+
+#include "laneq/limits.hpp"
 
 namespace laneq {
 
@@ -35,16 +38,24 @@ std::string to_string(const lease_token& x) {
   put_hex(out, x.attempt);
   out += '.';
   put_hex(out, x.nonce);
+  if (x.batch != 1) {
+    out += '.';
+    put_hex(out, x.batch);
+  }
   return out;
 }
 
 std::optional<lease_token> parse_lease_token(std::string_view text) {
-  std::uint64_t g = 0, m = 0, a = 0, n = 0;
+  std::uint64_t g = 0, m = 0, a = 0, n = 0, b = 1;
+  bool batch = std::count(text.begin(), text.end(), '.') == 4;
   if (!take_hex(text, g, false) || !take_hex(text, m, false) || !take_hex(text, a, false) ||
-      !take_hex(text, n, true))
+      !take_hex(text, n, !batch) || (batch && !take_hex(text, b, true)))
     return std::nullopt;
-  if (a == 0 || a > UINT32_MAX || m == 0) return std::nullopt;
-  return lease_token{group_id{g}, message_id{m}, static_cast<std::uint32_t>(a), n};
+  if (a == 0 || a > UINT32_MAX || m == 0 || b < 1 || b > limits::ordered_batch_max ||
+      (batch && b == 1))
+    return std::nullopt;
+  return lease_token{group_id{g}, message_id{m}, static_cast<std::uint32_t>(a), n,
+                     static_cast<std::uint32_t>(b)};
 }
 
 namespace {
@@ -97,6 +108,9 @@ std::uint64_t nonce_source::lease_nonce(const lease_subject& s) const {
   h = siphash(h ^ s.msg.value);
   h = siphash(h ^ s.seq.value);
   h = siphash(h ^ (static_cast<std::uint64_t>(s.attempt) | (s.epoch << 32)));
+  // A batch's size is vouched for too; a single message's nonce is what it was before batches,
+  // so tokens issued before an upgrade still reclaim their heads after it.
+  if (s.batch != 1) h = siphash(h ^ s.batch);
   return h;
 }
 
@@ -104,8 +118,8 @@ bool issued_before_restart(const nonce_source& nonces, std::uint64_t uid, std::u
                            const lease_token& lease, const message& m) {
   if (lease.msg != m.id || lease.attempt != m.attempts + 1) return false;
   for (std::uint64_t back = 1; back <= reclaim_epochs && back < epoch; ++back)
-    if (lease.nonce ==
-        nonces.lease_nonce(lease_subject{uid, m.id, m.seq, lease.attempt, epoch - back}))
+    if (lease.nonce == nonces.lease_nonce(lease_subject{uid, m.id, m.seq, lease.attempt,
+                                                        epoch - back, lease.batch}))
       return true;
   return false;
 }

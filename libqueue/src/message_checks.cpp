@@ -67,7 +67,7 @@ std::optional<error> check_message(const outgoing_message& m, std::size_t i) {
 }
 
 std::optional<error> check_receive(std::uint32_t max, std::int64_t lease_us, std::int64_t wait_us,
-                                   duration lease_default) {
+                                   duration lease_default, std::uint32_t batch) {
   if (max < 1 || max > limits::receive_batch_max)
     return error{errc::invalid_argument,
                  "receive: max must be between 1 and " + std::to_string(limits::receive_batch_max)};
@@ -81,6 +81,9 @@ std::optional<error> check_receive(std::uint32_t max, std::int64_t lease_us, std
     return error{errc::invalid_argument,
                  "receive: wait_ms must be between 0 and " +
                      std::to_string(limits::receive_wait_max.count() / 1000)};
+  if (batch < 1 || batch > limits::ordered_batch_max)
+    return error{errc::invalid_argument, "receive: batch must be between 1 and " +
+                                             std::to_string(limits::ordered_batch_max)};
   return std::nullopt;
 }
 

@@ -1,6 +1,7 @@
-// Deliveries and leases (docs/design/ordering.md O4-O6, fairness.md, throttling.md): what is
-// ready goes out by the fair scheduler's order under a lease; a lease ends by ack, nack or its
-// deadline; long polls wait for what becomes ready.
+// Deliveries and leases (docs/design/ordering.md O4-O6, O12, fairness.md, throttling.md): what
+// is ready goes out by the fair scheduler's order under a lease, a group's head alone or with the
+// messages behind it as an ordered batch; a lease ends by ack, nack or its deadline; long polls
+// wait for what becomes ready.
 #include <algorithm>
 
 #include "shard_parts.hpp"
@@ -14,11 +15,7 @@ void shard_engine::catch_up(timestamp t) {
   expire_leases(t);
   holds_.pop_due(t, [this, t](group_id id, std::monostate) {
     // The reclaim grace is over: the held head is offered to every consumer.
-    if (auto* g = find_group(id); g && g->held) {
-      g->held = false;
-      g->next = true;
-      offer_when_settled(*g, t);
-    }
+    if (auto* g = find_group(id); g && g->held) release_hold(*g, t);
   });
   fetch_retries_.pop_due(t, [this, t](group_id id, std::monostate) {
     if (auto* g = find_group(id))
@@ -49,8 +46,8 @@ void shard_engine::expire_leases(timestamp t) {
   for (auto& m : leases_.expire_due(t)) {
     ++counters_.lease_expired;
     lease_token gone{group_id{}, m.id, m.attempts, 0};
-    for (auto& op :
-         end_attempt(gone, retry_or_dead_letter(std::move(m), duration{0}, false, t, moved)))
+    for (auto& op : end_attempt(
+             gone, retry_or_dead_letter(std::move(m), duration{0}, false, t, moved), durable()))
       ops.push_back(std::move(op));
   }
   if (ops.empty()) return;
@@ -75,54 +72,84 @@ std::vector<store_op> shard_engine::retry_or_dead_letter(message m, duration ret
   return ops;
 }
 
-std::vector<delivery> shard_engine::take(std::uint32_t max, duration lease, timestamp t) {
+lease_token shard_engine::lease_for(group_id group, const message& m, std::uint32_t batch) const {
+  auto attempt = m.attempts + 1;
+  auto nonce =
+      cfg_.nonces.lease_nonce(lease_subject{cfg_.uid, m.id, m.seq, attempt, cfg_.epoch, batch});
+  return lease_token{group, m.id, attempt, nonce, batch};
+}
+
+void shard_engine::count_first_delivery(const message& m, timestamp t) {
+  if (m.attempts != 1) return;
+  auto d = t - m.enqueued_at;
+  ++counters_.first_delivery.at(latency_bucket(d));
+  counters_.first_delivery_sum_us += d.count() > 0 ? static_cast<std::uint64_t>(d.count()) : 0;
+}
+
+std::vector<delivery> shard_engine::take(std::uint32_t max, std::uint32_t batch, duration lease,
+                                         timestamp t) {
   std::vector<delivery> out;
   while (out.size() < max) {
     auto picked = sched_.pick(t);
     if (!picked) break;
     auto& item = picked->item;
-    group_slot* g = nullptr;
     if (item.group) {
-      g = find_group(item.group);
+      auto* g = find_group(item.group);
       LANEQ_ASSERT(g && g->state.head(), "a group's head is delivered while its group lives");
-      item.msg = *g->state.head();  // the scheduler kept only its id: the group has the message
-    }
-    auto attempt = item.msg.attempts + 1;
-    auto nonce = cfg_.nonces.lease_nonce(
-        lease_subject{cfg_.uid, item.msg.id, item.msg.seq, attempt, cfg_.epoch});
-    lease_token token{item.group, item.msg.id, attempt, nonce};
-    item.msg.attempts = attempt;
-    if (attempt == 1) {
-      auto d = t - item.msg.enqueued_at;
-      ++counters_.first_delivery.at(latency_bucket(d));
-      counters_.first_delivery_sum_us += d.count() > 0 ? static_cast<std::uint64_t>(d.count()) : 0;
-    }
-    auto deadline = t + lease;
-    std::string label;
-    if (g) {
-      g->state.on_delivered(token, deadline, t);
-      group_leases_.set(item.group, deadline);
-      label = g->label;
-    } else {
-      leases_.grant(token, item.msg, deadline, t);
-    }
-    out.push_back(delivery{std::move(item.msg), token, deadline, std::move(label)});
+      // A batch is one turn of its fairness key (one pick) and counts toward `max` whole.
+      auto room = std::min<std::size_t>(batch, max - out.size());
 #if LANEQ_CANARY_TWO_IN_FLIGHT
-    // Canary build (tests/sim, tests/sim/engine): a group's head is handed out twice in one
-    // answer, under two leases, so its group has two in flight (breaks G4).
-    if (item.group && out.size() < max) {
-      auto again = out.back();
-      ++again.lease.attempt;
-      out.push_back(std::move(again));
-    }
+      auto first = out.size();
 #endif
+      // The scheduler kept only the group's id: the group has its head.
+      deliver_group(*g, *g->state.head(), room, lease, t, out);
+#if LANEQ_CANARY_TWO_IN_FLIGHT
+      // Canary build (tests/sim, tests/sim/engine): a group's head is handed out twice in one
+      // answer, under two leases, so its group has two in flight (breaks G4).
+      if (out.size() < max) {
+        auto again = out[first];
+        ++again.lease.attempt;
+        again.lease.batch = 1;
+        again.batch_index = 0;
+        out.push_back(std::move(again));
+      }
+#endif
+      continue;
+    }
+    // An unordered message is never batched: its own lease, batch_index 0.
+    auto token = lease_for(group_id{}, item.msg, 1);
+    item.msg.attempts = token.attempt;
+    count_first_delivery(item.msg, t);
+    leases_.grant(token, item.msg, t + lease, t);
+    out.push_back(delivery{std::move(item.msg), token, t + lease, {}, 0});
   }
   counters_.delivered += out.size();
   return out;
 }
 
+void shard_engine::deliver_group(group_slot& g, message head, std::size_t room, duration lease,
+                                 timestamp t, std::vector<delivery>& out) {
+  // The head, then the messages behind it that are due, each with a token of its throttles
+  // (one per message; the batch ends at the first without one), within the group's window.
+  auto n = room > 1 ? g.state.batchable(room, t) : 1;
+  std::size_t count = 1;
+  while (count < n && sched_.try_charge(g.state.at(count), t)) ++count;
+  auto token = lease_for(g.state.id(), head, static_cast<std::uint32_t>(count));
+  auto deadline = t + lease;
+  g.state.on_delivered(token, deadline, t, count);
+  group_leases_.set(g.state.id(), deadline);
+  head.attempts = token.attempt;
+  count_first_delivery(head, t);
+  out.push_back(delivery{std::move(head), token, deadline, g.label, 0});
+  for (std::size_t i = 1; i < count; ++i) {
+    const auto& m = g.state.at(i);
+    count_first_delivery(m, t);
+    out.push_back(delivery{m, token, deadline, g.label, static_cast<std::uint32_t>(i)});
+  }
+}
+
 void shard_engine::hand_out(request_id r, std::vector<delivery> out) {
-  if (cfg_.spec.delivery_mode() != delivery_durability::durable || out.empty()) {
+  if (!durable() || out.empty()) {
     reply(r, std::move(out));
     return;
   }
@@ -131,8 +158,11 @@ void shard_engine::hand_out(request_id r, std::vector<delivery> out) {
   // error the leases stay granted in memory and expire: nothing is lost.
   write_request w;
   w.ops.reserve(out.size());
+  // One record per lease: an ordered batch's covers its every message (O12).
   for (const auto& d : out)
-    w.ops.push_back(put_lease(cfg_.uid, codec::lease_record{d.lease, d.deadline, d.msg.seq}));
+    if (d.batch_index == 0)
+      w.ops.push_back(put_lease(cfg_.uid, codec::lease_record{d.lease, d.deadline, d.msg.seq,
+                                                              d.lease.batch, 0, cfg_.epoch}));
 #if LANEQ_CANARY_EARLY_LEASE
   // Canary build (tests/sim, tests/sim/engine): durable delivery answers before its leases are
   // committed, so a crash that loses them redelivers a message whose lease a consumer holds
@@ -153,7 +183,7 @@ void shard_engine::hand_out(request_id r, std::vector<delivery> out) {
 void shard_engine::serve_pending(timestamp t) {
   while (!pending_.empty() && sched_.ready_size() > 0) {
     auto& p = pending_.front();
-    auto out = take(p.max, p.lease, t);
+    auto out = take(p.max, p.batch, p.lease, t);
     if (out.empty()) break;  // everything ready was throttled
     auto r = p.r;
     pending_deadlines_.erase(pending_deadlines_.find(p.deadline));
@@ -174,18 +204,19 @@ void shard_engine::end_polls(timestamp t) {
   pending_.erase(expired, pending_.end());
 }
 
+result<std::vector<store_op>> shard_engine::ack_unordered(const lease_token& l) {
+  auto m = leases_.release(l);
+  if (!m) return m.err();
+  ++counters_.acked;
+  return end_attempt(l, {erase_message(cfg_.uid, codec::lane_id{}, m.value().seq)}, durable());
+}
+
 void shard_engine::ack_one(const lease_token& l, timestamp t, std::vector<store_op>& ops,
                            std::vector<lease_outcome>& failed, std::vector<group_id>& touched) {
   if (!l.group) {
-    auto m = leases_.release(l);
-    if (!m) {
-      failed.push_back(lease_outcome{l, m.err()});
-      return;
-    }
-    ++counters_.acked;
-    ops.push_back(erase_message(cfg_.uid, codec::lane_id{}, m.value().seq));
-    if (cfg_.spec.delivery_mode() == delivery_durability::durable)
-      ops.push_back(erase_lease(cfg_.uid, l.msg));
+    auto done = ack_unordered(l);
+    if (!done) return failed.push_back(lease_outcome{l, done.err()});
+    for (auto& op : done.value()) ops.push_back(std::move(op));
     return;
   }
   auto* g = owner_of(l);
@@ -196,6 +227,7 @@ void shard_engine::ack_one(const lease_token& l, timestamp t, std::vector<store_
   }
   reclaim(*g, l, t);
   expire_if_due(*g, t);
+  bool recorded = lease_recorded(*g);
   auto fx = g->state.on_ack(l, t, may_grow());
   if (!fx) {
     failed.push_back(lease_outcome{l, fx.err()});
@@ -203,7 +235,7 @@ void shard_engine::ack_one(const lease_token& l, timestamp t, std::vector<store_
   }
   group_leases_.erase(g->state.id());
   auto w = apply(*g, std::move(fx).value());
-  for (auto& op : end_attempt(l, std::move(w.ops))) ops.push_back(std::move(op));
+  for (auto& op : end_attempt(l, std::move(w.ops), recorded)) ops.push_back(std::move(op));
   // The group's next head waits for the batch's write (P10); `ack` counts it in.
   touched.push_back(g->state.id());
 }

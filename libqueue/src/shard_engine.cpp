@@ -134,11 +134,12 @@ void shard_engine::enqueue(request_id r, std::vector<outgoing_message> batch, ti
 void shard_engine::receive(request_id r, const receive_request& req, timestamp now) {
   catch_up(now);
   if (recovery_) return hold(r, [this, r, req] { receive(r, req, last_now_); });
-  if (auto err = check_receive(req.max, req.lease_us, req.wait_us, cfg_.spec.lease_duration()))
+  if (auto err =
+          check_receive(req.max, req.lease_us, req.wait_us, cfg_.spec.lease_duration(), req.batch))
     return reply(r, std::move(*err));
   auto t = last_now_;
   auto lease = req.lease_us == 0 ? cfg_.spec.lease_duration() : duration{req.lease_us};
-  auto out = take(req.max, lease, t);
+  auto out = take(req.max, req.batch, lease, t);
   if (!out.empty() || req.wait_us == 0) {
     hand_out(r, std::move(out));
     return;
@@ -149,7 +150,7 @@ void shard_engine::receive(request_id r, const receive_request& req, timestamp n
                        " receives are already waiting on queue '" + cfg_.spec.name() + "'"});
     return;
   }
-  pending_.push_back(pending_receive{r, req.max, lease, t + duration{req.wait_us}});
+  pending_.push_back(pending_receive{r, req.max, lease, t + duration{req.wait_us}, req.batch});
   pending_deadlines_.insert(pending_.back().deadline);
 }
 
@@ -203,14 +204,21 @@ void shard_engine::nack(request_id r, const lease_token& l, const nack_request& 
   auto answer = answer_with([this](request_id to, engine_answer a) { reply(to, std::move(a)); }, r,
                             ok_t{}, cfg_.spec.name());
   bool dead = req.kind == nack_kind::dead_letter;
+  std::optional<std::uint32_t> from;
+  if (req.from != nack_request::first_unacked) from = req.from;
   if (!l.group) {
+    if (from && *from != 0)
+      return reply(r, error{errc::invalid_argument,
+                            "nack: from " + std::to_string(*from) + " is out of range for lease " +
+                                to_string(l) + ", a single message (batch_index 0)"});
     auto m = leases_.release(l);
     if (!m) return reply(r, m.err());
     ++counters_.nacked;
     bool moved = false;
     write_request w;
-    w.ops = end_attempt(l, retry_or_dead_letter(std::move(m).value(), duration{req.retry_after_us},
-                                                dead, t, moved));
+    w.ops = end_attempt(
+        l, retry_or_dead_letter(std::move(m).value(), duration{req.retry_after_us}, dead, t, moved),
+        durable());
     w.counters = moved;
     w.patient = moved;
     w.answer = std::move(answer);
@@ -224,13 +232,57 @@ void shard_engine::nack(request_id r, const lease_token& l, const nack_request& 
   if (!g) return reply(r, lease_missing(l));
   reclaim(*g, l, t);
   expire_if_due(*g, t);
-  auto fx = g->state.on_nack(l, req.kind, duration{req.retry_after_us}, t, may_grow());
+  bool recorded = lease_recorded(*g);
+  auto fx = g->state.on_nack(l, req.kind, duration{req.retry_after_us}, t, may_grow(), from);
   if (!fx) return reply(r, fx.err());
   ++counters_.nacked;
   group_leases_.erase(g->state.id());
   auto w = apply(*g, std::move(fx).value());
-  w.ops = end_attempt(l, std::move(w.ops));
+  w.ops = end_attempt(l, std::move(w.ops), recorded);
   write_for(*g, std::move(w), std::move(answer), t);
+  serve_pending(t);
+}
+
+void shard_engine::ack(request_id r, const lease_token& l, std::uint32_t count, timestamp now) {
+  catch_up(now);
+  if (recovery_) return hold(r, [this, r, l, count] { ack(r, l, count, last_now_); });
+  auto t = last_now_;
+  if (!l.group) {
+    // A single message: count 1 is its ack.
+    if (count != 1)
+      return reply(r, error{errc::invalid_argument,
+                            "ack: count " + std::to_string(count) + " is out of range for lease " +
+                                to_string(l) + ", a single message, so it must be 1"});
+    auto ops = ack_unordered(l);
+    if (!ops) return reply(r, ops.err());
+    write_request w;
+    w.ops = std::move(ops).value();
+    w.answer = answer_with([this](request_id to, engine_answer a) { reply(to, std::move(a)); }, r,
+                           std::uint64_t{1}, cfg_.spec.name());
+    writes_.add(std::move(w));
+    return serve_pending(t);
+  }
+  auto* g = owner_of(l);
+  if (!g) return reply(r, lease_missing(l));
+  reclaim(*g, l, t);
+  expire_if_due(*g, t);
+  bool recorded = lease_recorded(*g);
+  auto fx = g->state.on_ack(l, t, may_grow(), count);
+  if (!fx) return reply(r, fx.err());
+  auto rest = fx.value().batch_rest;
+  auto acked = static_cast<std::uint64_t>(fx.value().removed.size());
+  if (!rest) group_leases_.erase(g->state.id());
+  auto w = apply(*g, std::move(fx).value());
+  // The rest of the batch stays leased: its record says so, also in fast delivery, where the
+  // token no longer names the group's head (a restart reads it back, recovery.md R6, R7).
+  if (rest)
+    w.ops.push_back(put_lease(cfg_.uid, record_of(*g)));
+  else
+    w.ops = end_attempt(l, std::move(w.ops), recorded);
+  write_for(*g, std::move(w),
+            answer_with([this](request_id to, engine_answer a) { reply(to, std::move(a)); }, r,
+                        acked, cfg_.spec.name()),
+            t);
   serve_pending(t);
 }
 
@@ -243,11 +295,10 @@ void shard_engine::extend(request_id r, const lease_token& l, std::int64_t by_us
                               std::to_string(limits::lease_min.count() / 1000) + " and " +
                               std::to_string(limits::lease_max.count() / 1000)});
   auto t = last_now_;
-  bool durable = cfg_.spec.delivery_mode() == delivery_durability::durable;
   if (!l.group) {
     auto deadline = leases_.extend(l, duration{by_us}, t);
     if (!deadline) return reply(r, deadline.err());
-    if (!durable) return reply(r, deadline.value());
+    if (!durable()) return reply(r, deadline.value());
     // Durable delivery: the new deadline is committed before it is promised.
     write_request w;
     w.ops.push_back(
@@ -264,10 +315,9 @@ void shard_engine::extend(request_id r, const lease_token& l, std::int64_t by_us
   auto deadline = g->state.on_extend(l, duration{by_us}, t);
   if (!deadline) return reply(r, deadline.err());
   group_leases_.set(g->state.id(), deadline.value());
-  if (!durable) return reply(r, deadline.value());
+  if (!durable()) return reply(r, deadline.value());
   group_write w;
-  w.ops.push_back(
-      put_lease(cfg_.uid, codec::lease_record{l, deadline.value(), g->state.head()->seq}));
+  w.ops.push_back(put_lease(cfg_.uid, record_of(*g)));
   write_for(*g, std::move(w),
             answer_with([this](request_id to, engine_answer a) { reply(to, std::move(a)); }, r,
                         deadline.value(), cfg_.spec.name()),

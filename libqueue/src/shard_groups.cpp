@@ -146,12 +146,28 @@ void shard_engine::maybe_drop(group_slot& g) {
   groups_.erase(id);  // `g` is gone
 }
 
-std::vector<store_op> shard_engine::end_attempt(const lease_token& lease,
-                                                std::vector<store_op> ops) {
-  // Durable delivery: the attempt is over, and its committed lease goes with it.
-  if (cfg_.spec.delivery_mode() == delivery_durability::durable)
-    ops.push_back(erase_lease(cfg_.uid, lease.msg));
+std::vector<store_op> shard_engine::end_attempt(const lease_token& lease, std::vector<store_op> ops,
+                                                bool recorded) {
+  // The attempt is over, and its committed lease goes with it (durable delivery; a batch acked in
+  // part).
+  if (recorded) ops.push_back(erase_lease(cfg_.uid, lease.msg));
   return ops;
+}
+
+bool shard_engine::lease_recorded(const group_slot& g) const {
+  return g.state.lease() && (durable() || g.state.batch_acked() > 0);
+}
+
+codec::lease_record shard_engine::record_of(const group_slot& g) const {
+  LANEQ_ASSERT(g.state.lease() && g.state.head(), "a lease's record names its messages");
+  codec::lease_record rec;
+  rec.lease = *g.state.lease();
+  rec.deadline = g.state.lease_deadline();
+  rec.seq = g.state.head()->seq;
+  rec.count = g.state.batch_left();
+  rec.acked = g.state.batch_acked();
+  rec.epoch = cfg_.epoch;
+  return rec;
 }
 
 void shard_engine::expire_if_due(group_slot& g, timestamp t) {
@@ -159,27 +175,52 @@ void shard_engine::expire_if_due(group_slot& g, timestamp t) {
     return;
   ++counters_.lease_expired;
   auto lease = *g.state.lease();
+  bool recorded = lease_recorded(g);
   group_leases_.erase(g.state.id());
   auto w = apply(g, g.state.on_lease_timer(t, nullptr, may_grow()));
-  w.ops = end_attempt(lease, std::move(w.ops));
+  w.ops = end_attempt(lease, std::move(w.ops), recorded);
   // Never empty (the head's update or its dead-letter move), so `g` outlives write_for.
   write_for(g, std::move(w), nullptr, t);
 }
 
 void shard_engine::restore_lease(group_slot& g, const lease_token& lease, timestamp deadline,
-                                 timestamp t) {
+                                 timestamp t, std::size_t count, std::uint32_t acked) {
   g.held = false;
+  g.reclaim_record.reset();
   holds_.erase(g.state.id());
-  g.state.on_restored_lease(lease, deadline, t);
+  g.state.on_restored_lease(lease, deadline, t, count, acked);
   group_leases_.set(g.state.id(), deadline);
 }
 
 void shard_engine::reclaim(group_slot& g, const lease_token& lease, timestamp t) {
   const auto* head = g.state.head();
   if (!g.held || g.state.lease() || !head) return;
-  bool issued = issued_before_restart(cfg_.nonces, cfg_.uid, cfg_.epoch, lease, *head);
+  auto deadline = t + cfg_.spec.lease_duration();
   // The old holder is back: its lease runs on as if there had been no restart.
-  if (issued) restore_lease(g, lease, t + cfg_.spec.lease_duration(), t);
+  if (g.reclaim_record) {
+    // The rest of a batch acked in part: its record names the token that may take it back,
+    // for as many runs after the one that wrote it as a token's nonce is checked for.
+    const auto& rec = *g.reclaim_record;
+    if (lease == rec.lease && cfg_.epoch > rec.epoch && cfg_.epoch - rec.epoch <= reclaim_epochs)
+      restore_lease(g, rec.lease, deadline, t, rec.count, rec.acked);
+    return;
+  }
+  // A batch whose messages a restart with a smaller window left in the store is not taken back
+  // (its holder's calls fail; fast delivery may then deliver them twice, recovery.md R6).
+  if (issued_before_restart(cfg_.nonces, cfg_.uid, cfg_.epoch, lease, *head) &&
+      lease.batch <= g.state.in_memory())
+    restore_lease(g, lease, deadline, t, lease.batch, 0);
+}
+
+void shard_engine::release_hold(group_slot& g, timestamp t) {
+  g.held = false;
+  g.next = true;
+  if (!g.reclaim_record) return offer_when_settled(g, t);
+  // Nobody took the rest of the batch back: its record goes before anybody else gets it.
+  group_write w;
+  w.ops.push_back(erase_lease(cfg_.uid, g.reclaim_record->lease.msg));
+  g.reclaim_record.reset();
+  write_for(g, std::move(w), nullptr, t);
 }
 
 void shard_engine::fetch(group_slot& g, const fetch_request& req) {

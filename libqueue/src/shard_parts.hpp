@@ -28,7 +28,10 @@ struct shard_engine::group_slot {
   bool next = false;              ///< its head is to be offered once `unsettled` is 0
   bool held = false;              ///< its recovered head waits out the reclaim grace
   std::optional<message_id> reclaim_head;  ///< its id in `reclaimable_`
-  std::size_t charged = 0;                 ///< its memory_bytes as counted in `window_bytes_`
+  /// Fast delivery: the held head is the rest of an ordered batch acked in part before the
+  /// restart; only this record's token takes it back (its record is erased if none does).
+  std::optional<codec::lease_record> reclaim_record;
+  std::size_t charged = 0;  ///< its memory_bytes as counted in `window_bytes_`
 };
 
 /// What a group asks the store to do after an event.
@@ -56,6 +59,7 @@ struct shard_engine::redrive_state {
 struct shard_engine::recovered_lane {
   std::vector<message> window;  ///< the first messages, payloads decoded
   std::uint64_t beyond = 0;     ///< the rest: counted, left in the store
+  std::size_t room = 0;         ///< messages to decode: the window, or a leased batch's size
 };
 
 /// The ranges a recovery reads, in order.
@@ -67,7 +71,9 @@ struct shard_engine::recovery {
   std::string to;  ///< end of the range being read
   std::map<std::array<std::uint8_t, 16>, recovered_lane> lanes;
   std::vector<message> unordered;
-  std::unordered_map<message_id, codec::lease_record> leases;
+  /// By the seq of the (first still leased) message each names (seqs are unique in a shard);
+  /// taken out as messages take them up: what is left at the end is stale, and erased.
+  std::unordered_map<std::uint64_t, codec::lease_record> leases;
   std::uint64_t messages = 0;
   struct dedupe_entry {
     timestamp expires;

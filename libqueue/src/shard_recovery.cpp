@@ -102,7 +102,7 @@ std::optional<error> shard_engine::take_record(recovery& r, const store_entry& e
     case phase::leases: {
       auto l = codec::decode_lease(e.value);
       if (!l) return l.err();
-      r.leases.emplace(l.value().lease.msg, std::move(l).value());
+      r.leases.emplace(l.value().seq.value, std::move(l).value());
       return std::nullopt;
     }
     case phase::dead_index: {
@@ -153,7 +153,13 @@ std::optional<error> shard_engine::take_message(recovery& r, const store_entry& 
     return std::nullopt;
   }
   auto& lane = r.lanes[key.value().lane.bytes];
-  if (lane.beyond > 0 || lane.window.size() >= cfg_.window) {
+  if (lane.window.empty() && lane.beyond == 0) {
+    // The lane's head: its window, or the whole ordered batch a lease of it covers (O12).
+    lane.room = group_state::window_of(cfg_.window);
+    if (auto it = r.leases.find(key.value().seq.value); it != r.leases.end())
+      lane.room = std::max<std::size_t>(lane.room, it->second.count);
+  }
+  if (lane.beyond > 0 || lane.window.size() >= lane.room) {
     ++lane.beyond;  // memory follows live groups: the payload stays in the store
     return std::nullopt;
   }
@@ -168,14 +174,19 @@ void shard_engine::finish_recovery(timestamp t) {
   counters_.recovered += r->messages;
   for (auto& [bytes, lane] : r->lanes) recover_group(*r, codec::lane_id{bytes}, lane, t);
   for (auto& m : r->unordered) {
-    auto it = r->leases.find(m.id);
-    if (it != r->leases.end() && it->second.seq == m.seq) {
+    auto it = r->leases.find(m.seq.value);
+    if (it != r->leases.end() && it->second.lease.msg == m.id) {
       m.attempts = it->second.lease.attempt;
       leases_.grant(it->second.lease, std::move(m), it->second.deadline, t);
+      r->leases.erase(it);
     } else {
       sched_.on_ready(ready_item{std::move(m), group_id{}}, t);
     }
   }
+  // Records no message took up are stale (the rest of a batch nobody took back before a
+  // crash): they go.
+  for (const auto& [seq, rec] : r->leases)
+    r->expired.push_back(erase_lease(cfg_.uid, rec.lease.msg));
   std::sort(r->dedupe.begin(), r->dedupe.end(),
             [](const auto& a, const auto& b) { return a.expires < b.expires; });
   for (auto& d : r->dedupe) dedupe_.restore(d.key, d.id, d.expires);
@@ -200,24 +211,30 @@ void shard_engine::recover_group(recovery& r, const codec::lane_id& stored, reco
   const auto& head = lane.window.front();
   auto where = stored_placement(head, stored);
   std::optional<codec::lease_record> lease;
-  if (auto it = r.leases.find(head.id); it != r.leases.end() && it->second.seq == head.seq)
+  if (auto it = r.leases.find(head.seq.value); it != r.leases.end()) {
     lease = it->second;  // the token keeps naming its group after the restart
+    r.leases.erase(it);
+  }
   auto& g = group_for(where, stored, lease ? lease->lease.group : group_id{});
+  if (lease) g.state.widen(lease->count);  // a batch delivered with a larger window
   auto head_id = head.id;
   auto fx = g.state.on_enqueue(std::move(lane.window), t);
   fx.fetch = g.state.on_stored_beyond(lane.beyond, t, may_grow()).fetch;
-  bool durable = cfg_.spec.delivery_mode() == delivery_durability::durable;
-  if (lease && fx.offer) {
+  if (lease && durable() && fx.offer) {
     // Durable delivery: the lease committed before the restart is honoured until its deadline.
     fx.offer.reset();
-    restore_lease(g, lease->lease, lease->deadline, t);
-  } else if (!durable && cfg_.reclaim_grace > duration{0} && fx.offer) {
-    // Fast delivery: the head waits for its old lease holder (R6).
+    restore_lease(g, lease->lease, lease->deadline, t, lease->count, lease->acked);
+  } else if (!durable() && cfg_.reclaim_grace > duration{0} && fx.offer) {
+    // Fast delivery: the head waits for its old lease holder (R6); the rest of a batch acked in
+    // part, for the holder its record names (O12).
     g.held = true;
     fx.offer.reset();
     holds_.set(g.state.id(), t + cfg_.reclaim_grace);
-    reclaimable_.emplace(head_id, g.state.id());
-    g.reclaim_head = head_id;
+    g.reclaim_head = lease ? lease->lease.msg : head_id;
+    reclaimable_.emplace(*g.reclaim_head, g.state.id());
+    g.reclaim_record = lease;
+  } else if (lease) {
+    r.expired.push_back(erase_lease(cfg_.uid, lease->lease.msg));  // fast, and no grace to wait
   }
   write_for(g, apply(g, std::move(fx)), nullptr, t);
 }

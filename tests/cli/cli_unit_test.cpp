@@ -172,6 +172,35 @@ TEST(cli_render, messages_show_id_attempt_key_lease_body_and_headers) {
   EXPECT_EQ(render_messages_quiet(json::parse(R"({"messages": []})")), "");
 }
 
+TEST(cli_render, a_batchs_messages_show_their_batch_index) {
+  auto v = json::parse(R"({"messages": [
+      {"id": "7", "lease": "L1", "batch_index": 0, "attempt": 1, "body": "a1"},
+      {"id": "8", "lease": "L1", "batch_index": 1, "attempt": 1, "body": "a2"},
+      {"id": "9", "lease": "L2", "batch_index": 0, "attempt": 1, "body": "s1"}]})");
+  EXPECT_EQ(render_messages(v),
+            "message 7  attempt 1  batch_index 0\n  lease: L1\n  body: a1\n"
+            "message 8  attempt 1  batch_index 1\n  lease: L1\n  body: a2\n"
+            "message 9  attempt 1\n  lease: L2\n  body: s1\n");
+}
+
+TEST(cli_run, batch_count_and_from_are_checked_before_anything_is_sent) {
+  std::ostringstream out, err;
+  std::istringstream in;
+  const std::string url = "http://127.0.0.1:1";  // were anything sent, the exit code would be 3
+  EXPECT_EQ(run({"--url", url, "receive", "q", "--batch", "101"}, {}, out, err, in), exit_usage);
+  EXPECT_NE(err.str().find("--batch wants"), std::string::npos) << err.str();
+  err.str("");
+  EXPECT_EQ(run({"--url", url, "ack", "q", "L1", "L2", "--count", "2"}, {}, out, err, in),
+            exit_usage);
+  EXPECT_NE(err.str().find("--count goes with one lease"), std::string::npos) << err.str();
+  err.str("");
+  EXPECT_EQ(run({"--url", url, "ack", "q", "L1", "--count", "0"}, {}, out, err, in), exit_usage);
+  EXPECT_NE(err.str().find("--count wants"), std::string::npos) << err.str();
+  err.str("");
+  EXPECT_EQ(run({"--url", url, "nack", "q", "L1", "--from", "x"}, {}, out, err, in), exit_usage);
+  EXPECT_NE(err.str().find("--from wants"), std::string::npos) << err.str();
+}
+
 TEST(cli_render, groups_and_dead_letters_are_aligned_tables) {
   auto g = json::parse(R"({"groups": [
       {"key": "a", "backlog": 3, "state": "retry_wait", "since_ms": 1, "until_ms": 2, "head": "9"},

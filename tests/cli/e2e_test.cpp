@@ -147,6 +147,38 @@ TEST_F(cli_e2e, retry_after_holds_the_group_and_a_dead_letter_is_redriven) {
   EXPECT_EQ(str(again.at("messages").as_array()[0].at("body")), "b2");
 }
 
+// Ordered batches through the CLI (docs/design/ordering.md O12): receive --batch, ack --count,
+// nack --from.
+TEST_F(cli_e2e, a_batch_is_received_acked_in_part_and_nacked_from_a_message) {
+  ASSERT_EQ(cli({"queue", "create", "pay", "--key", "header:account"}).rc, 0);
+  ASSERT_EQ(cli({"send", "pay", "--header", "account=a", "a1", "a2", "a3", "a4"}).rc, 0);
+  auto got = cli_json({"receive", "pay", "--max", "10", "--batch", "4"});
+  const auto& msgs = got.at("messages").as_array();
+  ASSERT_EQ(msgs.size(), 4u) << json::serialize(got);
+  auto lease = str(msgs[0].at("lease"));
+  for (std::size_t i = 0; i < msgs.size(); ++i) {
+    EXPECT_EQ(str(msgs[i].at("lease")), lease);
+    EXPECT_EQ(msgs[i].at("batch_index").as_int64(), static_cast<std::int64_t>(i));
+  }
+  auto r = cli({"ack", "pay", lease, "--count", "2"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("acked 2 more"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 still held"), std::string::npos) << r.out;
+  r = cli({"ack", "pay", lease, "--count", "1"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("invalid_argument"), std::string::npos) << r.err;
+  r = cli({"nack", "pay", lease, "--from", "3", "--retry-after-ms", "0"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("message 3 of the batch"), std::string::npos) << r.out;
+  auto again = cli_json({"receive", "pay", "--max", "10", "--batch", "4"});
+  const auto& rest = again.at("messages").as_array();
+  ASSERT_EQ(rest.size(), 1u) << json::serialize(again);
+  EXPECT_EQ(str(rest[0].at("body")), "a4");
+  EXPECT_EQ(rest[0].at("attempt").as_int64(), 2);
+  auto stats = cli_json({"stats", "pay"});
+  EXPECT_EQ(stats.at("pay").at("acked").as_int64(), 3);
+}
+
 TEST_F(cli_e2e, errors_name_the_problem_with_distinct_exit_codes) {
   auto r = cli({"send", "nowhere", "x"});
   EXPECT_EQ(r.rc, 1);

@@ -195,6 +195,79 @@ TEST_F(http_api, extend_moves_the_deadline_and_a_stale_lease_is_404) {
   EXPECT_EQ(bad.status, 404u) << bad.body;
 }
 
+// Ordered batches (docs/design/ordering.md O12, docs/api.md "receive", "ack", "nack").
+TEST_F(http_api, a_batch_shares_a_lease_with_batch_indexes_and_acks_a_prefix) {
+  create("q", R"({"ordering": {"mode": "key", "key": [{"header": "account"}]}})");
+  send("q", R"({"messages": [{"body": "a1", "headers": {"account": "a"}},
+                             {"body": "a2", "headers": {"account": "a"}},
+                             {"body": "a3", "headers": {"account": "a"}},
+                             {"body": "b1", "headers": {"account": "b"}}]})");
+  auto msgs = receive("q", R"({"max": 10, "batch": 3})");
+  ASSERT_EQ(msgs.size(), 4u);
+  std::vector<std::pair<std::string, std::int64_t>> got;
+  for (const auto& m : msgs)
+    got.emplace_back(str(m.as_object().at("body")),
+                     m.as_object().at("batch_index").to_number<std::int64_t>());
+  EXPECT_EQ(got, (std::vector<std::pair<std::string, std::int64_t>>{
+                     {"a1", 0}, {"a2", 1}, {"a3", 2}, {"b1", 0}}));
+  auto lease = str(msgs[0].as_object().at("lease"));
+  EXPECT_EQ(str(msgs[2].as_object().at("lease")), lease);
+  EXPECT_EQ(lease.size(), 43u);
+  EXPECT_EQ(str(msgs[3].as_object().at("lease")).size(), 38u) << "a batch of one: a plain lease";
+
+  auto part = post(port(), "/v1/queues/q/ack", R"({"lease": ")" + lease + R"(", "count": 2})");
+  ASSERT_EQ(part.status, 200u) << part.body;
+  EXPECT_EQ(part.obj().at("acked").to_number<std::int64_t>(), 2);
+  EXPECT_EQ(part.obj().at("remaining").to_number<std::int64_t>(), 1);
+  auto again = post(port(), "/v1/queues/q/ack", R"({"lease": ")" + lease + R"(", "count": 2})");
+  EXPECT_EQ(again.status, 400u) << again.body;
+  EXPECT_EQ(again.code(), "invalid_argument");
+  EXPECT_NE(again.body.find("count 2"), std::string::npos) << again.body;
+  auto past = post(port(), "/v1/queues/q/ack", R"({"lease": ")" + lease + R"(", "count": 4})");
+  EXPECT_EQ(past.status, 400u) << past.body;
+  auto ext =
+      post(port(), "/v1/queues/q/extend", R"({"lease": ")" + lease + R"(", "lease_ms": 60000})");
+  EXPECT_EQ(ext.status, 200u) << ext.body;
+  auto rest = post(port(), "/v1/queues/q/ack", R"({"lease": ")" + lease + R"("})");
+  ASSERT_EQ(rest.status, 200u) << rest.body;
+  EXPECT_EQ(stats("q").at("acked").to_number<std::int64_t>(), 3);
+}
+
+TEST_F(http_api, a_nack_from_i_acks_those_before_and_returns_the_rest_in_order) {
+  create("q", R"({"ordering": {"mode": "queue"}})");
+  send("q", R"({"messages": [{"body": "x1"}, {"body": "x2"}, {"body": "x3"}, {"body": "x4"}]})");
+  auto msgs = receive("q", R"({"max": 10, "batch": 4})");
+  ASSERT_EQ(msgs.size(), 4u);
+  auto lease = str(msgs[0].as_object().at("lease"));
+  auto bad = post(port(), "/v1/queues/q/nack", R"({"lease": ")" + lease + R"(", "from": 4})");
+  EXPECT_EQ(bad.status, 400u) << bad.body;
+  EXPECT_EQ(bad.code(), "invalid_argument");
+  EXPECT_NE(bad.body.find("from 4"), std::string::npos) << bad.body;
+  auto too_big = post(port(), "/v1/queues/q/receive", R"({"batch": 101})");
+  EXPECT_EQ(too_big.status, 400u) << too_big.body;
+  EXPECT_NE(too_big.body.find("batch"), std::string::npos) << too_big.body;
+  auto nack = post(port(), "/v1/queues/q/nack",
+                   R"({"lease": ")" + lease + R"(", "from": 2, "retry_after_ms": 0})");
+  ASSERT_EQ(nack.status, 200u) << nack.body;
+  auto again = receive("q", R"({"max": 10, "batch": 4})");
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(str(again[0].as_object().at("body")), "x3");
+  EXPECT_EQ(again[0].as_object().at("attempt").to_number<std::int64_t>(), 2);
+  EXPECT_EQ(str(again[1].as_object().at("body")), "x4");
+  EXPECT_EQ(again[1].as_object().at("attempt").to_number<std::int64_t>(), 1);
+  auto dead = post(port(), "/v1/queues/q/nack",
+                   R"({"lease": ")" + str(again[0].as_object().at("lease")) +
+                       R"(", "from": 1, "dead_letter": true})");
+  ASSERT_EQ(dead.status, 200u) << dead.body;
+  auto dl = get(port(), "/v1/queues/q/dead-letters");
+  ASSERT_EQ(dl.status, 200u);
+  ASSERT_EQ(dl.obj().at("dead_letters").as_array().size(), 1u);
+  EXPECT_EQ(str(dl.obj().at("dead_letters").as_array()[0].as_object().at("body")), "x4");
+  auto s = stats("q");
+  EXPECT_EQ(s.at("acked").to_number<std::int64_t>(), 3);
+  EXPECT_EQ(s.at("backlog").to_number<std::int64_t>(), 0);
+}
+
 TEST_F(http_api, groups_report_blocked_groups_with_state_and_head) {
   create("q", R"({"ordering": {"mode": "key", "key": [{"header": "account"}]}})");
   auto ids = send("q", R"({"messages": [{"body": "1", "headers": {"account": "a"}},

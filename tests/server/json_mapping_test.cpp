@@ -53,6 +53,45 @@ TEST(json_mapping, lease_tokens_survive_the_round_trip_losslessly) {
   EXPECT_FALSE(decode_lease(std::string(37, 'A')).has_value());
 }
 
+TEST(json_mapping, a_batch_lease_adds_its_size_and_a_single_lease_keeps_its_38_characters) {
+  lease_token one{group_id{1}, message_id{2}, 3, 4};
+  lease_token batch{group_id{1}, message_id{2}, 3, 4, 7};
+  EXPECT_EQ(encode_lease(one).size(), 38u);
+  auto text = encode_lease(batch);
+  EXPECT_EQ(text.size(), 43u);
+  EXPECT_EQ(decode_lease(text), batch);
+  EXPECT_EQ(text.substr(0, 37), encode_lease(one).substr(0, 37)) << "the same fields first";
+  lease_token big = batch;
+  big.batch = 101;  // past limits::ordered_batch_max
+  EXPECT_FALSE(decode_lease(encode_lease(big)).has_value());
+}
+
+TEST(json_mapping, batch_count_and_from_parse_and_refuse_what_is_out_of_range) {
+  auto rr = receive_from_json(obj(R"({"max": 10, "batch": 5})"));
+  ASSERT_TRUE(rr.ok());
+  EXPECT_EQ(rr.value().batch, 5u);
+  EXPECT_EQ(receive_from_json(obj(R"({})")).value().batch, 1u);
+  auto big = receive_from_json(obj(R"({"batch": 101})"));
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.err().code, errc::invalid_argument);
+  EXPECT_NE(big.err().message.find("batch"), std::string::npos) << big.err().message;
+  EXPECT_FALSE(receive_from_json(obj(R"({"batch": 0})")).ok());
+  auto lease = encode_lease(lease_token{group_id{1}, message_id{2}, 3, 4, 5});
+  auto counted = leases_from_json(obj(R"({"lease": ")" + lease + R"(", "count": 2})"), 10);
+  ASSERT_TRUE(counted.ok());
+  EXPECT_EQ(counted.value().count, 2u);
+  EXPECT_FALSE(leases_from_json(obj(R"({"lease": ")" + lease + R"(", "count": 0})"), 10).ok());
+  auto many = leases_from_json(obj(R"({"leases": [")" + lease + R"("], "count": 1})"), 10);
+  ASSERT_FALSE(many.ok());
+  EXPECT_NE(many.err().message.find("count"), std::string::npos) << many.err().message;
+  auto from = nack_from_json(obj(R"({"lease": ")" + lease + R"(", "from": 3})"));
+  ASSERT_TRUE(from.ok());
+  EXPECT_EQ(from.value().second.from, 3u);
+  EXPECT_EQ(nack_from_json(obj(R"({"lease": ")" + lease + R"("})")).value().second.from,
+            nack_request::first_unacked);
+  EXPECT_FALSE(nack_from_json(obj(R"({"lease": ")" + lease + R"(", "from": -1})")).ok());
+}
+
 TEST(json_mapping, ids_are_positive_decimal_strings) {
   EXPECT_EQ(encode_id(message_id{12345}), "12345");
   EXPECT_EQ(decode_id("12345")->value, 12345u);
@@ -223,6 +262,7 @@ delivery sample_delivery() {
   d.msg.headers = {{"account", "a1"}};
   d.msg.fairness_key = "t";
   d.msg.enqueued_at = timestamp::from_ms(1234);
+  d.msg.attempts = 1;
   d.lease = lease_token{group_id{5}, message_id{77}, 1, 99};
   d.deadline = timestamp::from_ms(31234);
   d.ordering_key = "a1";
@@ -241,7 +281,8 @@ TEST(json_mapping, deliveries_carry_text_or_base64_bodies) {
   EXPECT_EQ(o.at("ordering_key").as_string(), "a1");
   EXPECT_EQ(o.at("enqueued_at_ms").to_number<std::int64_t>(), 1234);
   EXPECT_EQ(o.at("lease_deadline_ms").to_number<std::int64_t>(), 31234);
-  EXPECT_EQ(o.size(), 9u);
+  EXPECT_EQ(o.at("batch_index").to_number<std::int64_t>(), 0);
+  EXPECT_EQ(o.size(), 10u);
   d.msg.body = std::string("\xFF\x00", 2);
   auto b = only_message(deliveries_json({d}), "messages");
   EXPECT_FALSE(b.contains("body"));
@@ -297,6 +338,8 @@ TEST(json_mapping, message_answers_are_valid_json_that_reads_back_exactly) {
       d.msg.fairness_key = random_text(rng, false);
       d.ordering_key = random_text(rng, false);
       d.lease.attempt = static_cast<std::uint32_t>(rng());
+      d.msg.attempts = static_cast<std::uint32_t>(rng());  // "attempt" is the message's own
+      d.batch_index = static_cast<std::uint32_t>(rng() % 100);
       d.msg.enqueued_at = timestamp::from_ms(static_cast<std::int64_t>(rng() >> 24));
       ds.push_back(std::move(d));
     }
@@ -315,7 +358,8 @@ TEST(json_mapping, message_answers_are_valid_json_that_reads_back_exactly) {
         EXPECT_EQ(base64_decode(o.at("body_base64").as_string()).value(), m.body);
       }
       EXPECT_EQ(o.at("id").as_string(), encode_id(m.id));
-      EXPECT_EQ(o.at("attempt").to_number<std::uint32_t>(), ds[i].lease.attempt);
+      EXPECT_EQ(o.at("attempt").to_number<std::uint32_t>(), m.attempts);
+      EXPECT_EQ(o.at("batch_index").to_number<std::uint32_t>(), ds[i].batch_index);
       EXPECT_EQ(o.at("fairness_key").as_string(), m.fairness_key);
       EXPECT_EQ(o.at("ordering_key").as_string(), ds[i].ordering_key);
       EXPECT_EQ(o.at("enqueued_at_ms").to_number<std::int64_t>(), m.enqueued_at.ms());

@@ -21,6 +21,7 @@ const char* what(end_kind k) {
     case end_kind::retry: return "nack";
     case end_kind::dead: return "dead-letter nack";
     case end_kind::extend: return "extend";
+    case end_kind::release: return "return behind a nack";
   }
   return "?";
 }
@@ -157,10 +158,11 @@ std::uint64_t answer_checker::body_of(message_id id) const {
 
 // -- receives -------------------------------------------------------------------------------------
 
-std::uint64_t answer_checker::receive_sent(std::uint32_t max, duration lease, timestamp now) {
+std::uint64_t answer_checker::receive_sent(std::uint32_t max, duration lease, timestamp now,
+                                           std::uint32_t batch) {
   (void)now;
   auto op = next_op_++;
-  receives_.emplace(op, receive_op{max, lease});
+  receives_.emplace(op, receive_op{max, lease, batch});
   longest_lease_ = std::max(longest_lease_, lease);
   return op;
 }
@@ -178,13 +180,43 @@ std::vector<std::size_t> answer_checker::receive_answered(std::uint64_t op,
     ++hidden_receives_;
     return {};
   }
-  if (out.value().size() > r.max) fail(check::api, "a receive answered more than it asked");
+  const auto& ds = out.value();
+  if (ds.size() > r.max) fail(check::api, "a receive answered more than it asked");
   std::vector<std::size_t> got;
-  for (const auto& d : out.value()) {
-    delivered(d, r.lease, now, client);
+  std::size_t run = 0;  // the first delivery under the current token
+  for (std::size_t i = 0; i < ds.size(); ++i) {
+    if (i > 0 && !(ds[i].lease == ds[run].lease)) {
+      check_batch_shape(ds, run, i, r.batch);
+      run = i;
+    }
+    delivered(ds[i], r.lease, now, client);
     got.push_back(leases_.size() - 1);
   }
+  if (!ds.empty()) check_batch_shape(ds, run, ds.size(), r.batch);
   return got;
+}
+
+void answer_checker::check_batch_shape(const std::vector<delivery>& ds, std::size_t from,
+                                       std::size_t to, std::uint32_t asked) {
+  const auto& first = ds[from];
+  auto n = to - from;
+  auto text = [&] {
+    return "a batch under lease " + to_string(first.lease) + " of " + std::to_string(n) +
+           " messages, first " + first.msg.body + ", asked for batches of " + std::to_string(asked);
+  };
+  if (n != first.lease.batch || n > asked) fail(check::api, text() + ": its size is wrong");
+  const auto& group = message_of(first).group;
+  if (n > 1 && group.empty()) fail(check::api, text() + ": unordered messages are never batched");
+  for (auto i = from; i < to; ++i) {
+    if (ds[i].batch_index != i - from)
+      fail(check::api, text() + ": " + ds[i].msg.body + " has batch_index " +
+                           std::to_string(ds[i].batch_index));
+    if (message_of(ds[i]).group != group)
+      fail(check::api, text() + ": " + ds[i].msg.body + " is of another group");
+  }
+  for (std::size_t i = 0; i < from; ++i)
+    if (ds[i].lease == first.lease) fail(check::api, text() + ": its lease came twice");
+  if (n > 1) ++counts_.batches;
 }
 
 answer_checker::msg_rec& answer_checker::message_of(const delivery& d) {
@@ -222,7 +254,7 @@ void answer_checker::delivered(const delivery& d, duration lease, timestamp now,
   check_duplicate(m, body, granted);
   check_in_flight(m, granted, d, now);
   if (!earlier_arrival) {
-    check_order(m, body, granted, first_of_arrival(m) == m.leases.size());
+    check_order(m, body, d, granted, first_of_arrival(m) == m.leases.size());
     check_suspicions(m, body, granted);
     check_reclaim(m, body, granted);
   }
@@ -242,6 +274,7 @@ void answer_checker::delivered(const delivery& d, duration lease, timestamp now,
   lr.deadline = d.deadline;
   leases_.push_back(lr);
   auto l = leases_.size() - 1;
+  if (d.lease.batch > 1) batches_[to_string(d.lease)].push_back(l);
   m.leases.insert(pos, l);
   if (earlier_arrival) ++m.arrival_lease;
   if (!m.group.empty()) {
@@ -286,6 +319,7 @@ void answer_checker::check_in_flight(msg_rec& m, timestamp granted, const delive
                                      timestamp now) {
   auto judge = [&](std::size_t l) {
     const auto& other = leases_[l];
+    if (other.d.lease == d.lease) return;  // one ordered batch: its messages go out together
     bool overlap = other.granted <= granted
                        ? live(l, granted)
                        : d.deadline > other.granted && (cfg_.durable || other.run == run_);
@@ -313,7 +347,7 @@ void answer_checker::check_in_flight(msg_rec& m, timestamp granted, const delive
 std::uint64_t answer_checker::attempts_bound(const msg_rec& m) const {
   std::uint64_t seen = 0;
   for (auto i = first_of_arrival(m); i < m.leases.size(); ++i)
-    seen = std::max<std::uint64_t>(seen, leases_[m.leases[i]].d.lease.attempt);
+    seen = std::max<std::uint64_t>(seen, leases_[m.leases[i]].d.msg.attempts);
   // Each receive whose answer the clients did not read (lost, failed, or not read yet) may have
   // delivered it once more, and that lease may have run out.
   return seen + (hidden_receives_ - m.hidden_base) + receives_.size();
@@ -351,14 +385,23 @@ std::string answer_checker::state_of(const msg_rec& y) const {
 /// G3: `m` goes out only once every message stored ahead of it in its group was released: an
 /// ack or dead-letter nack of its latest delivery was sent. A message that may have died unseen
 /// is suspected instead: delivered again later (so it was alive), the order was broken.
-void answer_checker::check_order(msg_rec& m, std::uint64_t body, timestamp granted,
-                                 bool first_in_arrival) {
+void answer_checker::check_order(msg_rec& m, std::uint64_t body, const delivery& d,
+                                 timestamp granted, bool first_in_arrival) {
   if (m.group.empty() || m.place_unknown) return;
   auto& g = groups_.at(m.group);
   for (auto it = g.by_arrival.begin(); it != g.by_arrival.end() && it->first < m.arrival;) {
     auto& y = msgs_.at(it->second);
     if (y.acked) {
       it = g.by_arrival.erase(it);  // gone for good: never ahead of anything again
+      continue;
+    }
+    // Ahead of it in the same ordered batch: they went out together, in order (its delivery under
+    // that token was read just before this one, though a later one may have been read first).
+    if (std::any_of(y.leases.begin(), y.leases.end(), [&](std::size_t l) {
+          const auto& other = leases_[l].d;
+          return other.lease == d.lease && other.batch_index < d.batch_index;
+        })) {
+      ++it;
       continue;
     }
     auto text = [&] {
@@ -437,13 +480,37 @@ std::string answer_checker::must_fail(std::size_t l, timestamp t) const {
   const auto& lr = leases_[l];
   const auto& m = msgs_.at(lr.body);
   if (lr.confirmed) return "an ack or nack of it was answered OK before";
-  // Within the grace, or after an op that may have taken its held head back (its answer not
-  // read yet).
-  if (reclaimable(lr, t) || (lr.run < run_ && lr.reclaims_open > 0)) return reclaim_refused(m, l);
+  // Within the grace, or after an op that may have taken its held head (or its batch) back, its
+  // answer not read yet.
+  int reclaims = lr.reclaim_maybe == run_ ? 1 : 0;
+  for (auto x : batch_of(l)) reclaims += leases_[x].reclaims_open;
+  if (reclaimable(lr, t) || (lr.run < run_ && reclaims > 0)) return reclaim_refused(m, l);
   if (!cfg_.durable && lr.run < run_) return "it is from an earlier run and delivery is fast";
   if (later_lease(m, l) != m.leases.end()) return "its message was delivered again since";
-  if (lr.extends_open == 0 && t >= lr.deadline) return "it was sent at or after its deadline";
+  if (lr.extends_open == 0 && t >= lr.deadline_max.value_or(lr.deadline))
+    return "it was sent at or after its deadline";
   return {};
+}
+
+std::vector<std::size_t> answer_checker::batch_of(std::size_t l) const {
+  const auto& token = leases_[l].d.lease;
+  if (token.batch < 2) return {l};
+  auto it = batches_.find(to_string(token));
+  return it == batches_.end() ? std::vector<std::size_t>{l} : it->second;
+}
+
+void answer_checker::taken_back(std::size_t l, timestamp now) {
+  // Durable: the lease committed before the restart is honoured (R7). Fast: the held head and the
+  // batch behind it were taken back by this op or another of the batch's since the run started
+  // (R6), and run for the queue's lease from then on.
+  for (auto x : batch_of(l)) {
+    auto& o = leases_[x];
+    if (o.run >= run_) continue;
+    o.run = run_;
+    if (cfg_.durable || cfg_.lease.count() == 0) continue;
+    o.deadline = run_start_ + cfg_.lease;
+    o.deadline_max = now + cfg_.lease;
+  }
 }
 
 /// The first delivery of `m` after lease `l` that ends it: any later one with durable delivery;
@@ -479,10 +546,14 @@ std::uint64_t answer_checker::end_sent(std::size_t l, end_kind k, timestamp now,
   if (k == end_kind::extend && lr.extends_open > 0) return 0;  // one at a time
   auto op = next_op_++;
   // May fail without a broken rule: another ack or nack of this lease is under way, a restart
-  // came since, or an ack, nack or extend of another lease of the message is under way (it must
-  // fail; if it wrongly succeeded, its answer says so).
-  bool may_fail = lr.ends_live > 0 || lr.run != run_ || lr.extends_open > 0 || m.ends_open > 0;
+  // came since, an ack, nack or extend of another lease of the message is under way, or one that
+  // must fail of a lease of its group (a batch covers several messages): it must fail; if it
+  // wrongly succeeded, its answer says so.
+  auto* g = m.group.empty() ? nullptr : &groups_.at(m.group);
+  bool may_fail = lr.ends_live > 0 || lr.run != run_ || lr.extends_open > 0 || m.ends_open > 0 ||
+                  (g && g->doomed_open > 0);
   end_op e{l, k, now, lr.deadline, retry_after, by, must_fail(l, now), may_fail};
+  if (g && !e.must_fail.empty()) ++g->doomed_open;
   e.reclaim = e.must_fail.empty() && lr.run < run_ && !cfg_.durable;
   if (e.reclaim) ++lr.reclaims_open;
   if (k == end_kind::extend) ++lr.extends_open;  // open for good if a crash drops it
@@ -507,6 +578,8 @@ void answer_checker::end_answered(std::uint64_t op, const status& st, timestamp 
   const auto& e = node.mapped();
   auto& lr = leases_[e.lease];
   --msgs_.at(lr.body).ends_open;
+  if (const auto& group = msgs_.at(lr.body).group; !group.empty() && !e.must_fail.empty())
+    --groups_.at(group).doomed_open;
   if (e.reclaim) --lr.reclaims_open;
   trace(what(e.kind), lr.d.lease, e.sent, now,
         b(lr.body) + " " +
@@ -520,6 +593,14 @@ void answer_checker::end_answered(std::uint64_t op, const status& st, timestamp 
     if (alone && !e.must_fail.empty())
       fail(check::stale_lease,
            describe(e) + " was taken (" + to_string(st.err()) + "), but " + e.must_fail);
+    // An old run's lease taken, or in a batch ack perhaps taken: its held head (and batch) may be
+    // its holder's again in this run.
+    if (e.reclaim && alone && leases_[e.lease].run < run_) {
+      ++counts_.reclaims;
+      taken_back(e.lease, now);
+    } else if (e.reclaim) {
+      for (auto x : batch_of(e.lease)) leases_[x].reclaim_maybe = run_;
+    }
     return end_unknown(e);
   }
   if (e.kind == end_kind::extend) --lr.extends_open;
@@ -541,12 +622,17 @@ void answer_checker::ended_ok(const end_op& e, timestamp extended_to, timestamp 
     fail(check::stale_lease, describe(e) + " succeeded, but " + e.must_fail);
   if (lr.run < run_) {
     // An old run's lease: durable, honoured after the restart (R7); fast, it took its held head
-    // back (R6). Either way it lives in this run now.
+    // back (R6). Either way it lives in this run now, with every message of its batch.
     ++(cfg_.durable ? counts_.old_durable_leases : counts_.reclaims);
-    lr.run = run_;
+    taken_back(e.lease, now);
   }
   auto next = later_lease(m, e.lease);
-  bool again = next != m.leases.end();
+  // Delivered again in the same arrival: a delivery after a redrive of it (a dead letter whose
+  // move this answer confirms, listed and redriven before the answer was read) is a new arrival.
+  auto first_of_next = m.leases.begin() + static_cast<std::ptrdiff_t>(m.arrival_lease);
+  bool again = next != m.leases.end() &&
+               !(next >= first_of_next &&
+                 std::find(m.leases.begin(), first_of_next, e.lease) != first_of_next);
   switch (e.kind) {
     case end_kind::ack:
     case end_kind::dead:
@@ -566,10 +652,14 @@ void answer_checker::ended_ok(const end_op& e, timestamp extended_to, timestamp 
       lr.not_before = e.sent + e.retry_after;
       if (again) check_not_before(e.lease, leases_[*next].granted);
       break;
+    case end_kind::release:
+      lr.confirmed = true;  // back in its group behind the message that failed, not attempted
+      break;
     case end_kind::extend:
       if (now == e.sent && extended_to != now + e.by)
         fail(check::api, describe(e) + " answered the deadline " + at(extended_to));
       lr.deadline = extended_to;
+      lr.deadline_max.reset();
       if (lr.ends_live > 0) break;  // an ack or nack of it went out: it may have ended
       for (auto it = next; it != m.leases.end(); ++it)
         if (leases_[*it].granted < extended_to)
@@ -584,6 +674,11 @@ void answer_checker::refused(const end_op& e, const error& err, timestamp now) {
   auto& lr = leases_[e.lease];
   if (e.kind != end_kind::extend) --lr.ends_live;
   if (e.kind == end_kind::ack || e.kind == end_kind::dead) --lr.terminal_live;
+  // A batch's count or from out of range is checked after the lease: an op whose lease must be
+  // stale and that gets this far was taken for live.
+  if (err.code == errc::invalid_argument && !e.must_fail.empty())
+    fail(check::stale_lease, describe(e) + " failed: " + to_string(err) +
+                                 ", so its lease was taken for live, but " + e.must_fail);
   if (err.code != errc::lease_not_found && err.code != errc::lease_expired)
     fail(check::api, describe(e) + " failed: " + to_string(err));
   ++counts_.stale_refused;
@@ -681,6 +776,7 @@ void answer_checker::crash(timestamp now) {
       leases_[e.lease].terminal_unknown = true;
   }
   ends_.clear();
+  for (auto& [name, g] : groups_) g.doomed_open = 0;
   for (auto& [op, bodies] : enqueues_) {
     ++counts_.enqueues_cut;
     for (auto body : bodies) {

@@ -6,6 +6,11 @@
 // docs/guarantees.md, "The overlapping simulation" and "The engine simulation":
 //   lost (G1/G2), duplicate (R8), order (G3), in-flight (G4), stale-lease and live-lease (O5),
 //   not-before (O6, enqueue delays), reclaim (R6) and api.
+// Ordered batches (docs/design/ordering.md O12): each delivery of a batch is a lease here, all of
+// them with the batch's token; a client's op on the batch is one op per message it covers (an
+// ack of those it acks, the nack of the one that failed, a `release` of those it returns behind
+// it). The messages of one batch are in flight together, in their group's order; the shape of a
+// batch (one group, consecutive batch_index from 0, its token's size) is an api check.
 // A failure throws sim::checker_failure with "INVARIANT VIOLATED (<check>): ..." and the
 // driver's context (seed, step, rerun command).
 #pragma once
@@ -28,8 +33,9 @@
 
 namespace laneq::sim {
 
-/// How a consumer ends (or extends) a lease.
-enum class end_kind : std::uint8_t { ack, retry, dead, extend };
+/// How a consumer ends (or extends) a lease. `release`: a batch's message behind the one a nack
+/// names goes back to its group, not attempted (O12).
+enum class end_kind : std::uint8_t { ack, retry, dead, extend, release };
 
 /// What the checker must know of the queue: its delivery mode and the rules that decide which
 /// answers are possible.
@@ -47,6 +53,9 @@ struct checker_config {
   bool trace = false;
   /// Times are printed as microseconds since this point.
   timestamp origin;
+  /// The queue's default lease: what an old run's batch taken back in fast delivery runs for
+  /// from then on (R6; 0 where no batches are drawn).
+  duration lease{0};
   /// Names the queue in a trace line.
   std::string label;
 };
@@ -63,6 +72,7 @@ struct checker_counts {
   std::uint64_t ends_cut = 0;            ///< acks, nacks and extends whose answer a crash lost
   std::uint64_t enqueues_cut = 0;        ///< enqueues whose answer a crash lost
   std::uint64_t suspicions = 0;          ///< order judged later: the earlier message may have died
+  std::uint64_t batches = 0;             ///< ordered batches of two or more messages read
 };
 
 /// One delivery as a client read it, and what was done with its lease.
@@ -80,6 +90,13 @@ struct lease_rec {
   bool acked = false, dead = false;     ///< an ack / a dead-letter nack answered OK
   bool terminal_unknown = false;        ///< an ack or dead-letter nack whose outcome is unknown
   std::optional<timestamp> not_before;  ///< a retry nack answered OK: no redelivery before
+  /// An ordered batch an op of another of its messages took back after a restart (fast, R6):
+  /// its deadline is then that op's time plus the queue's lease, at most this (and at least
+  /// `deadline`, the run's start plus the lease).
+  std::optional<timestamp> deadline_max;
+  /// The run in which an op of an old run's lease of it, one of a batch ack whose write failed,
+  /// may have taken its held head back (R6).
+  std::uint64_t reclaim_maybe = 0;
 };
 
 class answer_checker {
@@ -103,8 +120,10 @@ class answer_checker {
 
   // -- consumers ------------------------------------------------------------------------------
 
-  /// A receive goes out, its leases `lease` long; returns its op.
-  std::uint64_t receive_sent(std::uint32_t max, duration lease, timestamp now);
+  /// A receive goes out, its leases `lease` long, asking for ordered batches of up to `batch`
+  /// messages; returns its op.
+  std::uint64_t receive_sent(std::uint32_t max, duration lease, timestamp now,
+                             std::uint32_t batch = 1);
   /// Returns the leases of the deliveries read (indexes for `lease` and `end_sent`).
   std::vector<std::size_t> receive_answered(std::uint64_t op,
                                             const result<std::vector<delivery>>& out, timestamp now,
@@ -196,6 +215,7 @@ class answer_checker {
     std::map<std::uint64_t, std::uint64_t> delivered;   ///< arrivals delivered at least once
     std::vector<std::size_t> leases;                    ///< leases that may still be live
     std::uint64_t reclaim_run = 0;  ///< a run in which an old lease of it was presented
+    int doomed_open = 0;            ///< ops under way on its leases that must fail
   };
   struct end_op {
     std::size_t lease = 0;
@@ -211,6 +231,7 @@ class answer_checker {
   struct receive_op {
     std::uint32_t max = 1;
     duration lease{0};
+    std::uint32_t batch = 1;
   };
   enum class blocking : std::uint8_t { no, maybe, yes };
 
@@ -219,6 +240,10 @@ class answer_checker {
   bool reclaimable(const lease_rec& lr, timestamp t) const;
   std::string reclaim_refused(const msg_rec& m, std::size_t l) const;
   std::vector<std::size_t>::const_iterator later_lease(const msg_rec& m, std::size_t l) const;
+  /// The leases of `l`'s ordered batch (`l` alone when it is a single message's).
+  std::vector<std::size_t> batch_of(std::size_t l) const;
+  /// An old run's lease of the batch was used: every lease of it lives in this run now.
+  void taken_back(std::size_t l, timestamp now);
   std::string describe(const end_op& e) const;
   void ended_ok(const end_op& e, timestamp extended_to, timestamp now);
   void end_unknown(const end_op& e);
@@ -229,6 +254,9 @@ class answer_checker {
   void check_duplicate(const msg_rec& m, std::uint64_t body, timestamp granted);
   bool live(std::size_t l, timestamp t) const;
   void check_in_flight(msg_rec& m, timestamp granted, const delivery& d, timestamp now);
+  /// The deliveries [from, to) of an answer share one token: a batch of its size, in order.
+  void check_batch_shape(const std::vector<delivery>& ds, std::size_t from, std::size_t to,
+                         std::uint32_t asked);
   /// Index in `m.leases` of the first lease of its current arrival (leases granted before the
   /// redrive that began it are before it, whenever they were read).
   std::size_t first_of_arrival(const msg_rec& m) const;
@@ -240,7 +268,8 @@ class answer_checker {
   std::string state_of(const msg_rec& y) const;
   /// Whether `y`, ahead in its group, keeps a later message from going out.
   blocking blocks(const msg_rec& y) const;
-  void check_order(msg_rec& m, std::uint64_t body, timestamp granted, bool first_in_arrival);
+  void check_order(msg_rec& m, std::uint64_t body, const delivery& d, timestamp granted,
+                   bool first_in_arrival);
   void check_later_went_first(const msg_rec& m, std::uint64_t body, timestamp granted);
   void check_suspicions(msg_rec& m, std::uint64_t body, timestamp granted);
   void check_not_before(std::size_t l, timestamp granted);
@@ -265,6 +294,7 @@ class answer_checker {
   std::unordered_map<std::uint64_t, std::uint64_t> body_by_id_;
   std::map<std::string, group_rec> groups_;
   std::vector<lease_rec> leases_;
+  std::map<std::string, std::vector<std::size_t>> batches_;       ///< by token text, batches of 2+
   std::map<std::uint64_t, end_op> ends_;                          ///< sent, not answered
   std::map<std::uint64_t, std::vector<std::uint64_t>> enqueues_;  ///< op -> bodies
   std::map<std::uint64_t, receive_op> receives_;

@@ -31,6 +31,7 @@
 #include "checks.hpp"
 #include "harness.hpp"
 #include "laneq/actors/memory_store.hpp"
+#include "laneq/assert.hpp"
 
 namespace laneq {
 namespace {
@@ -586,6 +587,9 @@ class simulation {
       case end_kind::extend:
         self->request(q_, caf::infinite, extend_atom_v, token, by.count())
             .then([answered](timestamp deadline) { answered(ok_t{}, deadline); }, failed);
+        break;
+      case end_kind::release:  // a batch's rest: this simulation receives no ordered batches
+        LANEQ_ASSERT(false, "the overlapping simulation sends no release");
         break;
     }
   }

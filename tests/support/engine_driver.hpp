@@ -139,6 +139,27 @@ class engine_driver {
     settle();
     return r;
   }
+  /// A receive of ordered batches of up to `batch` messages (docs/design/ordering.md O12).
+  request_id receive_batch(std::uint32_t max, std::uint32_t batch, duration lease = duration{0},
+                           duration wait = duration{0}) {
+    auto r = next_request();
+    engine_->receive(r, receive_request{max, lease.count(), wait.count(), batch}, now);
+    settle();
+    return r;
+  }
+  /// Acks an ordered batch's first `count` messages.
+  request_id ack(const lease_token& l, std::uint32_t count) {
+    auto r = next_request();
+    engine_->ack(r, l, count, now);
+    settle();
+    return r;
+  }
+  request_id nack(const lease_token& l, const nack_request& req) {
+    auto r = next_request();
+    engine_->nack(r, l, req, now);
+    settle();
+    return r;
+  }
   request_id ack(std::vector<lease_token> leases) {
     auto r = next_request();
     engine_->ack(r, leases, now);

@@ -1402,5 +1402,80 @@ TEST(compact_fifo, keeps_order_across_pops_and_reclaims_popped_slots) {
   }
 }
 
+// -- ordered batches (docs/design/ordering.md O12) -----------------------------------------------
+
+/// Delivers the offered head and up to `n - 1` messages behind it as one batch; returns its lease.
+lease_token deliver_batch(group_state& g, const group_effects& fx, std::size_t n, timestamp now) {
+  EXPECT_TRUE(fx.offer.has_value()) << "nothing was offered";
+  if (!fx.offer) return {};
+  auto count = g.batchable(n, now);
+  auto lease = lease_for(*fx.offer);
+  lease.batch = static_cast<std::uint32_t>(count);
+  g.on_delivered(lease, now + lease_d, now, count);
+  g.check_invariants();
+  return lease;
+}
+
+TEST(group_state, a_batch_covers_the_head_and_the_due_messages_behind_it) {
+  group_state g{gid, 5};
+  auto msgs = messages({1, 2, 3, 4});
+  msgs[2].not_before = t0 + 5s;  // 3 waits: it and 4 stay out of the batch
+  auto fx = g.on_enqueue(std::move(msgs), t0);
+  EXPECT_EQ(g.batchable(10, t0), 2u);
+  auto lease = deliver_batch(g, fx, 10, t0);
+  EXPECT_EQ(lease.batch, 2u);
+  EXPECT_EQ(g.batch_left(), 2u);
+  EXPECT_EQ(g.at(1).attempts, 1u) << "a batch's message counts its delivery";
+  EXPECT_EQ(g.at(2).attempts, 0u);
+}
+
+TEST(group_state, an_ack_of_a_prefix_pops_it_and_keeps_the_lease) {
+  group_state g{gid, 5};
+  auto lease = deliver_batch(g, g.on_enqueue(messages({1, 2, 3, 4}), t0), 3, t0);
+  auto fx = g.on_ack(lease, t0 + 1s, false, 2u);
+  ASSERT_TRUE(fx.ok());
+  g.check_invariants();
+  EXPECT_EQ(fx.value().removed.size(), 2u);
+  EXPECT_TRUE(fx.value().batch_rest);
+  EXPECT_FALSE(fx.value().offer) << "nothing is offered while a part of the batch is out";
+  EXPECT_EQ(g.batch_acked(), 2u);
+  EXPECT_EQ(g.batch_left(), 1u);
+  EXPECT_EQ(g.current_phase(), group_state::phase::in_flight);
+  EXPECT_EQ(g.on_ack(lease, t0 + 1s, false, 2u).err().code, errc::invalid_argument);
+  auto rest = g.on_ack(lease, t0 + 2s);
+  ASSERT_TRUE(rest.ok());
+  g.check_invariants();
+  EXPECT_EQ(offered_id(rest.value()), 4u) << "the next head once the whole batch is done";
+}
+
+TEST(group_state, a_nack_from_i_pops_those_before_and_fails_i_alone) {
+  group_state g{gid, 5};
+  auto lease = deliver_batch(g, g.on_enqueue(messages({1, 2, 3, 4}), t0), 4, t0);
+  auto fx = g.on_nack(lease, nack_kind::retry, 3s, t0 + 1s, false, 1u);
+  ASSERT_TRUE(fx.ok());
+  g.check_invariants();
+  EXPECT_EQ(fx.value().removed.size(), 1u) << "message 0 of the batch is done";
+  ASSERT_TRUE(fx.value().updated);
+  EXPECT_EQ(fx.value().updated->id, message_id{2});
+  EXPECT_EQ(fx.value().updated->attempts, 1u);
+  EXPECT_EQ(fx.value().updated->not_before, t0 + 4s);
+  EXPECT_EQ(offered_id(fx.value()), 2u);
+  EXPECT_EQ(g.at(1).attempts, 0u) << "3 went back behind 2, not attempted";
+  EXPECT_EQ(g.at(2).attempts, 0u);
+  EXPECT_EQ(g.on_ack(lease, t0 + 2s).err().code, errc::lease_expired);
+}
+
+TEST(group_state, an_expired_batch_fails_its_first_unacked_message_only) {
+  group_state g{gid, 1};
+  auto lease = deliver_batch(g, g.on_enqueue(messages({1, 2, 3}), t0), 3, t0);
+  ASSERT_TRUE(g.on_ack(lease, t0, false, 1u).ok());
+  auto fx = g.on_lease_timer(t0 + lease_d);
+  g.check_invariants();
+  ASSERT_EQ(fx.dead_letters.size(), 1u) << "max_attempts 1: 2's failed attempt was its last";
+  EXPECT_EQ(fx.dead_letters.front().msg.id, message_id{2});
+  EXPECT_EQ(offered_id(fx), 3u);
+  EXPECT_EQ(g.head()->attempts, 0u) << "3 goes on with its own attempts";
+}
+
 }  // namespace
 }  // namespace laneq

@@ -47,7 +47,10 @@ TEST(lease, rejects_malformed_tokens) {
   const std::vector<std::string> malformed{
       "",
       "1.2.3",                    // three parts
-      "1.2.3.4.5",                // five parts
+      "1.2.3.4.5.6",              // six parts
+      "1.2.3.4.1",                // a batch of one has the four-part form only
+      "1.2.3.4.0",                // a batch of none
+      "1.2.3.4.65",               // a batch of 101, past limits::ordered_batch_max
       "1.2.3.4.",                 // trailing dot
       ".1.2.3",                   // leading dot
       "1..3.4",                   // empty part

@@ -310,15 +310,18 @@ api_result<json::value> http_client::receive(std::string_view queue, const recei
   o["max"] = p.max;
   if (p.lease_ms) o["lease_ms"] = *p.lease_ms;
   o["wait_ms"] = p.wait_ms;
+  if (p.batch > 1) o["batch"] = p.batch;
   json::value body = std::move(o);
   return call("POST", queue_path(queue, "/receive"), &body);
 }
 
 api_result<json::value> http_client::ack(std::string_view queue,
-                                         const std::vector<std::string>& leases) {
+                                         const std::vector<std::string>& leases,
+                                         std::optional<std::uint32_t> count) {
   json::value body;
   if (leases.size() == 1) {  // a single lease's failure comes back as an HTTP error
     body = json::object{{"lease", leases.front()}};
+    if (count) body.as_object()["count"] = *count;
   } else {
     json::array arr;
     for (const auto& l : leases) arr.emplace_back(l);
@@ -328,9 +331,11 @@ api_result<json::value> http_client::ack(std::string_view queue,
 }
 
 api_result<json::value> http_client::nack(std::string_view queue, std::string_view lease,
-                                          std::int64_t retry_after_ms, bool dead_letter) {
+                                          std::int64_t retry_after_ms, bool dead_letter,
+                                          std::optional<std::uint32_t> from) {
   json::object o;
   o["lease"] = lease;
+  if (from) o["from"] = *from;
   if (dead_letter)
     o["dead_letter"] = true;
   else

@@ -376,23 +376,29 @@ bool is_utf8(std::string_view text) {
 
 std::string encode_lease(const lease_token& lease) {
   std::string raw;
-  raw.reserve(28);
+  raw.reserve(32);
   put_u64(raw, lease.group.value, 8);
   put_u64(raw, lease.msg.value, 8);
   put_u64(raw, lease.attempt, 4);
   put_u64(raw, lease.nonce, 8);
+  // An ordered batch's lease adds its size; a single message's keeps the form it had before.
+  if (lease.batch != 1) put_u64(raw, lease.batch, 4);
   return base64_encode(raw, true);
 }
 
 std::optional<lease_token> decode_lease(std::string_view text) {
-  if (text.size() != 38) return std::nullopt;
+  if (text.size() != 38 && text.size() != 43) return std::nullopt;
   auto raw = base64_decode(text, true);
-  if (!raw || raw->size() != 28) return std::nullopt;
+  if (!raw || (raw->size() != 28 && raw->size() != 32)) return std::nullopt;
   lease_token t;
   t.group.value = get_u64(*raw, 0, 8);
   t.msg.value = get_u64(*raw, 8, 8);
   t.attempt = static_cast<std::uint32_t>(get_u64(*raw, 16, 4));
   t.nonce = get_u64(*raw, 20, 8);
+  if (raw->size() == 32) {
+    t.batch = static_cast<std::uint32_t>(get_u64(*raw, 28, 4));
+    if (t.batch < 2 || t.batch > limits::ordered_batch_max) return std::nullopt;
+  }
   return t;
 }
 
@@ -558,7 +564,8 @@ result<std::vector<outgoing_message>> messages_from_json(const json::object& bod
 }
 
 result<receive_request> receive_from_json(const json::object& body) {
-  if (auto ok = check_fields(body, {"max", "lease_ms", "wait_ms"}, ""); !ok) return ok.err();
+  if (auto ok = check_fields(body, {"max", "lease_ms", "wait_ms", "batch"}, ""); !ok)
+    return ok.err();
   receive_request r;
   auto max = get_int(body, "max", "", 1, static_cast<std::int64_t>(limits::receive_batch_max));
   if (!max) return max.err();
@@ -574,19 +581,26 @@ result<receive_request> receive_from_json(const json::object& body) {
       std::chrono::duration_cast<std::chrono::milliseconds>(limits::receive_wait_max).count());
   if (!wait) return wait.err();
   if (wait.value()) r.wait_us = *wait.value() * 1000;
+  auto batch = get_int(body, "batch", "", 1, limits::ordered_batch_max);
+  if (!batch) return batch.err();
+  if (batch.value()) r.batch = static_cast<std::uint32_t>(*batch.value());
   return r;
 }
 
 result<lease_list> leases_from_json(const json::object& body, std::size_t batch_max) {
-  if (auto ok = check_fields(body, {"lease", "leases"}, ""); !ok) return ok.err();
+  if (auto ok = check_fields(body, {"lease", "leases", "count"}, ""); !ok) return ok.err();
   lease_list out;
   const auto* one = body.if_contains("lease");
   const auto* many = body.if_contains("leases");
   if ((one == nullptr) == (many == nullptr)) return bad("give exactly one of lease or leases");
+  auto count = get_int(body, "count", "", 1, limits::ordered_batch_max);
+  if (!count) return count.err();
+  if (count.value() && one == nullptr) return bad("count goes with one lease, not with leases");
   if (one != nullptr) {
     auto l = lease_field(*one, "lease");
     if (!l) return l.err();
     out.leases.push_back(l.value());
+    if (count.value()) out.count = static_cast<std::uint32_t>(*count.value());
     return out;
   }
   out.single = false;
@@ -606,7 +620,7 @@ result<lease_list> leases_from_json(const json::object& body, std::size_t batch_
 }
 
 result<std::pair<lease_token, nack_request>> nack_from_json(const json::object& body) {
-  if (auto ok = check_fields(body, {"lease", "retry_after_ms", "dead_letter"}, ""); !ok)
+  if (auto ok = check_fields(body, {"lease", "retry_after_ms", "dead_letter", "from"}, ""); !ok)
     return ok.err();
   auto lease = required_lease(body);
   if (!lease) return lease.err();
@@ -616,7 +630,10 @@ result<std::pair<lease_token, nack_request>> nack_from_json(const json::object& 
   if (!retry) return retry.err();
   auto dead = get_bool(body, "dead_letter", "");
   if (!dead) return dead.err();
+  auto from = get_int(body, "from", "", 0, limits::ordered_batch_max - 1);
+  if (!from) return from.err();
   nack_request r;
+  if (from.value()) r.from = static_cast<std::uint32_t>(*from.value());
   if (dead.value().value_or(false)) {
     if (retry.value()) return bad("retry_after_ms and dead_letter are exclusive");
     r.kind = nack_kind::dead_letter;
@@ -708,8 +725,10 @@ std::string deliveries_json(const std::vector<delivery>& ds) {
     w.value_string(encode_id(d.msg.id));
     w.key("lease");
     w.value_string(encode_lease(d.lease));
+    w.key("batch_index");
+    w.number(d.batch_index);
     w.key("attempt");
-    w.number(d.lease.attempt);
+    w.number(d.msg.attempts);
     put_payload(w, d.msg);
     w.key("ordering_key");
     w.text(d.ordering_key);

@@ -402,8 +402,11 @@ http_response deliveries_answer(queue_api q, std::vector<delivery> ds) {
   http_response r;
   r.render = [shared] { return deliveries_json(*shared); };
   r.abandon = [q = std::move(q), shared] {
+    // Once per lease: an ordered batch's first message (batch_index 0) stands for it, and its
+    // nack returns the whole batch, the first message's attempt counted (O12).
     for (const auto& d : *shared)
-      caf::anon_send(q, nack_atom_v, d.lease, nack_request{nack_kind::retry, 0});
+      if (d.batch_index == 0)
+        caf::anon_send(q, nack_atom_v, d.lease, nack_request{nack_kind::retry, 0});
   };
   return r;
 }
@@ -696,6 +699,20 @@ void router::handle(http_request req, respond_fn done) {
     case route::ack: {
       auto ll = leases_from_json(obj, st.limits.batch);
       if (!ll) return c->fail(ll.err());
+      if (auto count = ll.value().count) {
+        // An ordered batch's first `count` messages (O12): the lease goes on over the rest.
+        auto lease = ll.value().leases.front();
+        return ask_queue(
+            gw, c, name,
+            [rest = lease.batch > *count ? lease.batch - *count : 0](std::uint64_t acked) {
+              json::object o;
+              o["acked"] = acked;
+              o["failed"] = json::array{};
+              o["remaining"] = rest;
+              return o;
+            },
+            ack_atom_v, lease, *count);
+      }
       auto total = ll.value().leases.size();
       auto single = ll.value().single;
       return ask_queue(

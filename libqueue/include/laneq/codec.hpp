@@ -10,7 +10,7 @@
 //   'M' uid lane(16) seq       message record; one lane per ordering group, lane 0 = unordered
 //   'D' uid order              dead letter (dead-letter list order), with its stored lane
 //   'I' uid message-id         the order of a message's dead letter (redrive by id)
-//   'E' uid message-id         lease record (delivery durability `durable` only)
+//   'E' uid message-id         lease record (durable delivery; a partly acked ordered batch)
 //   'U' uid dedupe-key         dedupe record: the first message's id and when it was seen
 //   'T' topic-name             topic record: the queues it fans out into
 #pragma once
@@ -141,11 +141,22 @@ result<counters_record> decode_counters(std::string_view record);
 std::string encode_dead_letter(const dead_letter& d);
 result<dead_letter> decode_dead_letter(std::string_view record);
 
-/// A lease committed before its delivery (durable delivery mode).
+/// A lease committed before its delivery (durable delivery mode), keyed by the id its token
+/// names. An ordered batch's record (docs/design/ordering.md O12) covers the `count` messages of
+/// its group from `seq` on: the batch's messages not acked yet, the first of them at
+/// `batch_index` `acked`; a partial ack writes it again (also in fast delivery, where the token
+/// then no longer names the group's head). A record of a single message (`lease.batch` 1) has
+/// the layout it had before batches; a batch's record adds the token's batch, `count`, `acked`
+/// and `epoch`.
 struct lease_record {
   lease_token lease;
   timestamp deadline;
-  message_seq seq;  ///< of the leased message (a redriven message has a new one)
+  message_seq seq;  ///< of the (first still leased) message (a redriven message has a new one)
+  std::uint32_t count = 1;  ///< messages still under the lease, from `seq` on in their group
+  std::uint32_t acked = 0;  ///< messages of the batch acked before them
+  /// The broker run that wrote it: fast delivery honours a batch's record for the
+  /// `reclaim_epochs` runs after it, as it does a token (recovery.md R6).
+  std::uint64_t epoch = 0;
   friend bool operator==(const lease_record&, const lease_record&) = default;
 };
 std::string encode_lease(const lease_record& l);

@@ -16,17 +16,25 @@
 namespace laneq {
 
 /// A receive call: up to `max` messages, leased for `lease_us` (0: the queue's default), waiting
-/// up to `wait_us` for the first one (long poll; 0: answer at once).
+/// up to `wait_us` for the first one (long poll; 0: answer at once). `batch` above 1 takes up to
+/// that many consecutive messages of one ordering group as one ordered batch under one lease
+/// (docs/design/ordering.md O12); `max` still bounds the messages of the whole answer.
 struct receive_request {
   std::uint32_t max = 1;
   std::int64_t lease_us = 0;
   std::int64_t wait_us = 0;
+  std::uint32_t batch = 1;  ///< 1 to limits::ordered_batch_max
 };
 
-/// How a consumer gives a message back.
+/// How a consumer gives a message back. For an ordered batch, `from` is the `batch_index` of the
+/// message that failed: the messages before it are acked, it is retried or dead-lettered, and the
+/// messages after it return to their group behind it (docs/design/ordering.md O12).
 struct nack_request {
+  /// `from` when none is given: the batch's first message not acked yet.
+  static constexpr std::uint32_t first_unacked = 0xFFFFFFFF;
   nack_kind kind = nack_kind::retry;
   std::int64_t retry_after_us = 0;
+  std::uint32_t from = first_unacked;
 };
 
 /// One delivered message with its lease.
@@ -37,6 +45,9 @@ struct delivery {
   /// The message's ordering key (docs/design/lanes.md L5): the key itself, or `tenant/queue` for
   /// the keyless lane and an `ordered()` queue; empty when unordered.
   std::string ordering_key;
+  /// Its place in its ordered batch, from 0 (every message of a batch carries the same lease);
+  /// 0 for a message delivered alone. It stays as delivered after a part of the batch is acked.
+  std::uint32_t batch_index = 0;
 };
 
 /// The outcome of one lease in a batch ack: only failures are listed.
@@ -159,15 +170,15 @@ auto inspect(Inspector& f, outgoing_message& x) {
 }
 template <class Inspector>
 auto inspect(Inspector& f, receive_request& x) {
-  return f(x.max, x.lease_us, x.wait_us);
+  return f(x.max, x.lease_us, x.wait_us, x.batch);
 }
 template <class Inspector>
 auto inspect(Inspector& f, nack_request& x) {
-  return f(x.kind, x.retry_after_us);
+  return f(x.kind, x.retry_after_us, x.from);
 }
 template <class Inspector>
 auto inspect(Inspector& f, delivery& x) {
-  return f(x.msg, x.lease, x.deadline, x.ordering_key);
+  return f(x.msg, x.lease, x.deadline, x.ordering_key, x.batch_index);
 }
 template <class Inspector>
 auto inspect(Inspector& f, lease_outcome& x) {

@@ -65,6 +65,12 @@ class fair_scheduler {
   /// the item belongs to.
   std::optional<picked_item> pick(timestamp now);
 
+  /// A message behind a group's picked head joins its ordered batch (docs/design/ordering.md
+  /// O12): takes a token from every throttle bucket `m` belongs to if each has one at `now` that
+  /// no released waiter is owed, and returns true; otherwise takes nothing and returns false (the
+  /// batch ends before `m`). One token per message, as if each were picked (throttling.md T2).
+  bool try_charge(const message& m, timestamp now);
+
   /// Moves items whose not-before time or throttle wake time has come into the ready set.
   void on_tick(timestamp now);
 

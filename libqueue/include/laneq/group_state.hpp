@@ -1,9 +1,11 @@
 // The ordering group state machine, one per group in the shard engine's `group_slot`
-// (docs/design/ordering.md O3-O7). A group holds its messages in arrival order, offers only its
-// head, and keeps at most one delivery in flight. Every input takes `now` and returns effects
-// for the engine to carry out.
+// (docs/design/ordering.md O3-O7, O12). A group holds its messages in arrival order, offers only
+// its head, and keeps at most one delivery in flight: its head, or an ordered batch of its head
+// and the messages behind it. Every input takes `now` and returns effects for the engine to carry
+// out.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -98,13 +100,22 @@ struct group_effects {
   std::optional<message> updated;         ///< the head after a failed attempt (store it again)
   std::optional<fetch_request> fetch;     ///< refill the in-memory window from the store
   bool idle = false;                      ///< group is empty and has nothing in flight
+  /// A part of an ordered batch was acked: the lease goes on over the rest (store its record).
+  bool batch_rest = false;
 };
 
 /// One ordering group.
 ///
 /// Phases: `empty` (no message in memory), `offered` (head handed on for delivery, not yet
-/// delivered), `in_flight` (head delivered under a lease). Only the head ever leaves the group,
-/// and only one at a time (invariants O3, O4).
+/// delivered), `in_flight` (head delivered under a lease, alone or as the first of an ordered
+/// batch). Only the head ever leaves the group, one at a time, and nothing is delivered while a
+/// lease is held (invariants O3, O4, O12).
+///
+/// An ordered batch (O12) is the head and up to `limits::ordered_batch_max - 1` messages behind
+/// it in memory under one lease. An ack may cover a prefix of it (the lease goes on over the
+/// rest); a nack or an expiry fails its first message not acked (or the one a nack names, after
+/// acking those before it), and the messages behind that one go back to the group as they were:
+/// their delivery does not count as an attempt.
 ///
 /// Memory follows live groups, not backlog (docs/design/persistence.md): the group keeps at
 /// most `window` messages in memory, its head first, or up to `window_max` while the caller
@@ -121,8 +132,18 @@ class group_state {
               std::size_t window = limits::group_window_default, std::size_t window_max = 0)
       : id_(id),
         max_attempts_(max_attempts),
-        window_(window < 2 ? 2 : window),
+        window_(window_of(window)),
         window_max_(window_max < window_ ? window_ : window_max) {}
+
+  /// The window a group keeps for a configured `window`: at least 2 (a head and one behind it).
+  static std::size_t window_of(std::size_t window) { return window < 2 ? 2 : window; }
+
+  /// A recovered ordered batch larger than the window (configured smaller since it was
+  /// delivered): this group keeps at least `n` messages in memory. Before its first enqueue.
+  void widen(std::size_t n) {
+    window_ = std::max(window_, n);
+    window_max_ = std::max(window_max_, window_);
+  }
 
   /// Appends messages in arrival (seq) order. Offers the head if the group was empty. `grow`:
   /// the group may hold up to `window_max` messages in memory instead of `window`.
@@ -144,28 +165,51 @@ class group_state {
                            bool grow = false);
   group_effects retry_fetch(bool grow = false);
 
-  /// After a restart: the head is `in flight` under a lease from before the restart (durable
-  /// delivery: the committed lease; fast delivery: a reclaimed token).
-  /// Precondition: phase offered or empty with the head in memory; `lease` names the head.
-  void on_restored_lease(const lease_token& lease, timestamp deadline, timestamp now);
+  /// After a restart: the head, and with `count` above 1 the messages behind it, are `in flight`
+  /// under a lease from before the restart (durable delivery: the committed lease; fast delivery:
+  /// a reclaimed token or a partly acked batch's record). `acked`: messages of the batch acked
+  /// before the restart (the head is then not the message the token names).
+  /// Precondition: phase offered with `count` messages in memory; with `acked` 0 `lease` names
+  /// the head; `count + acked` is the lease's batch.
+  void on_restored_lease(const lease_token& lease, timestamp deadline, timestamp now,
+                         std::size_t count = 1, std::uint32_t acked = 0);
 
-  /// The engine delivered the offered head under `lease`, due back by `deadline`.
-  /// Precondition: phase offered, `lease` names the head and its next attempt.
-  void on_delivered(const lease_token& lease, timestamp deadline, timestamp now);
+  /// How many messages from the head, at most `max`, may go out together as an ordered batch at
+  /// `now`: the offered head and the messages behind it in memory, within the window, up to the
+  /// first whose not-before time lies ahead (O10). At least 1. Precondition: phase offered.
+  std::size_t batchable(std::size_t max, timestamp now) const;
 
-  /// Acknowledges the in-flight head: it leaves the group; the next head is offered.
-  result<group_effects> on_ack(const lease_token& lease, timestamp now, bool grow = false);
+  /// The engine delivered the offered head under `lease`, due back by `deadline`; with `count`
+  /// above 1, the `count - 1` messages behind it too, as one ordered batch (each message's
+  /// attempts count its delivery).
+  /// Precondition: phase offered, `lease` names the head and its next attempt and has `batch`
+  /// `count`, and `count` is at most `batchable`.
+  void on_delivered(const lease_token& lease, timestamp deadline, timestamp now,
+                    std::size_t count = 1);
+
+  /// Acknowledges the in-flight head or batch: it leaves the group; the next head is offered.
+  /// With `count` (an ordered batch's first `count` messages as delivered, O12): the messages of
+  /// them not acked yet leave the group, and the lease goes on over the rest (`batch_rest`)
+  /// unless none is left. A `count` not above the messages acked already, or above the batch, is
+  /// invalid_argument.
+  result<group_effects> on_ack(const lease_token& lease, timestamp now, bool grow = false,
+                               std::optional<std::uint32_t> count = std::nullopt);
 
   /// Gives the in-flight head back: retry (after `retry_after`) or dead-letter now. A retry that
-  /// has used max_attempts dead-letters instead.
+  /// has used max_attempts dead-letters instead. For an ordered batch, `from` (the batch_index of
+  /// the message that failed; none: the first not acked) acks the messages before it; it is
+  /// retried or dead-lettered, and the messages after it go back behind it. A `from` of a message
+  /// acked already, or past the batch, is invalid_argument.
   result<group_effects> on_nack(const lease_token& lease, nack_kind kind, duration retry_after,
-                                timestamp now, bool grow = false);
+                                timestamp now, bool grow = false,
+                                std::optional<std::uint32_t> from = std::nullopt);
 
   /// Extends the in-flight lease to `now + by`; returns the new deadline.
   result<timestamp> on_extend(const lease_token& lease, duration by, timestamp now);
 
   /// The lease's deadline came (the engine caught up with it). An expired lease is a failed
-  /// attempt (O5); a lease that was extended meanwhile returns its new deadline in `rearm`.
+  /// attempt (O5) of its first message not acked; a batch's messages behind it go back behind it
+  /// (O12). A lease that was extended meanwhile returns its new deadline in `rearm`.
   group_effects on_lease_timer(timestamp now, std::optional<timestamp>* rearm = nullptr,
                                bool grow = false);
 
@@ -179,7 +223,13 @@ class group_state {
   /// Their memory_footprint, summed.
   std::size_t memory_bytes() const { return memory_bytes_; }
   const message* head() const { return messages_.empty() ? nullptr : &messages_.front(); }
+  /// The `i`-th message in memory, the head being 0. Precondition: `i < in_memory()`.
+  const message& at(std::size_t i) const { return messages_[i]; }
   std::optional<lease_token> lease() const { return lease_; }
+  /// Messages in flight under the lease, from the head on (0 when none is held).
+  std::uint32_t batch_left() const { return batch_; }
+  /// Messages of the lease's ordered batch acked so far: the head's `batch_index`.
+  std::uint32_t batch_acked() const { return acked_; }
   timestamp lease_deadline() const { return deadline_; }
   /// Messages ever added (enqueued, or counted as stored at recovery); the unit tests compare it
   /// with what they routed.
@@ -191,8 +241,17 @@ class group_state {
 
  private:
   result<ok_t> check_lease(const lease_token& lease) const;
-  group_effects fail_head(timestamp now, duration retry_after, dead_letter_reason reason,
-                          bool force_dead_letter, bool grow);
+  void start_lease(const lease_token& lease, timestamp deadline, timestamp now, std::size_t count,
+                   std::uint32_t acked);
+  /// The batch's messages before the one at `batch_index` `upto` leave the group (acked).
+  void pop_acked(group_effects& fx, std::uint32_t upto);
+  /// The batch's messages behind the head go back to the group as they were (not attempted).
+  void return_behind();
+  /// The head fails (nack or expiry) and the batch's messages behind it go back behind it.
+  group_effects fail_batch(group_effects fx, timestamp now, duration retry_after,
+                           dead_letter_reason reason, bool force_dead_letter, bool grow);
+  group_effects fail_head(group_effects fx, timestamp now, duration retry_after,
+                          dead_letter_reason reason, bool force_dead_letter, bool grow);
   group_effects advance(group_effects fx, timestamp now, bool grow);
   void take_fetched(std::vector<message> msgs);
   group_effects after_fetch(timestamp now, bool grow);
@@ -209,6 +268,9 @@ class group_state {
   timestamp deadline_;
   timestamp since_;                        // start of the current phase
   std::optional<lease_token> last_lease_;  // the previous lease of the head, for lease_expired
+  message_id failed_head_;                 // the head when `last_lease_` ended
+  std::uint32_t batch_ = 0;                // messages in flight under `lease_`, from the head on
+  std::uint32_t acked_ = 0;                // messages of the lease's batch acked so far
   std::uint64_t received_ = 0;
   std::size_t window_;
   std::size_t window_max_;

@@ -13,21 +13,26 @@
 namespace laneq {
 
 /// Names one delivery: which group incarnation, which message, which attempt. The nonce makes
-/// tokens unguessable across broker runs and distinguishes reissued leases.
+/// tokens unguessable across broker runs and distinguishes reissued leases. An ordered batch
+/// (docs/design/ordering.md O12) is one delivery of `batch` consecutive messages of a group: its
+/// token names the batch's first message and that message's attempt, and every message of the
+/// batch carries it.
 struct lease_token {
   group_id group;  ///< 0 for an unordered message
   message_id msg;
   std::uint32_t attempt = 0;  ///< 1 for the first delivery
   std::uint64_t nonce = 0;
+  std::uint32_t batch = 1;  ///< messages the lease covered when it was granted (1 to 100)
   friend bool operator==(const lease_token&, const lease_token&) = default;
 };
 
 template <class Inspector>
 auto inspect(Inspector& f, lease_token& x) {
-  return f(x.group, x.msg, x.attempt, x.nonce);
+  return f(x.group, x.msg, x.attempt, x.nonce, x.batch);
 }
 
-/// Text form `g.m.a.nonce` in lowercase hex, for the HTTP API and logs.
+/// Text form `g.m.a.nonce` in lowercase hex, and `g.m.a.nonce.batch` for a batch of more than
+/// one message, for logs and errors.
 std::string to_string(const lease_token& x);
 /// Parses `to_string`'s output; nullopt when malformed.
 std::optional<lease_token> parse_lease_token(std::string_view text);
@@ -39,6 +44,7 @@ struct lease_subject {
   message_seq seq;  ///< new on redrive, so a redriven message never repeats an old nonce
   std::uint32_t attempt = 0;
   std::uint64_t epoch = 0;  ///< broker run; distinguishes attempts re-issued after a restart
+  std::uint32_t batch = 1;  ///< messages under the lease (mixed in only when more than one)
 };
 
 /// Source of lease nonces: SipHash-2-4, a keyed pseudo-random function, over a counter. Without
@@ -67,7 +73,7 @@ inline constexpr std::uint64_t reclaim_epochs = 4;
 
 /// True if `lease` was issued for `m` (of the queue or shard `uid`) in one of the last
 /// `reclaim_epochs` runs before run `epoch`: fast delivery's reclaim (recovery.md R6). Only the
-/// holder of `nonces`' key makes such a nonce.
+/// holder of `nonces`' key makes such a nonce; a batch's size is part of what it vouches for.
 bool issued_before_restart(const nonce_source& nonces, std::uint64_t uid, std::uint64_t epoch,
                            const lease_token& lease, const message& m);
 

@@ -47,6 +47,10 @@ inline constexpr duration retry_after_max = std::chrono::hours{12};
 // Requests.
 inline constexpr std::size_t enqueue_batch_max = 1000;
 inline constexpr std::size_t receive_batch_max = 1000;
+/// Messages of one ordering group a receive may take as one ordered batch under one lease
+/// (`receive_request::batch`, docs/design/ordering.md O12). A batch is also cut to what its group
+/// holds in memory (its window).
+inline constexpr std::uint32_t ordered_batch_max = 100;
 inline constexpr std::size_t ack_batch_max = 1000;
 inline constexpr duration receive_wait_max = 20s;
 inline constexpr std::size_t pending_receives_max = 10'000;
@@ -90,6 +94,7 @@ inline constexpr std::size_t queues_max = 10'000;
 static_assert(lease_min < lease_default && lease_default <= lease_max);
 static_assert(max_attempts_default <= max_attempts_max);
 static_assert(receive_batch_max <= pending_receives_max);
+static_assert(1 < ordered_batch_max && ordered_batch_max <= receive_batch_max);
 static_assert(throttle_rate_per_s_min < throttle_rate_per_s_max);
 static_assert(retry_after_max <= delay_max);
 static_assert(0 < groups_page_default && groups_page_default <= groups_page_max);

@@ -21,10 +21,10 @@ std::optional<error> check_message(const outgoing_message& m, std::size_t i);
 /// The first rule the batch breaks (its size, then each message), or nothing.
 std::optional<error> check_batch(const std::vector<outgoing_message>& batch);
 
-/// The first rule a receive breaks (max, lease, wait), or nothing; `lease_default` stands for a
-/// lease of 0.
+/// The first rule a receive breaks (max, lease, wait, batch), or nothing; `lease_default` stands
+/// for a lease of 0.
 std::optional<error> check_receive(std::uint32_t max, std::int64_t lease_us, std::int64_t wait_us,
-                                   duration lease_default);
+                                   duration lease_default, std::uint32_t batch = 1);
 
 /// `messages[i]`, or `messages[i].name` when a field is named.
 std::string message_field(std::size_t i, const char* name);

@@ -134,10 +134,18 @@ class shard_engine {
   /// messages are deliverable. `parsed`: the bodies already parsed as JSON (a topic enqueue).
   void enqueue(request_id r, std::vector<outgoing_message> batch, timestamp now);
   /// Answered with the deliveries; a long poll (`wait_us`) waits for the first one. With durable
-  /// delivery, once the leases are committed.
+  /// delivery, once the leases are committed. `batch` above 1: each group's head goes out with
+  /// up to `batch - 1` messages behind it as one ordered batch under one lease (ordering.md O12).
   void receive(request_id r, const receive_request& req, timestamp now);
-  /// Answered with the leases that failed once the acks' erases are durable.
+  /// Answered with the leases that failed once the acks' erases are durable. An ordered batch's
+  /// lease acks every message of it not acked yet.
   void ack(request_id r, const std::vector<lease_token>& leases, timestamp now);
+  /// Acks the first `count` messages of an ordered batch (as delivered: batch_index below
+  /// `count`); the lease goes on over the rest. Answered with how many messages this acked, once
+  /// durable (O12).
+  void ack(request_id r, const lease_token& lease, std::uint32_t count, timestamp now);
+  /// Answered ok once durable. For an ordered batch, `req.from` acks the messages before it and
+  /// returns the rest, behind the failed one, to its group (O12).
   void nack(request_id r, const lease_token& lease, const nack_request& req, timestamp now);
   /// Answered with the new deadline (durable delivery: once committed).
   void extend(request_id r, const lease_token& lease, std::int64_t by_us, timestamp now);
@@ -199,6 +207,7 @@ class shard_engine {
     std::uint32_t max = 1;
     duration lease{0};
     timestamp deadline;
+    std::uint32_t batch = 1;
   };
   struct placed {
     message msg;
@@ -262,10 +271,22 @@ class shard_engine {
   bool may_grow() const;
   void expire_if_due(group_slot& g, timestamp t);
   void reclaim(group_slot& g, const lease_token& lease, timestamp t);
-  void restore_lease(group_slot& g, const lease_token& lease, timestamp deadline, timestamp t);
+  /// `count` messages from the head are in flight under `lease`, `acked` of its batch before them.
+  void restore_lease(group_slot& g, const lease_token& lease, timestamp deadline, timestamp t,
+                     std::size_t count = 1, std::uint32_t acked = 0);
+  /// The grace of a recovered head is over: it is offered to every consumer.
+  void release_hold(group_slot& g, timestamp t);
   void fetch(group_slot& g, const fetch_request& req);
   void on_fetched(group_id id, result<std::vector<store_entry>> page, timestamp t);
-  std::vector<store_op> end_attempt(const lease_token& lease, std::vector<store_op> ops);
+  /// The attempt under `lease` is over: with `recorded`, its lease record goes with it.
+  std::vector<store_op> end_attempt(const lease_token& lease, std::vector<store_op> ops,
+                                    bool recorded);
+  bool durable() const { return cfg_.spec.delivery_mode() == delivery_durability::durable; }
+  /// Whether `g`'s lease has a record in the store: every lease in durable delivery; in fast
+  /// delivery an ordered batch acked in part (its token no longer names the head, O12).
+  bool lease_recorded(const group_slot& g) const;
+  /// The record of `g`'s lease as it stands (the batch's messages not acked yet).
+  codec::lease_record record_of(const group_slot& g) const;
   std::vector<store_op> move_dead(std::vector<dead_letter> dls, const codec::lane_id& lane);
 
   // dead letters (shard_dead_letters.cpp)
@@ -280,12 +301,20 @@ class shard_engine {
 
   // deliveries and leases (shard_delivery.cpp)
   void catch_up(timestamp t);
-  std::vector<delivery> take(std::uint32_t max, duration lease, timestamp t);
+  std::vector<delivery> take(std::uint32_t max, std::uint32_t batch, duration lease, timestamp t);
+  /// Delivers group `g`'s picked head, and up to `room - 1` messages behind it as an ordered
+  /// batch, into `out`.
+  void deliver_group(group_slot& g, message head, std::size_t room, duration lease, timestamp t,
+                     std::vector<delivery>& out);
+  lease_token lease_for(group_id group, const message& m, std::uint32_t batch) const;
+  void count_first_delivery(const message& m, timestamp t);
   void hand_out(request_id r, std::vector<delivery> out);
   void serve_pending(timestamp t);
   void end_polls(timestamp t);
   /// Answers the watchers once something is ready (or their deadline passed).
   void notify_watchers(timestamp t);
+  /// Ends unordered lease `l` by an ack: the store operations that do it, or why it cannot.
+  result<std::vector<store_op>> ack_unordered(const lease_token& l);
   void ack_one(const lease_token& l, timestamp t, std::vector<store_op>& ops,
                std::vector<lease_outcome>& failed, std::vector<group_id>& touched);
   std::vector<store_op> retry_or_dead_letter(message m, duration retry_after, bool force_dead,

@@ -1,8 +1,9 @@
 // What the engine simulation reached, per episode class, and the minimums a run must reach
 // (docs/guarantees.md, "The engine simulation"): a run whose episodes of some class never
 // crashed with writes uncommitted, reclaimed, expired, dead-lettered, redrove, failed a store
-// write or read, read a window back or answered a long poll with an enqueue proves nothing about
-// those paths, so it fails with "COVERAGE NOT REACHED:" naming the class and the event.
+// write or read, read a window back, answered a long poll with an enqueue, or delivered, acked in
+// part and nacked from within ordered batches proves nothing about those paths, so it fails with
+// "COVERAGE NOT REACHED:" naming the class and the event.
 #pragma once
 
 #include <algorithm>
@@ -35,6 +36,9 @@ enum class event : std::size_t {
   stale_refused,
   deduplicated,
   order_suspicions,  // order judged later: the message ahead may have died unseen
+  batches,           // ordered batches of two or more messages read (O12)
+  partial_acks,      // acks of a batch's prefix answered OK
+  mid_batch_nacks,   // nacks from a batch's message after its first not acked, answered OK
   count_
 };
 
@@ -61,7 +65,10 @@ inline constexpr std::array<const char*, event_count> event_names = {
     "acks confirmed",
     "stale leases refused",
     "enqueues deduplicated",
-    "order suspicions"};
+    "order suspicions",
+    "ordered batches",
+    "acks of a batch's prefix",
+    "nacks from within a batch"};
 
 /// Episodes take their class from their number, in turn.
 enum class episode_class : std::size_t { fast, fast_grace, durable, count_ };
@@ -117,7 +124,10 @@ inline std::vector<minimum> minimums_of(episode_class c) {
                          {event::read_failures, 0.15},
                          {event::window_reads, 25.0},
                          {event::polls_answered_by_enqueue, 0.1},
-                         {event::acks_racing_expiry, 0.4}};
+                         {event::acks_racing_expiry, 0.4},
+                         {event::batches, 30.0},
+                         {event::partial_acks, 1.0},
+                         {event::mid_batch_nacks, 0.2}};
   if (c != episode_class::fast) m.push_back({event::reclaims, 0.5});
   return m;
 }

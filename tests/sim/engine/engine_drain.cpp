@@ -158,7 +158,10 @@ void engine_episode::count_coverage() {
     cov_.bump(event::acks, n.acks);
     cov_.bump(event::stale_refused, n.stale_refused);
     cov_.bump(event::order_suspicions, n.suspicions);
+    cov_.bump(event::batches, n.batches);
   }
+  cov_.bump(event::partial_acks, partial_acks_);
+  cov_.bump(event::mid_batch_nacks, mid_nacks_);
 }
 
 }  // namespace laneq::sim

@@ -85,6 +85,7 @@ shard_config engine_episode::draw_queue(std::size_t i, queue_client& c) {
   cc.context = [this, i] { return context() + "\n  queue " + clients_[i].name; };
   cc.trace = std::getenv("LANEQ_SIM_TRACE") != nullptr;
   cc.origin = origin;
+  cc.lease = c.lease;
   cc.label = c.name;
   c.checker = std::make_unique<answer_checker>(std::move(cc));
   cfg.spec = std::move(spec);

@@ -1,7 +1,9 @@
 // One episode of the engine simulation (docs/guarantees.md, "The engine simulation"): 1 to 3
 // queues, each a shard engine with its own drawn spec and its clients' journal (answer_checker),
-// in one engine_world. Each step is one client request (enqueue, receive, ack, nack, extend,
-// a consumer going silent, a stale token, a dead-letter listing, a redrive, a producer's resend),
+// in one engine_world. Each step is one client request (enqueue, receive of single messages or
+// ordered batches of up to 5, ack, an ack of a batch's prefix, nack of a batch from one of its
+// messages, extend, a consumer going silent, a stale token, a dead-letter listing, a redrive, a
+// producer's resend),
 // time moving on, or a crash; then the store commits, fails and answers some of what it holds and
 // the clients read some of their replies. The whole shard's invariants are checked after every
 // step. The episode ends with a drain (every answered enqueue ends acked or dead) and a restart
@@ -11,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -25,6 +28,14 @@ namespace laneq::sim {
 /// How a queue's messages fall into ordering groups, as its clients work it out.
 enum class grouping : std::uint8_t { none, whole_queue, account, tenant_and_account };
 
+/// What a consumer holds: the deliveries of one lease (an ordered batch's, by batch_index, or one
+/// message's) and how many of them, from the first, it has sent acks for (O12).
+struct held_lease {
+  std::vector<std::size_t> leases;  ///< the journal's lease indexes
+  std::uint32_t done = 0;
+  std::uint32_t left() const { return static_cast<std::uint32_t>(leases.size()) - done; }
+};
+
 /// One queue as its clients know it.
 struct queue_client {
   std::string name;
@@ -38,8 +49,8 @@ struct queue_client {
   duration longest_lease{0};       ///< the longest lease a receive asked for
   std::uint64_t weight = 1;        ///< how often a step picks this queue
   std::unique_ptr<answer_checker> checker;
-  std::vector<std::size_t> held;   ///< leases whose consumers work on them
-  std::vector<std::size_t> stale;  ///< leases their consumers let go of
+  std::vector<held_lease> held;    ///< leases whose consumers work on them
+  std::vector<held_lease> stale;   ///< leases their consumers let go of
   std::vector<message_id> listed;  ///< the last dead-letter listing, less what was redriven
   int polls_open = 0;
   bool listing_open = false;
@@ -64,13 +75,27 @@ class engine_episode {
   void run();
 
  private:
-  enum class req_kind : std::uint8_t { enqueue, receive, ack, nack, extend, list, redrive };
+  enum class req_kind : std::uint8_t {
+    enqueue,
+    receive,
+    ack,
+    nack,
+    extend,
+    list,
+    redrive,
+    ack_count
+  };
   struct pending {
     std::size_t q = 0;
     req_kind kind = req_kind::enqueue;
-    std::uint64_t op = 0;  ///< the checker's op (for an ack: one per lease, in `acks`)
+    /// The checker's op (an enqueue, receive or redrive); the ops of an ack, nack or extend are
+    /// in `acks`, one per message it covers, with the token each was sent with.
+    std::uint64_t op = 0;
     std::vector<std::pair<lease_token, std::uint64_t>> acks;
     bool poll = false;
+    bool mid_batch = false;  ///< a nack from a batch's message after its first not acked
+    /// An ack of a batch's prefix: the fewest messages it acks (those past what was sent before).
+    std::uint64_t acked_min = 0;
   };
 
   // drawing the episode (engine_episode.cpp)
@@ -93,13 +118,23 @@ class engine_episode {
   void do_resend(std::size_t q);
   void do_receive(std::size_t q, std::uint32_t max = 0, bool no_poll = false);
   void do_ack(std::size_t q, std::size_t n);
+  void do_ack_count(std::size_t q);
   void do_nack(std::size_t q, end_kind k);
   void do_extend(std::size_t q);
   void do_silence(std::size_t q);
   void do_stale(std::size_t q);
+  /// Takes one of the held leases out of `c.held`.
+  held_lease take_held(queue_client& c);
+  /// The index in `h` of the first message whose ack the journal has not seen answered OK among
+  /// those the consumer sent an ack of a prefix for (`done` if it saw them all answered OK).
+  /// A lease presented again after it ended is presented whole, as before.
+  std::size_t first_unconfirmed(const queue_client& c, const held_lease& h) const;
   void do_list(std::size_t q, std::uint32_t max = 0);
   void do_redrive(std::size_t q);
-  void send_end(std::size_t q, std::size_t l, end_kind k);
+  /// Sends an ack (of what is left), a nack (from `from`, one of the messages left; none: the
+  /// first) or an extend of `h`'s lease, with the journal's ops for each message it covers.
+  void send_end(std::size_t q, const held_lease& h, end_kind k,
+                std::optional<std::uint32_t> from = std::nullopt);
   request_id send(pending p);
   void pump();
 
@@ -110,6 +145,8 @@ class engine_episode {
   void on_reply(const pending& p, const pending_reply& pr);
   void on_received(const pending& p, const pending_reply& pr);
   void on_acked(const pending& p, const pending_reply& pr);
+  /// An answer that covers every op of `p` alike (a nack, an extend, an ack of a prefix).
+  void on_ended(const pending& p, const status& st, timestamp extended_to);
   void on_listed(const pending& p, const pending_reply& pr);
 
   // the end (engine_drain.cpp)
@@ -135,7 +172,9 @@ class engine_episode {
   duration reopen_{0};  ///< how long the store stays degraded after a failure
   std::uint64_t read_fail_per_mille_ = 0;
   bool draining_ = false;
-  std::uint64_t received_ = 0;  ///< deliveries the drain's last receives got
+  std::uint64_t received_ = 0;      ///< deliveries the drain's last receives got
+  std::uint64_t partial_acks_ = 0;  ///< acks of a batch's prefix answered OK
+  std::uint64_t mid_nacks_ = 0;     ///< nacks from a batch's later message answered OK
 };
 
 }  // namespace laneq::sim

@@ -71,14 +71,27 @@ void engine_episode::on_reply(const pending& p, const pending_reply& pr) {
     case req_kind::receive: return on_received(p, pr);
     case req_kind::ack: return on_acked(p, pr);
     case req_kind::nack:
-      if (auto st = answer_as<ok_t>(pr.reply.value))
-        return checker.end_answered(p.op, *st, timestamp{}, now);
+      if (auto st = answer_as<ok_t>(pr.reply.value)) {
+        if (*st && p.mid_batch) ++mid_nacks_;
+        return on_ended(p, *st, timestamp{});
+      }
       return wrong("nack");
     case req_kind::extend:
       if (auto d = answer_as<timestamp>(pr.reply.value))
-        return checker.end_answered(p.op, *d ? status{ok_t{}} : status{d->err()},
-                                    *d ? d->value() : timestamp{}, now);
+        return on_ended(p, *d ? status{ok_t{}} : status{d->err()}, *d ? d->value() : timestamp{});
       return wrong("extend");
+    case req_kind::ack_count:
+      if (auto n = answer_as<std::uint64_t>(pr.reply.value)) {
+        // It acks those past what was sent before, and those before whose acks did not happen.
+        if (*n && (n->value() < p.acked_min || n->value() > p.acks.size()))
+          fail(check::api, "an ack of a batch's prefix answered that it acked " +
+                               std::to_string(n->value()) + " messages, not " +
+                               std::to_string(p.acked_min) + " to " +
+                               std::to_string(p.acks.size()));
+        if (*n) ++partial_acks_;
+        return on_ended(p, *n ? status{ok_t{}} : status{n->err()}, timestamp{});
+      }
+      return wrong("ack of a batch's prefix");
     case req_kind::list: return on_listed(p, pr);
     case req_kind::redrive:
       if (auto n = answer_as<std::uint64_t>(pr.reply.value))
@@ -94,7 +107,20 @@ void engine_episode::on_received(const pending& p, const pending_reply& pr) {
   if (p.poll) --c.polls_open;
   bool got = *out && !out->value().empty();
   if (got) received_ += out->value().size();
-  for (auto l : c.checker->receive_answered(p.op, *out, world_->now())) c.held.push_back(l);
+  // The deliveries of one lease (an ordered batch's, in batch order) are held together.
+  for (auto l : c.checker->receive_answered(p.op, *out, world_->now())) {
+    const auto& token = c.checker->lease(l).d.lease;
+    if (c.held.empty() || c.held.back().leases.empty() ||
+        !(c.checker->lease(c.held.back().leases.front()).d.lease == token) ||
+        c.checker->lease(l).d.batch_index == 0)
+      c.held.push_back(held_lease{});
+    c.held.back().leases.push_back(l);
+  }
+}
+
+void engine_episode::on_ended(const pending& p, const status& st, timestamp extended_to) {
+  auto& checker = *clients_[p.q].checker;
+  for (const auto& [token, op] : p.acks) checker.end_answered(op, st, extended_to, world_->now());
 }
 
 /// A batch ack's answer: the leases that failed, or one error for all.
@@ -108,12 +134,15 @@ void engine_episode::on_acked(const pending& p, const pending_reply& pr) {
                        [&](const auto& a) { return a.first == f.lease; }))
         fail(check::api, "an ack answered a failure of lease " + to_string(f.lease) +
                              ", which it did not carry");
+  // Alone: the ack of one lease (one batch's messages), whose write is its own.
+  bool alone = std::all_of(p.acks.begin(), p.acks.end(),
+                           [&](const auto& a) { return a.first == p.acks.front().first; });
   for (const auto& [token, op] : p.acks) {
     status st = ok_t{};
     if (!*out) st = out->err();
     for (const auto& f : *out ? out->value() : std::vector<lease_outcome>{})
       if (f.lease == token) st = f.err;
-    checker.end_answered(op, st, timestamp{}, world_->now(), p.acks.size() == 1);
+    checker.end_answered(op, st, timestamp{}, world_->now(), alone);
   }
 }
 

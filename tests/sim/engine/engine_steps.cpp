@@ -52,8 +52,10 @@ void engine_episode::act(std::size_t q) {
     do_enqueue(q);
   else if (r < 46)
     do_receive(q);
-  else if (r < 64)
+  else if (r < 58)
     do_ack(q, 1 + pick(4));
+  else if (r < 64)
+    do_ack_count(q);
   else if (r < 70)
     do_nack(q, end_kind::retry);
   else if (r < 72)
@@ -111,7 +113,8 @@ void engine_episode::do_crash() {
 request_id engine_episode::send(pending p) {
   auto r = next_request_++;
   static const bool trace = std::getenv("LANEQ_SIM_TRACE") != nullptr;
-  static const char* kinds[] = {"enqueue", "receive", "ack", "nack", "extend", "list", "redrive"};
+  static const char* kinds[] = {"enqueue", "receive", "ack",     "nack",
+                                "extend",  "list",    "redrive", "ack of a batch's prefix"};
   if (trace)
     std::cout << "  [" << (world_->now() - timestamp::from_ms(1'000'000)).count() << "us "
               << clients_[p.q].name << "] request " << r << ": " << kinds[static_cast<int>(p.kind)]
@@ -183,48 +186,88 @@ void engine_episode::do_resend(std::size_t q) {
 
 // -- consumers --------------------------------------------------------------------------------
 
-/// A receive of up to 6 (or `max`); one in ten asks for its own lease, a quarter are long polls
-/// (at most two wait at a time per queue).
+/// A receive of up to 6 (or `max`), half of them of ordered batches of up to 2 to 5 messages
+/// (O12); one in ten asks for its own lease, a quarter are long polls (at most two wait at a time
+/// per queue).
 void engine_episode::do_receive(std::size_t q, std::uint32_t max, bool no_poll) {
   auto& c = clients_[q];
   if (max == 0) max = static_cast<std::uint32_t>(1 + pick(6));
+  auto batch = pick(2) == 0 ? 1u : static_cast<std::uint32_t>(2 + pick(4));
   auto own = pick(10) == 0 ? pick_us(5'000, 1'000'000) : duration{0};
   c.longest_lease = std::max(c.longest_lease, own);
   bool poll = !no_poll && c.polls_open < 2 && pick(4) == 0;
   auto wait = poll ? pick_us(1, 300'000) : duration{0};
   if (poll) ++c.polls_open;
   if (c.checker->enqueues_open() > 0) cov_.bump(event::receives_racing_enqueues);
-  auto op = c.checker->receive_sent(max, own.count() == 0 ? c.lease : own, world_->now());
+  auto op = c.checker->receive_sent(max, own.count() == 0 ? c.lease : own, world_->now(), batch);
   auto r = send(pending{q, req_kind::receive, op, {}, poll});
   world_->request(q, [&](shard_engine& e, timestamp now) {
-    e.receive(r, receive_request{max, own.count(), wait.count()}, now);
+    e.receive(r, receive_request{max, own.count(), wait.count(), batch}, now);
   });
 }
 
-/// Acks up to `n` leases its consumers hold, in one batch.
+std::size_t engine_episode::first_unconfirmed(const queue_client& c, const held_lease& h) const {
+  std::size_t i = 0;
+  while (i < h.done && c.checker->lease(h.leases[i]).acked) ++i;
+  return i;
+}
+
+held_lease engine_episode::take_held(queue_client& c) {
+  auto i = pick(c.held.size());
+  auto h = std::move(c.held[i]);
+  c.held.erase(c.held.begin() + static_cast<std::ptrdiff_t>(i));
+  return h;
+}
+
+/// Acks up to `n` leases its consumers hold, in one batch: each acks what is left of its batch.
 void engine_episode::do_ack(std::size_t q, std::size_t n) {
   auto& c = clients_[q];
   pending p{q, req_kind::ack, 0, {}, false};
   std::vector<lease_token> tokens;
   for (; n > 0 && !c.held.empty(); --n) {
-    auto i = pick(c.held.size());
-    auto l = c.held[i];
-    c.held.erase(c.held.begin() + static_cast<std::ptrdiff_t>(i));
-    tokens.push_back(c.checker->lease(l).d.lease);
-    p.acks.emplace_back(tokens.back(), c.checker->end_sent(l, end_kind::ack, world_->now()));
+    auto h = take_held(c);
+    tokens.push_back(c.checker->lease(h.leases.front()).d.lease);
+    for (auto i = first_unconfirmed(c, h); i < h.leases.size(); ++i)
+      p.acks.emplace_back(tokens.back(),
+                          c.checker->end_sent(h.leases[i], end_kind::ack, world_->now()));
   }
   if (tokens.empty()) return;
   auto r = send(std::move(p));
   world_->request(q, [&](shard_engine& e, timestamp now) { e.ack(r, tokens, now); });
 }
 
+/// Acks a part of an ordered batch: its first `count` messages as delivered, more than those it
+/// sent acks for so far and fewer than all; the consumer holds on to the rest. The engine acks
+/// from the first it has not acked, which may be before `done` (an ack whose outcome a crash
+/// cut, or one refused): the journal's ops start at the first not confirmed.
+void engine_episode::do_ack_count(std::size_t q) {
+  auto& c = clients_[q];
+  std::vector<std::size_t> batches;
+  for (std::size_t i = 0; i < c.held.size(); ++i)
+    if (c.held[i].left() > 1) batches.push_back(i);
+  if (batches.empty()) return do_ack(q, 1);
+  auto& h = c.held[batches[pick(batches.size())]];
+  auto count = h.done + 1 + static_cast<std::uint32_t>(pick(h.left() - 1));
+  auto token = c.checker->lease(h.leases.front()).d.lease;
+  pending p{q, req_kind::ack_count, 0, {}, false};
+  p.acked_min = count - h.done;
+  for (auto i = first_unconfirmed(c, h); i < count; ++i)
+    p.acks.emplace_back(token, c.checker->end_sent(h.leases[i], end_kind::ack, world_->now()));
+  h.done = count;
+  auto r = send(std::move(p));
+  world_->request(q, [&](shard_engine& e, timestamp now) { e.ack(r, token, count, now); });
+}
+
+/// A nack of a held lease: of a batch, from one of its messages left. Without `from` the engine
+/// fails its first message not acked, which the consumer knows only while it sent no ack of a
+/// part of the batch (one whose outcome it does not know may or may not have happened).
 void engine_episode::do_nack(std::size_t q, end_kind k) {
   auto& c = clients_[q];
   if (c.held.empty()) return;
-  auto i = pick(c.held.size());
-  auto l = c.held[i];
-  c.held.erase(c.held.begin() + static_cast<std::ptrdiff_t>(i));
-  send_end(q, l, k);
+  auto h = take_held(c);
+  std::optional<std::uint32_t> from;
+  if (h.left() > 1 && pick(2) == 0) from = h.done + static_cast<std::uint32_t>(pick(h.left()));
+  send_end(q, h, k, from);
 }
 
 void engine_episode::do_extend(std::size_t q) {
@@ -236,40 +279,58 @@ void engine_episode::do_extend(std::size_t q) {
 void engine_episode::do_silence(std::size_t q) {
   auto& c = clients_[q];
   if (c.held.empty()) return;
-  auto i = pick(c.held.size());
-  c.stale.push_back(c.held[i]);
+  c.stale.push_back(take_held(c));
   if (c.stale.size() > 48) c.stale.erase(c.stale.begin());
-  c.held.erase(c.held.begin() + static_cast<std::ptrdiff_t>(i));
 }
 
 /// A token that a consumer let go of, or that ran out, presented again.
 void engine_episode::do_stale(std::size_t q) {
   auto& c = clients_[q];
   if (c.stale.empty()) return;
-  auto l = c.stale[pick(c.stale.size())];
+  const auto& h = c.stale[pick(c.stale.size())];
   auto r = pick(10);
-  send_end(q, l, r < 7 ? end_kind::ack : r < 9 ? end_kind::retry : end_kind::extend);
+  send_end(q, h, r < 7 ? end_kind::ack : r < 9 ? end_kind::retry : end_kind::extend);
 }
 
-void engine_episode::send_end(std::size_t q, std::size_t l, end_kind k) {
+void engine_episode::send_end(std::size_t q, const held_lease& h, end_kind k,
+                              std::optional<std::uint32_t> from) {
   auto& c = clients_[q];
+  if (h.left() == 0) return;
+  // One extend of a lease at a time: its messages are extended together.
+  if (k == end_kind::extend) {
+    for (auto i = first_unconfirmed(c, h); i < h.leases.size(); ++i)
+      if (c.checker->lease(h.leases[i]).extends_open > 0) return;
+  }
   auto lease = c.lease.count();
   auto retry_after = pick(3) == 0 ? duration{0} : pick_us(0, lease);
   auto by = pick_us(1'000, 1'000 + lease);
-  auto op = c.checker->end_sent(l, k, world_->now(), retry_after, by);
-  if (op == 0) return;  // an extend of it is under way
-  auto token = c.checker->lease(l).d.lease;
+  auto token = c.checker->lease(h.leases.front()).d.lease;
+  // After acks of a part of the batch, name the message that failed: the engine's first one not
+  // acked may be earlier (an ack whose outcome is unknown, do_nack).
+  if ((k == end_kind::retry || k == end_kind::dead) && !from && h.done > 0) from = h.done;
+  auto failed = from.value_or(h.done);
   auto kind = k == end_kind::ack      ? req_kind::ack
               : k == end_kind::extend ? req_kind::extend
                                       : req_kind::nack;
-  pending p{q, kind, op, {}, false};
-  if (k == end_kind::ack) p.acks.emplace_back(token, op);
+  pending p{q, kind, 0, {}, false};
+  p.mid_batch = failed > h.done;
+  // From the first message not confirmed acked: the engine may not have acked those the consumer
+  // sent acks for (do_ack_count).
+  for (auto i = first_unconfirmed(c, h); i < h.leases.size(); ++i) {
+    // A nack acks the messages before the one that failed and returns those behind it (O12).
+    auto ki = k;
+    if (k == end_kind::retry || k == end_kind::dead)
+      ki = i < failed ? end_kind::ack : i == failed ? k : end_kind::release;
+    p.acks.emplace_back(token,
+                        c.checker->end_sent(h.leases[i], ki, world_->now(), retry_after, by));
+  }
   auto r = send(std::move(p));
   world_->request(q, [&](shard_engine& e, timestamp now) {
     if (k == end_kind::ack) return e.ack(r, {token}, now);
     if (k == end_kind::extend) return e.extend(r, token, by.count(), now);
     auto nk = k == end_kind::dead ? nack_kind::dead_letter : nack_kind::retry;
-    e.nack(r, token, nack_request{nk, retry_after.count()}, now);
+    e.nack(r, token,
+           nack_request{nk, retry_after.count(), from.value_or(nack_request::first_unacked)}, now);
   });
 }
 

@@ -125,9 +125,17 @@ class blocking_queue {
   /// Waits up to `req.wait_us` for the first message (long poll).
   result<std::vector<delivery>> receive(receive_request req);
   status ack(const lease_token& lease);
-  /// Acks a batch; returns the leases that failed, with why.
+  /// Acks a batch; returns the leases that failed, with why. An ordered batch's lease acks every
+  /// message of it not acked yet.
   result<std::vector<lease_outcome>> ack(std::vector<lease_token> leases);
+  /// Acks the first `count` messages of an ordered batch as delivered (those with a batch_index
+  /// below `count`); the lease goes on over the rest. Returns how many this acked
+  /// (docs/design/ordering.md O12).
+  result<std::uint64_t> ack(const lease_token& lease, std::uint32_t count);
   status nack(const lease_token& lease, duration retry_after = duration{0});
+  /// Any nack: retry or dead-letter, and for an ordered batch `req.from`, the batch_index of the
+  /// message that failed (the messages before it are acked, those after it go back behind it).
+  status nack(const lease_token& lease, const nack_request& req);
   status dead_letter(const lease_token& lease);
   result<timestamp> extend(const lease_token& lease, duration by);
   result<std::vector<laneq::dead_letter>> dead_letters(std::uint32_t max = 1000);

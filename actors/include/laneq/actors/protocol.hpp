@@ -238,6 +238,9 @@ using queue_api = caf::typed_actor<
     caf::replies_to<enqueue_atom, std::vector<outgoing_message>>::with<std::vector<message_id>>,
     caf::replies_to<receive_atom, receive_request>::with<std::vector<delivery>>,
     caf::replies_to<ack_atom, std::vector<lease_token>>::with<std::vector<lease_outcome>>,
+    // an ordered batch's first `count` messages as delivered (docs/design/ordering.md O12):
+    // answers how many this acked; the lease goes on over the rest
+    caf::replies_to<ack_atom, lease_token, std::uint32_t>::with<std::uint64_t>,
     caf::replies_to<nack_atom, lease_token, nack_request>::with<caf::ok_atom>,
     caf::replies_to<extend_atom, lease_token, std::int64_t>::with<timestamp>,
     caf::replies_to<dlq_atom, std::uint32_t>::with<std::vector<dead_letter>>,

@@ -104,6 +104,7 @@ struct receive_params {
   std::uint32_t max = 1;
   std::optional<std::int64_t> lease_ms;  ///< absent: the queue's default
   std::int64_t wait_ms = 0;
+  std::uint32_t batch = 1;  ///< above 1: ordered batches of up to this many (sent only then)
 };
 
 /// One page of GET .../groups (docs/api.md "Groups").
@@ -145,12 +146,15 @@ class http_client {
   /// POST .../receive; answers `{"messages": [...]}`.
   api_result<boost::json::value> receive(std::string_view queue, const receive_params& p);
   /// POST .../ack with `{"lease"}` for one lease (its failure is an error answer) or
-  /// `{"leases": [..]}` (failures listed in the answer's `failed`).
-  api_result<boost::json::value> ack(std::string_view queue,
-                                     const std::vector<std::string>& leases);
-  /// POST .../nack: retry after `retry_after_ms`, or dead-letter.
+  /// `{"leases": [..]}` (failures listed in the answer's `failed`); with `count` (one lease),
+  /// `{"lease", "count"}`: an ordered batch's first `count` messages.
+  api_result<boost::json::value> ack(std::string_view queue, const std::vector<std::string>& leases,
+                                     std::optional<std::uint32_t> count = std::nullopt);
+  /// POST .../nack: retry after `retry_after_ms`, or dead-letter; with `from`, the batch_index of
+  /// an ordered batch's message that failed.
   api_result<boost::json::value> nack(std::string_view queue, std::string_view lease,
-                                      std::int64_t retry_after_ms, bool dead_letter);
+                                      std::int64_t retry_after_ms, bool dead_letter,
+                                      std::optional<std::uint32_t> from = std::nullopt);
   api_result<boost::json::value> extend(std::string_view queue, std::string_view lease,
                                         std::int64_t lease_ms);
   api_result<boost::json::value> dead_letters(std::string_view queue);

@@ -28,7 +28,8 @@ bool is_utf8(std::string_view text);
 /// characters), so it can go into a JSON string.
 std::string utf8_or_escaped(std::string_view text);
 
-/// A lease token as an opaque string: base64url of its four fields, big-endian (lossless).
+/// A lease token as an opaque string: base64url of its four fields, big-endian (lossless): 38
+/// characters, as before ordered batches; a batch's lease adds its size (43 characters).
 std::string encode_lease(const lease_token& lease);
 std::optional<lease_token> decode_lease(std::string_view text);
 
@@ -70,17 +71,20 @@ result<std::optional<bool>> get_bool(const boost::json::object& obj, std::string
 result<std::vector<outgoing_message>> messages_from_json(const boost::json::object& body,
                                                          std::size_t batch_max);
 
-/// `POST .../receive`: `{"max", "lease_ms", "wait_ms"}`, all optional.
+/// `POST .../receive`: `{"max", "lease_ms", "wait_ms", "batch"}`, all optional.
 result<receive_request> receive_from_json(const boost::json::object& body);
 
 /// `{"lease": "..."}` or `{"leases": [...]}` (at most `batch_max`); `single` tells which.
+/// `{"lease", "count"}`: an ordered batch's first `count` messages (O12).
 struct lease_list {
   std::vector<lease_token> leases;
   bool single = true;
+  std::optional<std::uint32_t> count;
 };
 result<lease_list> leases_from_json(const boost::json::object& body, std::size_t batch_max);
 
-/// `POST .../nack`: `{"lease", "retry_after_ms"}` or `{"lease", "dead_letter": true}`.
+/// `POST .../nack`: `{"lease", "retry_after_ms"}` or `{"lease", "dead_letter": true}`; either
+/// with `"from"`, the batch_index of an ordered batch's message that failed.
 result<std::pair<lease_token, nack_request>> nack_from_json(const boost::json::object& body);
 
 /// `POST .../extend`: `{"lease", "lease_ms"}`.
@@ -96,8 +100,8 @@ result<std::string> checkpoint_dir_from_json(const boost::json::object& body);
 
 // -- answers ------------------------------------------------------------------------------------
 
-/// A receive's answer, `{"messages": [...]}`, each `{"id", "lease", "attempt", "body" |
-/// "body_base64", "headers", "fairness_key", "ordering_key", "enqueued_at_ms",
+/// A receive's answer, `{"messages": [...]}`, each `{"id", "lease", "batch_index", "attempt",
+/// "body" | "body_base64", "headers", "fairness_key", "ordering_key", "enqueued_at_ms",
 /// "lease_deadline_ms"}`. Written as text directly (no JSON tree), as is the next one.
 std::string deliveries_json(const std::vector<delivery>& ds);
 /// `{"dead_letters": [...]}`, each `{"id", "body" | "body_base64", "headers", "fairness_key",
