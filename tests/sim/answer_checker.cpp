@@ -710,7 +710,7 @@ void answer_checker::dead_listed(const std::vector<dead_letter>& dls, timestamp 
 
 std::uint64_t answer_checker::redrive_sent(const std::vector<message_id>& ids, timestamp now) {
   auto op = next_op_++;
-  std::vector<std::uint64_t> bodies;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> bodies;
   for (auto id : ids) {
     auto body = body_of(id);
     if (body == 0) fail(check::api, "the driver redrives an id it never saw");
@@ -725,7 +725,7 @@ std::uint64_t answer_checker::redrive_sent(const std::vector<message_id>& ids, t
     m.hidden_base = hidden_receives_;
     m.suspected.reset();
     place(body, next_arrival_++);
-    bodies.push_back(body);
+    bodies.emplace_back(body, m.redrives);
     note(now, "redrive " + b(body));
   }
   redrives_.emplace(op, std::move(bodies));
@@ -737,26 +737,29 @@ void answer_checker::redrive_answered(std::uint64_t op, const result<std::uint64
   auto node = redrives_.extract(op);
   if (node.empty()) return;
   const auto& bodies = node.mapped();
-  for (auto body : bodies) --msgs_.at(body).redrives_open;
+  for (auto [body, nth] : bodies) --msgs_.at(body).redrives_open;
   if (cfg_.trace) {
     std::string text = "redrive answered:";
-    for (auto body : bodies) text += " " + b(body);
+    for (auto [body, nth] : bodies) text += " " + b(body);
     note(now, text + ": " + (n ? std::to_string(n.value()) : to_string(n.err())));
   }
   if (!n) {
     // A failed redrive changes nothing: its messages stay dead letters in their arrival (and a
     // crash that undoes a dead-letter move it found uncommitted puts one back in its place).
+    // Unless another redrive of one is under way: that one decides (an earlier one may succeed
+    // after a later one failed, the later one's read having met the store's failure first).
     if (n.err().code != errc::storage_failed)
       fail(check::api, "redrive failed: " + to_string(n.err()));
-    for (auto body : bodies) {
+    for (auto [body, nth] : bodies) {
       auto& m = msgs_.at(body);
+      if (nth != m.redrives) continue;  // a later redrive of it decides its place
       const auto& was = m.before_redrive;
       place(body, was.arrival);
       m.arrival_at = was.at;
       m.arrival_lease = was.lease;
       m.hidden_base = was.hidden_base;
       m.suspected = was.suspected;
-      m.dead_mark = std::pair{m.redrives, now};
+      if (m.redrives_open == 0) m.dead_mark = std::pair{m.redrives, now};
     }
     return;
   }
@@ -790,7 +793,7 @@ void answer_checker::crash(timestamp now) {
   hidden_receives_ += receives_.size();  // answers lost with their deliveries
   receives_.clear();
   for (auto& [op, bodies] : redrives_)
-    for (auto body : bodies) {
+    for (auto [body, nth] : bodies) {
       auto& m = msgs_.at(body);
       --m.redrives_open;
       m.place_unknown = true;

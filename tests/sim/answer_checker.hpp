@@ -298,7 +298,8 @@ class answer_checker {
   std::map<std::uint64_t, end_op> ends_;                          ///< sent, not answered
   std::map<std::uint64_t, std::vector<std::uint64_t>> enqueues_;  ///< op -> bodies
   std::map<std::uint64_t, receive_op> receives_;
-  std::map<std::uint64_t, std::vector<std::uint64_t>> redrives_;  ///< op -> bodies
+  /// op -> its bodies, each with its number among the redrives sent of it (`msg_rec::redrives`).
+  std::map<std::uint64_t, std::vector<std::pair<std::uint64_t, std::uint64_t>>> redrives_;
   std::size_t enqueues_open_ = 0;
   std::optional<std::string> failure_;
 };
