@@ -4,7 +4,7 @@
 # Why: the broker allocates and frees small objects (actor messages, envelopes, store batches) on
 # several threads at a high rate. With glibc malloc, the 1,000-group durable benchmark spent about a
 # third of its CPU in malloc/free, arena trimming and the page faults that follow
-# (benchmarks/README.md); jemalloc cut the CPU per message from about 40 to 27 us and raised the
+# (docs/decisions/0010-performance-history.md); jemalloc cut the CPU per message from about 40 to 27 us and raised the
 # rate by about 40%. RocksDB recommends jemalloc for the same reasons.
 #
 # Off under the sanitizers (ASan and TSan bring their own allocators: with TSan, jemalloc's decay

@@ -8,7 +8,8 @@
 // filled at about 400 bytes per message) otherwise takes one page fault per 4 KiB it touches:
 // on this VM the faults were the largest part of the store thread's kernel time. Measured on
 // laneqd (HTTP, unordered, 100,000 messages, alternating runs): 7-13% more messages per second
-// and 10% less CPU per message, for about 35 MB more resident memory (benchmarks/README.md).
+// and 10% less CPU per message, for about 35 MB more resident memory
+// (docs/decisions/0010-performance-history.md).
 //
 // dirty_decay_ms and muzzy_decay_ms 30000: freed memory stays with jemalloc for 30 s before it
 // is handed back (MADV_FREE, then purged) instead of 10 s dirty and no muzzy phase. A flushed

@@ -82,8 +82,8 @@ rocksdb::Options make_db_options(const persistence_options& opts) {
   // The memtable keeps each lane's entries apart (persistence_memtable.hpp, ADR 0008): a message
   // is put at its lane's end and erased near its start, and with 1,000 groups interleaved
   // RocksDB's skip list searched the whole memtable for every put and erase, most of the store
-  // thread's CPU (measured, benchmarks/README.md). Partitions are message keys' tag, uid and
-  // lane; a shorter key is a partition of its own.
+  // thread's CPU (measured, docs/decisions/0010-performance-history.md). Partitions are message
+  // keys' tag, uid and lane; a shorter key is a partition of its own.
   o.memtable_factory = make_lane_memtable_factory(codec::message_key_lane_prefix_bytes);
   // The memtable takes inserts from one thread at a time (the store writes from one thread).
   o.allow_concurrent_memtable_write = false;

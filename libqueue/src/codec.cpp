@@ -261,7 +261,7 @@ std::uint32_t crc32c_bytewise(std::string_view bytes, std::uint32_t crc) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 // SSE4.2's crc32 instruction computes CRC32C (the Castagnoli polynomial) 8 bytes at a time: the
 // byte table cost about 10 instructions per byte, a large share of encoding a 300-byte message
-// record (measured, benchmarks/README.md).
+// record (measured, docs/decisions/0010-performance-history.md).
 __attribute__((target("sse4.2"))) std::uint32_t crc32c_sse42(std::string_view bytes,
                                                              std::uint32_t crc) {
   const char* p = bytes.data();

@@ -59,8 +59,9 @@ std::uint64_t get_u64(std::string_view in, std::size_t at, int bytes) {
 
 /// Writes JSON text straight into a string, for the answers that carry messages: a receive's
 /// answer holds up to a whole batch of bodies, and building a `json::value` tree for it first
-/// cost a sixth of the CAF worker's time in an HTTP groups profile (benchmarks/README.md).
-/// Strings are escaped as Boost.JSON's serializer escapes them.
+/// cost a sixth of the CAF worker's time in an HTTP groups profile
+/// (docs/decisions/0010-performance-history.md). Strings are escaped as Boost.JSON's serializer
+/// escapes them.
 class json_writer {
  public:
   explicit json_writer(std::size_t reserve) { out_.reserve(reserve); }

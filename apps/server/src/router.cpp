@@ -53,9 +53,10 @@ using call_ptr = std::shared_ptr<call>;
 ///
 /// It also bounds how long a call waits for the broker (`watch`). Its requests carry no CAF
 /// timeout: each one was an entry in CAF's clock and a wake-up of the clock thread, whose CPU
-/// alone was 3% of laneqd's with 1,000 groups over HTTP (benchmarks/README.md). Instead the
-/// gateway looks at the calls it watches once a second, while it has any, and fails those past
-/// their deadline with `unavailable`, as a CAF timeout did.
+/// alone was 3% of laneqd's with 1,000 groups over HTTP
+/// (docs/decisions/0010-performance-history.md). Instead the gateway looks at the calls it watches
+/// once a second, while it has any, and fails those past their deadline with `unavailable`, as a
+/// CAF timeout did.
 class gateway : public tsan_visible<caf::event_based_actor> {
  public:
   explicit gateway(caf::actor_config& cfg) : tsan_visible<caf::event_based_actor>(cfg) {}

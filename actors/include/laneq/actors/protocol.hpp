@@ -131,8 +131,8 @@ error stopped_queue_error(const caf::error& reason, const std::string& queue);
 /// dry spins briefly (CAF's aggressive phase), then sleeps on its condition variable, where any
 /// message from outside wakes it; CAF's default first polls 500 times with a 50 us sleep each. On
 /// this 2-core host that polling cost half of laneqd's CPU at 2,000 msg/s and about 15% of it
-/// under full load, with no loss in latency (benchmarks/README.md, "What changed since the last
-/// figures").
+/// under full load, with no loss in latency (docs/decisions/0010-performance-history.md,
+/// "2026-11-30: no sleep-polling, huge pages, 64 KiB HTTP reads").
 void tune_scheduler(caf::actor_system_config& cfg, std::size_t threads = 0);
 
 }  // namespace laneq

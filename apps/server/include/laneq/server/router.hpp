@@ -37,7 +37,8 @@ struct http_response {
   std::vector<std::pair<std::string, std::string>> headers;
   /// When set, makes the body instead of `body`: a large answer (a receive's deliveries) is then
   /// written out where the response is sent, on the connection's I/O thread, not on the CAF
-  /// worker that answered, which every actor of the broker shares (benchmarks/README.md).
+  /// worker that answered, which every actor of the broker shares
+  /// (docs/decisions/0010-performance-history.md).
   std::function<std::string()> render;
   /// When set, called instead of sending the answer when its client is gone (it closed the
   /// connection while the call ran): a receive gives back the messages it leased.
