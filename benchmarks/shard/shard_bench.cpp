@@ -7,18 +7,25 @@
 //               one thread, full lifecycle with 1,000 groups: at least 3 million messages/s").
 //   idle_groups one small message in each of N groups, none delivered: the resident memory each
 //               live idle group costs, everything included ("at most 512 bytes per live idle
-//               group").
+//               group"), and the time the engine takes to free them all (what a queue's deletion
+//               costs its shard; the store's range delete is apart).
+//   groups_pages the same groups, then every page of the groups listing (`--page` groups a page,
+//               default 1000): the longest page is the longest the shard is busy with one
+//               introspection request (issue 22: a listing must not freeze the broker).
 //
-// Usage: laneq_shard_bench [--scenario lifecycle|idle_groups] [--groups N] [--messages M]
-//                          [--batch B] [--receive-max R] [--body-bytes N]
+// Usage: laneq_shard_bench [--scenario lifecycle|idle_groups|groups_pages] [--groups N]
+//                          [--messages M] [--batch B] [--receive-max R] [--body-bytes N]
+//                          [--page P]
 // --groups 0 is an unordered queue. See benchmarks/README.md for the figures.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +44,7 @@ struct options {
   std::uint32_t batch = 100;        // messages per enqueue, and leases per ack
   std::uint32_t receive_max = 100;  // messages per receive
   std::uint32_t body_bytes = 16;
+  std::uint32_t page = 1000;  // groups per page of the groups listing
 };
 
 bool parse(int argc, char** argv, options& o) {
@@ -50,6 +58,7 @@ bool parse(int argc, char** argv, options& o) {
               : k == "--groups"      ? num(o.groups)
               : k == "--messages"    ? num(o.messages)
               : k == "--batch"       ? num(o.batch)
+              : k == "--page"        ? num(o.page)
               : k == "--receive-max" ? num(o.receive_max)
               : k == "--body-bytes"  ? num(o.body_bytes)
                                      : false;
@@ -164,9 +173,8 @@ int lifecycle(const options& o) {
   return acked == o.messages ? 0 : 1;
 }
 
-int idle_groups(const options& o) {
-  auto rss0 = rss_bytes();
-  driver d{o};
+/// One small message in each of `o.groups` groups, none delivered.
+void fill_groups(driver& d, const options& o) {
   std::string body(o.body_bytes, 'x');
   request_id next = 1;
   for (std::uint64_t g = 0; g < o.groups; g += o.batch) {
@@ -175,15 +183,55 @@ int idle_groups(const options& o) {
     d.settle();
     d.replies.clear();
   }
+}
+
+int idle_groups(const options& o) {
+  auto rss0 = rss_bytes();
+  auto d = std::make_unique<driver>(o);
+  fill_groups(*d, o);
   auto rss1 = rss_bytes();
-  auto live = d.engine().live_groups();
+  auto live = d->engine().live_groups();
+  auto t0 = steady::now();
+  d.reset();
+  auto teardown = std::chrono::duration<double>(steady::now() - t0).count();
   std::printf(
       "{\"scenario\": \"idle_groups\", \"groups\": %llu, \"live_groups\": %zu, "
-      "\"body_bytes\": %u, \"rss_delta_bytes\": %llu, \"bytes_per_group\": %.1f}\n",
+      "\"body_bytes\": %u, \"rss_delta_bytes\": %llu, \"bytes_per_group\": %.1f, "
+      "\"teardown_seconds\": %.3f}\n",
       static_cast<unsigned long long>(o.groups), live, o.body_bytes,
       static_cast<unsigned long long>(rss1 - rss0),
-      static_cast<double>(rss1 - rss0) / static_cast<double>(live ? live : 1));
+      static_cast<double>(rss1 - rss0) / static_cast<double>(live ? live : 1), teardown);
   return live == o.groups ? 0 : 1;
+}
+
+int groups_pages(const options& o) {
+  driver d{o};
+  fill_groups(d, o);
+  groups_query q;
+  q.limit = o.page;
+  std::uint64_t listed = 0, pages = 0;
+  double longest = 0;
+  auto t0 = steady::now();
+  for (;;) {
+    auto p0 = steady::now();
+    auto page = d.engine().groups(q, d.now);
+    longest = std::max(longest, std::chrono::duration<double>(steady::now() - p0).count());
+    if (!page) {
+      std::fprintf(stderr, "laneq_shard_bench: groups: %s\n", page.err().message.c_str());
+      return 1;
+    }
+    ++pages;
+    listed += page.value().groups.size();
+    if (page.value().next.empty()) break;
+    q.after = std::move(page.value().next);
+  }
+  auto secs = std::chrono::duration<double>(steady::now() - t0).count();
+  std::printf(
+      "{\"scenario\": \"groups_pages\", \"groups\": %llu, \"page\": %u, \"pages\": %llu, "
+      "\"listed\": %llu, \"seconds\": %.3f, \"longest_page_ms\": %.3f}\n",
+      static_cast<unsigned long long>(o.groups), o.page, static_cast<unsigned long long>(pages),
+      static_cast<unsigned long long>(listed), secs, longest * 1e3);
+  return listed == o.groups ? 0 : 1;
 }
 
 }  // namespace
@@ -192,12 +240,14 @@ int main(int argc, char** argv) {
   options o;
   if (!parse(argc, argv, o)) {
     std::fprintf(stderr,
-                 "usage: laneq_shard_bench [--scenario lifecycle|idle_groups] [--groups N] "
-                 "[--messages M] [--batch B] [--receive-max R] [--body-bytes N]\n");
+                 "usage: laneq_shard_bench [--scenario lifecycle|idle_groups|groups_pages] "
+                 "[--groups N] [--messages M] [--batch B] [--receive-max R] [--body-bytes N] "
+                 "[--page P]\n");
     return 2;
   }
   if (o.scenario == "lifecycle") return lifecycle(o);
   if (o.scenario == "idle_groups") return idle_groups(o);
+  if (o.scenario == "groups_pages") return groups_pages(o);
   std::fprintf(stderr, "laneq_shard_bench: unknown scenario %s\n", o.scenario.c_str());
   return 2;
 }

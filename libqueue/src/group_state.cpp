@@ -70,7 +70,7 @@ group_effects group_state::on_fetched(std::vector<message> msgs, timestamp now, 
 
 group_effects group_state::on_corrupt(std::vector<message> before, std::string reason,
                                       timestamp now, bool grow) {
-  corrupt_ = std::move(reason);
+  corrupt_ = std::make_shared<const std::string>(std::move(reason));
   take_fetched(std::move(before));
   return after_fetch(now, grow);  // not idle: the bad record and what follows stay counted
 }
@@ -107,7 +107,7 @@ group_effects group_state::retry_fetch(bool grow) {
 }
 
 void group_state::maybe_fetch(group_effects& fx, bool grow) {
-  if (fetching_ || !corrupt_.empty() || stored_only_ == 0 || messages_.size() > window_ / 2) return;
+  if (fetching_ || corrupt_ || stored_only_ == 0 || messages_.size() > window_ / 2) return;
   fetching_ = true;
   // No more than one store scan returns: a scan capped below the ask would look like a short
   // answer, and the group would take the rest of its stored messages for deleted.
@@ -370,10 +370,10 @@ group_info group_state::describe(timestamp now) const {
   group_info info;
   info.backlog = backlog();
   info.since = since_;
-  info.reason = corrupt_;  // also while it still delivers the messages ahead of the record
+  if (corrupt_) info.reason = *corrupt_;  // also while it still delivers the messages ahead of it
   if (messages_.empty()) {
     // Idle, or reading its next head back from the store, or stopped at a corrupt record.
-    info.state = corrupt_.empty() ? group_status::idle : group_status::corrupt;
+    info.state = corrupt_ ? group_status::corrupt : group_status::idle;
     return info;
   }
   const auto& head = messages_.front();

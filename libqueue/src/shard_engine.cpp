@@ -570,8 +570,10 @@ void shard_engine::check_invariants() const {
     s.check_invariants();
     LANEQ_ASSERT(s.id() == id, "a group is filed under its id");
     LANEQ_ASSERT(group_by_lane_.at(g->lane.bytes) == id, "a group is filed under its lane");
-    for (const auto& key : g->keys)
-      LANEQ_ASSERT(group_by_key_.at(key) == id, "a group is filed under each of its keys");
+    LANEQ_ASSERT(group_by_key_.at(*g->key) == id, "a group is filed under its key");
+    if (auto more = more_keys_.find(id); more != more_keys_.end())
+      for (const auto& key : more->second)
+        LANEQ_ASSERT(group_by_key_.at(key) == id, "a group is filed under each of its keys");
     LANEQ_ASSERT(g->charged == s.memory_bytes(), "a group's memory is counted as it is");
     bytes += g->charged;
     // The head is in exactly one place: offered to the scheduler, waiting for its writes or its
@@ -600,6 +602,11 @@ void shard_engine::check_invariants() const {
   LANEQ_ASSERT(pending_.size() == pending_deadlines_.size(), "each long poll has its deadline");
   for (const auto& [id, gid] : reclaimable_)
     LANEQ_ASSERT(groups_.count(gid) == 1, "reclaim names a live group");
+  LANEQ_ASSERT(reclaims_.size() == reclaimable_.size(), "one reclaim entry per reclaimable head");
+  for (const auto& [gid, rc] : reclaims_) {
+    auto it = reclaimable_.find(rc.head);
+    LANEQ_ASSERT(it != reclaimable_.end() && it->second == gid, "a reclaim entry names its head");
+  }
 }
 
 }  // namespace laneq

@@ -26,7 +26,7 @@ shard_engine::group_slot& shard_engine::group_for(const placement& where,
     // placement produces) are one group: their messages share a store lane, so they merge,
     // never split (lanes.md L6).
     auto& g = *groups_.at(same->second);
-    g.keys.push_back(where.group_key);
+    more_keys_[g.state.id()].push_back(where.group_key);
     group_by_key_.emplace(where.group_key, g.state.id());
     return g;
   }
@@ -34,8 +34,7 @@ shard_engine::group_slot& shard_engine::group_for(const placement& where,
   auto slot = std::make_unique<group_slot>(id, cfg_);
   slot->lane = lane;
   slot->label = where.ordering_key;
-  slot->keys.push_back(where.group_key);
-  group_by_key_.emplace(where.group_key, id);
+  slot->key = &group_by_key_.emplace(where.group_key, id).first->first;
   group_by_lane_.emplace(lane.bytes, id);
   return *groups_.emplace(id, std::move(slot)).first->second;
 }
@@ -136,8 +135,19 @@ void shard_engine::maybe_drop(group_slot& g) {
       g.held || g.next)
     return;
   auto id = s.id();
-  if (g.reclaim_head) reclaimable_.erase(*g.reclaim_head);
-  for (const auto& key : g.keys) group_by_key_.erase(key);
+  if (!reclaims_.empty()) {
+    if (auto it = reclaims_.find(id); it != reclaims_.end()) {
+      reclaimable_.erase(it->second.head);
+      reclaims_.erase(it);
+    }
+  }
+  group_by_key_.erase(group_by_key_.find(*g.key));
+  if (!more_keys_.empty()) {
+    if (auto it = more_keys_.find(id); it != more_keys_.end()) {
+      for (const auto& key : it->second) group_by_key_.erase(key);
+      more_keys_.erase(it);
+    }
+  }
   group_by_lane_.erase(g.lane.bytes);
   holds_.erase(id);
   fetch_retries_.erase(id);
@@ -186,7 +196,7 @@ void shard_engine::expire_if_due(group_slot& g, timestamp t) {
 void shard_engine::restore_lease(group_slot& g, const lease_token& lease, timestamp deadline,
                                  timestamp t, std::size_t count, std::uint32_t acked) {
   g.held = false;
-  g.reclaim_record.reset();
+  if (auto* rc = reclaim_of(g)) rc->record.reset();
   holds_.erase(g.state.id());
   g.state.on_restored_lease(lease, deadline, t, count, acked);
   group_leases_.set(g.state.id(), deadline);
@@ -197,10 +207,10 @@ void shard_engine::reclaim(group_slot& g, const lease_token& lease, timestamp t)
   if (!g.held || g.state.lease() || !head) return;
   auto deadline = t + cfg_.spec.lease_duration();
   // The old holder is back: its lease runs on as if there had been no restart.
-  if (g.reclaim_record) {
+  if (auto* rc = reclaim_of(g); rc && rc->record) {
     // The rest of a batch acked in part: its record names the token that may take it back,
     // for as many runs after the one that wrote it as a token's nonce is checked for.
-    const auto& rec = *g.reclaim_record;
+    auto rec = *rc->record;
     if (lease == rec.lease && cfg_.epoch > rec.epoch && cfg_.epoch - rec.epoch <= reclaim_epochs)
       restore_lease(g, rec.lease, deadline, t, rec.count, rec.acked);
     return;
@@ -215,12 +225,18 @@ void shard_engine::reclaim(group_slot& g, const lease_token& lease, timestamp t)
 void shard_engine::release_hold(group_slot& g, timestamp t) {
   g.held = false;
   g.next = true;
-  if (!g.reclaim_record) return offer_when_settled(g, t);
+  auto* rc = reclaim_of(g);
+  if (!rc || !rc->record) return offer_when_settled(g, t);
   // Nobody took the rest of the batch back: its record goes before anybody else gets it.
   group_write w;
-  w.ops.push_back(erase_lease(cfg_.uid, g.reclaim_record->lease.msg));
-  g.reclaim_record.reset();
+  w.ops.push_back(erase_lease(cfg_.uid, rc->record->lease.msg));
+  rc->record.reset();
   write_for(g, std::move(w), nullptr, t);
+}
+
+shard_engine::reclaim_entry* shard_engine::reclaim_of(const group_slot& g) {
+  auto it = reclaims_.find(g.state.id());
+  return it == reclaims_.end() ? nullptr : &it->second;
 }
 
 void shard_engine::fetch(group_slot& g, const fetch_request& req) {

@@ -21,17 +21,15 @@ struct shard_engine::group_slot {
       : state(id, c.spec.attempts_max(), c.window, c.window_max) {}
 
   group_state state;
-  codec::lane_id lane;            ///< where its messages are stored
-  std::string label;              ///< the ordering key its deliveries carry (lanes.md L5)
-  std::vector<std::string> keys;  ///< encoded keys that map to it (a lane collision merges)
-  std::uint32_t unsettled = 0;    ///< its writes not durable yet: its next head waits (P10)
-  bool next = false;              ///< its head is to be offered once `unsettled` is 0
-  bool held = false;              ///< its recovered head waits out the reclaim grace
-  std::optional<message_id> reclaim_head;  ///< its id in `reclaimable_`
-  /// Fast delivery: the held head is the rest of an ordered batch acked in part before the
-  /// restart; only this record's token takes it back (its record is erased if none does).
-  std::optional<codec::lease_record> reclaim_record;
-  std::size_t charged = 0;  ///< its memory_bytes as counted in `window_bytes_`
+  codec::lane_id lane;  ///< where its messages are stored
+  std::string label;    ///< the ordering key its deliveries carry (lanes.md L5)
+  /// Its encoded key: the key of its entry in `group_by_key_` (more keys, merged into it by a
+  /// lane collision, are in `more_keys_`).
+  const std::string* key = nullptr;
+  std::uint32_t unsettled = 0;  ///< its writes not durable yet: its next head waits (P10)
+  bool next = false;            ///< its head is to be offered once `unsettled` is 0
+  bool held = false;            ///< its recovered head waits out the reclaim grace
+  std::size_t charged = 0;      ///< its memory_bytes as counted in `window_bytes_`
 };
 
 /// What a group asks the store to do after an event.

@@ -230,9 +230,9 @@ void shard_engine::recover_group(recovery& r, const codec::lane_id& stored, reco
     g.held = true;
     fx.offer.reset();
     holds_.set(g.state.id(), t + cfg_.reclaim_grace);
-    g.reclaim_head = lease ? lease->lease.msg : head_id;
-    reclaimable_.emplace(*g.reclaim_head, g.state.id());
-    g.reclaim_record = lease;
+    auto head_of_lease = lease ? lease->lease.msg : head_id;
+    reclaimable_.emplace(head_of_lease, g.state.id());
+    reclaims_.insert_or_assign(g.state.id(), reclaim_entry{head_of_lease, lease});
   } else if (lease) {
     r.expired.push_back(erase_lease(cfg_.uid, lease->lease.msg));  // fast, and no grace to wait
   }

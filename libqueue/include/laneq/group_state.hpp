@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -131,9 +132,9 @@ class group_state {
   group_state(group_id id, std::uint32_t max_attempts,
               std::size_t window = limits::group_window_default, std::size_t window_max = 0)
       : id_(id),
-        max_attempts_(max_attempts),
         window_(window_of(window)),
-        window_max_(window_max < window_ ? window_ : window_max) {}
+        window_max_(window_max < window_ ? window_ : window_max),
+        max_attempts_(max_attempts) {}
 
   /// The window a group keeps for a configured `window`: at least 2 (a head and one behind it).
   static std::size_t window_of(std::size_t window) { return window < 2 ? 2 : window; }
@@ -260,27 +261,30 @@ class group_state {
   void push(message m);
   void pop_head();
 
+  // In an order that leaves no padding between members: a live group's size counts (ADR 0009,
+  // "at most 512 bytes per live idle group").
   group_id id_;
-  std::uint32_t max_attempts_;
   compact_fifo<message> messages_;
-  phase phase_ = phase::empty;
   std::optional<lease_token> lease_;
-  timestamp deadline_;
-  timestamp since_;                        // start of the current phase
   std::optional<lease_token> last_lease_;  // the previous lease of the head, for lease_expired
-  message_id failed_head_;                 // the head when `last_lease_` ended
-  std::uint32_t batch_ = 0;                // messages in flight under `lease_`, from the head on
-  std::uint32_t acked_ = 0;                // messages of the lease's batch acked so far
+  timestamp deadline_;
+  timestamp since_;         // start of the current phase
+  message_id failed_head_;  // the head when `last_lease_` ended
   std::uint64_t received_ = 0;
   std::size_t window_;
   std::size_t window_max_;
   std::size_t memory_bytes_ = 0;  // memory_footprint of the messages in memory
   std::size_t stored_only_ = 0;   // messages beyond the window: counted, payload in the store
+  std::size_t fetch_max_ = 0;     // what the outstanding fetch asked for
   message_seq loaded_;            // seq of the last message whose payload was in memory
   message_seq told_;              // seq of the last message counted as stored only
+  /// Why the group stops at a corrupt record (null: it does not); shared, as rare as it is.
+  std::shared_ptr<const std::string> corrupt_;
+  std::uint32_t max_attempts_;
+  std::uint32_t batch_ = 0;  // messages in flight under `lease_`, from the head on
+  std::uint32_t acked_ = 0;  // messages of the lease's batch acked so far
+  phase phase_ = phase::empty;
   bool fetching_ = false;
-  std::string corrupt_;        // why the group stops at a corrupt record (empty: it does not)
-  std::size_t fetch_max_ = 0;  // what the outstanding fetch asked for
 };
 
 }  // namespace laneq

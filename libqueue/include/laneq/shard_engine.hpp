@@ -276,6 +276,9 @@ class shard_engine {
                      std::size_t count = 1, std::uint32_t acked = 0);
   /// The grace of a recovered head is over: it is offered to every consumer.
   void release_hold(group_slot& g, timestamp t);
+  /// What `g` keeps for its old lease holder, if it was recovered in fast delivery.
+  struct reclaim_entry;
+  reclaim_entry* reclaim_of(const group_slot& g);
   void fetch(group_slot& g, const fetch_request& req);
   void on_fetched(group_id id, result<std::vector<store_entry>> page, timestamp t);
   /// The attempt under `lease` is over: with `recorded`, its lease record goes with it.
@@ -355,9 +358,20 @@ class shard_engine {
   std::unordered_map<group_id, std::unique_ptr<group_slot>> groups_;
   std::unordered_map<std::string, group_id> group_by_key_;          // by encoded key (saves a hash)
   std::map<std::array<std::uint8_t, 16>, group_id> group_by_lane_;  // one group per lane
+  /// Keys of groups beyond the first: two keys whose lanes collide are one group (lanes.md L6).
+  std::unordered_map<group_id, std::vector<std::string>> more_keys_;
   /// Fast delivery after a restart: recovered heads by message id, so a token of the previous
   /// run (whose group id is gone) reaches its group; dropped when the group goes.
   std::unordered_map<message_id, group_id> reclaimable_;
+  /// What a group recovered in fast delivery keeps for its old lease holder (few groups, and
+  /// only after a restart: kept here, not in every group).
+  struct reclaim_entry {
+    message_id head;  ///< its key in `reclaimable_`
+    /// The held head is the rest of an ordered batch acked in part before the restart; only
+    /// this record's token takes it back (its record is erased if none does).
+    std::optional<codec::lease_record> record;
+  };
+  std::unordered_map<group_id, reclaim_entry> reclaims_;
   deadline_heap<group_id> group_leases_;  // lease deadlines of group heads in flight
   deadline_heap<group_id> holds_;         // ends of reclaim graces
   deadline_heap<group_id> fetch_retries_;
