@@ -219,4 +219,29 @@ class engine_driver {
   std::unique_ptr<shard_engine> engine_;
 };
 
+/// A shard of queue `spec` as the unit tests make it: uid 42, epoch 3, fixed nonce keys, no
+/// reclaim grace.
+inline shard_config test_config(queue_spec spec) {
+  shard_config c;
+  c.spec = std::move(spec);
+  c.uid = 42;
+  c.epoch = 3;
+  c.nonces = nonce_source{11, 22};
+  c.reclaim_grace = duration{0};
+  return c;
+}
+
+/// The deliveries a receive was answered with (a test failure if it was answered otherwise).
+inline std::vector<delivery> deliveries(engine_driver& d, request_id r) {
+  const auto* out = d.reply_as<std::vector<delivery>>(r);
+  EXPECT_NE(out, nullptr) << "receive " << r << " was not answered with deliveries";
+  return out ? *out : std::vector<delivery>{};
+}
+
+inline std::vector<std::string> bodies(const std::vector<delivery>& ds) {
+  std::vector<std::string> out;
+  for (const auto& d : ds) out.push_back(d.msg.body);
+  return out;
+}
+
 }  // namespace laneq::test

@@ -15,22 +15,15 @@ namespace laneq {
 namespace {
 
 using namespace std::chrono_literals;
+using test::bodies;
+using test::deliveries;
 using test::engine_driver;
-
-shard_config config(queue_spec spec) {
-  shard_config c;
-  c.spec = std::move(spec);
-  c.uid = 42;
-  c.epoch = 3;
-  c.nonces = nonce_source{11, 22};
-  c.reclaim_grace = 0s;
-  return c;
-}
+using test::test_config;
 
 shard_config by_account() {
-  return config(queue_spec("orders")
-                    .ordered_by({key::header("account")})
-                    .when_ordering_key_missing(missing_ordering_key::unordered));
+  return test_config(queue_spec("orders")
+                         .ordered_by({key::header("account")})
+                         .when_ordering_key_missing(missing_ordering_key::unordered));
 }
 
 outgoing_message msg(std::string body, std::string account = {}, std::string fairness = {}) {
@@ -39,18 +32,6 @@ outgoing_message msg(std::string body, std::string account = {}, std::string fai
   if (!account.empty()) m.headers.push_back(header_field{"account", std::move(account)});
   m.fairness_key = std::move(fairness);
   return m;
-}
-
-std::vector<delivery> deliveries(engine_driver& d, request_id r) {
-  const auto* out = d.reply_as<std::vector<delivery>>(r);
-  EXPECT_NE(out, nullptr) << "receive " << r << " was not answered with deliveries";
-  return out ? *out : std::vector<delivery>{};
-}
-
-std::vector<std::string> bodies(const std::vector<delivery>& ds) {
-  std::vector<std::string> out;
-  for (const auto& d : ds) out.push_back(d.msg.body);
-  return out;
 }
 
 /// "body@batch_index" for each delivery, to see a batch's shape at a glance.
@@ -208,7 +189,7 @@ TEST(ordered_batch, from_and_count_out_of_the_batch_are_invalid_and_change_nothi
 }
 
 TEST(ordered_batch, an_expiry_fails_the_first_unacked_message_and_returns_the_rest) {
-  engine_driver d{config(queue_spec("audit").ordered().max_attempts(2))};
+  engine_driver d{test_config(queue_spec("audit").ordered().max_attempts(2))};
   d.enqueue({msg("x1"), msg("x2"), msg("x3")});
   auto first = deliveries(d, d.receive_batch(3, 3, 1s));
   d.ack(first[0].lease, 1);
@@ -258,7 +239,7 @@ TEST(ordered_batch, a_batch_never_exceeds_the_groups_window) {
 TEST(ordered_batch, throttles_charge_a_token_per_message_and_cut_the_batch) {
   auto spec = queue_spec("orders").ordered_by({key::header("account")});
   spec.throttle({key::header("account")}, 1.0, 3);
-  engine_driver d{config(spec)};
+  engine_driver d{test_config(spec)};
   std::vector<outgoing_message> batch;
   for (int i = 1; i <= 5; ++i) batch.push_back(msg("a" + std::to_string(i), "A"));
   d.enqueue(batch);
@@ -272,7 +253,7 @@ TEST(ordered_batch, throttles_charge_a_token_per_message_and_cut_the_batch) {
 }
 
 TEST(ordered_batch, a_batch_is_one_turn_of_its_fairness_key) {
-  engine_driver d{config(queue_spec("orders").ordered_by({key::header("account")}))};
+  engine_driver d{test_config(queue_spec("orders").ordered_by({key::header("account")}))};
   d.enqueue({msg("a1", "A", "t1"), msg("a2", "A", "t1"), msg("c1", "C", "t1"), msg("b1", "B", "t2"),
              msg("b2", "B", "t2")});
   // t1 goes first (oldest), with its batch a1 a2; then t2's turn, then t1 again (F1).

@@ -16,20 +16,13 @@ namespace laneq {
 namespace {
 
 using namespace std::chrono_literals;
+using test::bodies;
+using test::deliveries;
 using test::engine_driver;
-
-shard_config config(queue_spec spec) {
-  shard_config c;
-  c.spec = std::move(spec);
-  c.uid = 42;
-  c.epoch = 3;
-  c.nonces = nonce_source{11, 22};
-  c.reclaim_grace = 0s;
-  return c;
-}
+using test::test_config;
 
 shard_config by_account(std::string name = "orders") {
-  return config(queue_spec(std::move(name)).ordered_by({key::header("account")}));
+  return test_config(queue_spec(std::move(name)).ordered_by({key::header("account")}));
 }
 
 outgoing_message msg(std::string body, std::string account = {}) {
@@ -39,13 +32,6 @@ outgoing_message msg(std::string body, std::string account = {}) {
   return m;
 }
 
-const std::vector<delivery>& deliveries(engine_driver& d, request_id r) {
-  static const std::vector<delivery> none;
-  const auto* out = d.reply_as<std::vector<delivery>>(r);
-  EXPECT_NE(out, nullptr) << "receive " << r << " was not answered with deliveries";
-  return out ? *out : none;
-}
-
 std::size_t message_records(const engine_driver& d) {
   auto [from, to] = codec::queue_range(codec::tag::message, 42);
   std::size_t n = 0;
@@ -53,14 +39,8 @@ std::size_t message_records(const engine_driver& d) {
   return n;
 }
 
-std::vector<std::string> bodies(const std::vector<delivery>& ds) {
-  std::vector<std::string> out;
-  for (const auto& d : ds) out.push_back(d.msg.body);
-  return out;
-}
-
 TEST(shard_engine, an_enqueue_is_answered_once_its_write_is_durable_and_then_deliverable) {
-  engine_driver d{config(queue_spec("jobs"))};
+  engine_driver d{test_config(queue_spec("jobs"))};
   d.hold_writes = true;
   auto e = d.enqueue({msg("a"), msg("b")});
   EXPECT_EQ(d.reply(e), nullptr) << "answered before the store committed";
@@ -109,7 +89,7 @@ TEST(shard_engine, a_nack_with_retry_after_holds_its_group_and_not_the_others) {
 }
 
 TEST(shard_engine, an_expired_lease_is_a_failed_attempt_and_the_last_one_dead_letters) {
-  engine_driver d{config(queue_spec("jobs").ordered().max_attempts(2))};
+  engine_driver d{test_config(queue_spec("jobs").ordered().max_attempts(2))};
   d.enqueue({msg("x"), msg("y")});
   auto first = deliveries(d, d.receive(1, 1s));
   ASSERT_EQ(bodies(first), (std::vector<std::string>{"x"}));
@@ -199,7 +179,7 @@ TEST(shard_engine, a_redrive_is_placed_before_what_is_enqueued_after_it) {
 }
 
 TEST(shard_engine, a_long_poll_is_answered_by_the_next_enqueue_or_empty_at_its_end) {
-  engine_driver d{config(queue_spec("jobs"))};
+  engine_driver d{test_config(queue_spec("jobs"))};
   auto poll = d.receive(5, 0s, 2s);
   EXPECT_EQ(d.reply(poll), nullptr);
   EXPECT_EQ(d.wake, d.now + 2s);
@@ -211,7 +191,7 @@ TEST(shard_engine, a_long_poll_is_answered_by_the_next_enqueue_or_empty_at_its_e
 }
 
 TEST(shard_engine, durable_delivery_answers_a_receive_once_its_leases_are_committed) {
-  engine_driver d{config(queue_spec("jobs").delivery(delivery_durability::durable))};
+  engine_driver d{test_config(queue_spec("jobs").delivery(delivery_durability::durable))};
   d.enqueue({msg("m")});
   d.hold_writes = true;
   auto r = d.receive(1);
@@ -222,7 +202,7 @@ TEST(shard_engine, durable_delivery_answers_a_receive_once_its_leases_are_commit
 }
 
 TEST(shard_engine, a_failed_enqueue_write_is_answered_storage_failed_and_nothing_is_delivered) {
-  engine_driver d{config(queue_spec("jobs"))};
+  engine_driver d{test_config(queue_spec("jobs"))};
   d.hold_writes = true;
   auto e = d.enqueue({msg("m")});
   d.fail_next("disk full");
@@ -375,7 +355,7 @@ TEST(shard_engine, durable_leases_are_honoured_after_a_restart) {
 }
 
 TEST(shard_engine, a_duplicate_within_the_window_gets_the_original_id) {
-  auto cfg = config(queue_spec("jobs").dedupe({key::header("id")}, 60s));
+  auto cfg = test_config(queue_spec("jobs").dedupe({key::header("id")}, 60s));
   engine_driver d{cfg};
   auto m = msg("x");
   m.headers.push_back(header_field{"id", "k1"});
@@ -394,7 +374,7 @@ TEST(shard_engine, a_duplicate_within_the_window_gets_the_original_id) {
 // write is durable; if it failed, the batch is answered storage_failed, never with an id the
 // store does not hold.
 TEST(shard_engine, a_batch_repeating_a_message_whose_write_fails_is_answered_storage_failed) {
-  auto cfg = config(queue_spec("jobs").dedupe({key::header("id")}, 60s));
+  auto cfg = test_config(queue_spec("jobs").dedupe({key::header("id")}, 60s));
   engine_driver d{cfg};
   d.hold_writes = true;
   auto original = msg("x");
@@ -413,7 +393,7 @@ TEST(shard_engine, a_batch_repeating_a_message_whose_write_fails_is_answered_sto
 }
 
 TEST(shard_engine, the_dedupe_window_keeps_at_most_its_entry_bound) {
-  auto cfg = config(queue_spec("jobs").dedupe({key::header("id")}, 60s));
+  auto cfg = test_config(queue_spec("jobs").dedupe({key::header("id")}, 60s));
   cfg.dedupe_entries_max = 2;
   engine_driver d{cfg};
   for (auto k : {"k1", "k2", "k3"}) {
@@ -438,7 +418,7 @@ TEST(shard_engine, the_dedupe_window_keeps_at_most_its_entry_bound) {
 // shard's check_invariants aborted ("each entry is in the expiry order once") though the window
 // was sound.
 TEST(shard_engine, a_dedupe_key_sent_again_at_the_same_instant_after_a_failed_write_is_kept_once) {
-  auto cfg = config(queue_spec("jobs").dedupe({key::header("id")}, 60s));
+  auto cfg = test_config(queue_spec("jobs").dedupe({key::header("id")}, 60s));
   engine_driver d{cfg};
   auto m = msg("x");
   m.headers.push_back(header_field{"id", "k1"});
