@@ -4,8 +4,11 @@
 // lanes with a steady backlog. It reports the key comparisons and the time per put and per
 // removal for the store's memtable (persistence_memtable.hpp) or RocksDB's skip list with a choice
 // of insert hints (make_db_options in actors/src/persistence.cpp)
-// and of removal records. No sync, no reads: only the write path that the store thread repeats
-// for every message. Results are JSON on stdout (benchmarks/README.md).
+// and of removal records. No reads: only the write path that the store thread repeats for every
+// message; with --sync=1 each batch is written with its WAL synced, as the store's group commit
+// does, so the run is what RocksDB itself does with the store's write pattern and batch sizes
+// (issue 23's durable target compares laneq_engine_bench against it). Results are JSON on stdout
+// (benchmarks/README.md).
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 #include <rocksdb/perf_context.h>
@@ -49,6 +52,7 @@ struct config {
   std::size_t ack_batch = 300;
   std::size_t body_bytes = 400;  // about a 256-byte body with its headers, encoded
   std::size_t memtable_mb = 64;  // write_buffer_size
+  std::size_t sync = 0;          // 1: every batch is written with WriteOptions::sync
   std::uint64_t seed = 1;
 };
 
@@ -60,7 +64,7 @@ void usage() {
          "         [--order=arrival|sorted] [--mixed=0|1]\n"
          "         [--lanes=N] [--backlog=N] [--messages=N] [--enqueue-batch=N] "
          "[--ack-batch=N]\n"
-         "         [--body-bytes=N] [--memtable-mb=N] [--seed=N]\n"
+         "         [--body-bytes=N] [--memtable-mb=N] [--sync=0|1] [--seed=N]\n"
          "  dir:     the database goes into DIR/laneq-memtable-bench-<pid>, removed at the end\n"
          "  rep:     the memtable: lanes, partitioned by lane (the store's, ADR 0008), or\n"
          "           RocksDB's skip list (with --hint)\n"
@@ -70,6 +74,7 @@ void usage() {
          "           the queue's 9-byte prefix (one hint for all its messages)\n"
          "  order:   each batch's operations as they come, or sorted by key\n"
          "  mixed:   1: enqueues and acks in one batch (as the store's group commit)\n"
+         "  sync:    1: each batch's WAL write is synced before the next (the store's durability)\n"
          "  removal: erase: a tombstone per removed message (the store's layout); floor: one\n"
          "           overwritten per-lane record instead (a design not built, for comparison)\n";
 }
@@ -82,10 +87,15 @@ bool parse(int argc, char** argv, config& c) {
       {"order", &config::order},
       {"rep", &config::rep}};
   static const std::pair<std::string_view, std::size_t config::*> numbers[] = {
-      {"lanes", &config::lanes},         {"backlog", &config::backlog},
-      {"messages", &config::messages},   {"enqueue-batch", &config::enqueue_batch},
-      {"ack-batch", &config::ack_batch}, {"body-bytes", &config::body_bytes},
-      {"mixed", &config::mixed},         {"memtable-mb", &config::memtable_mb}};
+      {"lanes", &config::lanes},
+      {"backlog", &config::backlog},
+      {"messages", &config::messages},
+      {"enqueue-batch", &config::enqueue_batch},
+      {"ack-batch", &config::ack_batch},
+      {"body-bytes", &config::body_bytes},
+      {"mixed", &config::mixed},
+      {"memtable-mb", &config::memtable_mb},
+      {"sync", &config::sync}};
   for (int i = 1; i < argc; ++i) {
     std::string_view arg{argv[i]};
     auto eq = arg.find('=');
@@ -181,11 +191,15 @@ int main(int argc, char** argv) {
   for (auto& ch : body) ch = static_cast<char>(rng());
   const std::string floor_value(16, 'f');  // a seq and a checksum
 
-  auto write = [&db](rocksdb::WriteBatch& b, tally& t) {
+  rocksdb::WriteOptions wo;
+  wo.sync = c.sync != 0;
+  std::uint64_t writes = 0;
+  auto write = [&db, &wo, &writes](rocksdb::WriteBatch& b, tally& t) {
     if (b.Count() == 0) return true;
+    ++writes;
     auto before = rocksdb::get_perf_context()->user_key_comparison_count;
     auto start = std::chrono::steady_clock::now();
-    auto s = db->Write(rocksdb::WriteOptions{}, &b);
+    auto s = db->Write(wo, &b);
     t.time += std::chrono::steady_clock::now() - start;
     t.comparisons += rocksdb::get_perf_context()->user_key_comparison_count - before;
     t.ops += b.Count();
@@ -219,6 +233,7 @@ int main(int argc, char** argv) {
     return write(b, t);
   };
   tally mixed;
+  const auto began = std::chrono::steady_clock::now();
   while (removed < c.messages) {
     std::vector<op> enqueue;
     if (live < c.lanes * c.backlog && seq < c.messages) {
@@ -257,6 +272,8 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  const auto seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   auto per = [](const tally& t, auto x) {
     return t.ops == 0 ? 0.0 : static_cast<double>(x) / static_cast<double>(t.ops);
   };
@@ -265,13 +282,18 @@ int main(int argc, char** argv) {
       "\"%s\", "
       "\"removal\": \"%s\", \"order\": \"%s\", \"mixed\": %s, \"lanes\": %zu, "
       "\"backlog\": %zu, \"messages\": %zu, \"enqueue_batch\": %zu, \"ack_batch\": %zu, "
-      "\"body_bytes\": %zu, \"memtable_mb\": %zu, \"seed\": %llu},\n"
+      "\"body_bytes\": %zu, \"memtable_mb\": %zu, \"sync\": %s, \"seed\": %llu},\n"
+      "  \"seconds\": %.3f, \"messages_per_s\": %.0f, \"writes\": %llu, "
+      "\"messages_per_write\": %.1f,\n"
       "  \"puts\": {\"ops\": %llu, \"comparisons_per_op\": %.1f, \"us_per_op\": %.3f},\n"
       "  \"removals\": {\"ops\": %llu, \"comparisons_per_op\": %.1f, \"us_per_op\": %.3f},\n"
       "  \"mixed\": {\"ops\": %llu, \"comparisons_per_op\": %.1f, \"us_per_op\": %.3f}\n}\n",
       c.rep.c_str(), c.rep == "lanes" ? "none" : c.hint.c_str(), c.removal.c_str(), c.order.c_str(),
       c.mixed != 0 ? "true" : "false", c.lanes, c.backlog, c.messages, c.enqueue_batch, c.ack_batch,
-      c.body_bytes, c.memtable_mb, static_cast<unsigned long long>(c.seed),
+      c.body_bytes, c.memtable_mb, c.sync != 0 ? "true" : "false",
+      static_cast<unsigned long long>(c.seed), seconds, static_cast<double>(removed) / seconds,
+      static_cast<unsigned long long>(writes),
+      writes == 0 ? 0.0 : static_cast<double>(removed) / static_cast<double>(writes),
       static_cast<unsigned long long>(puts.ops), per(puts, puts.comparisons),
       per(puts, puts.time.count()) / 1000.0, static_cast<unsigned long long>(removals.ops),
       per(removals, removals.comparisons), per(removals, removals.time.count()) / 1000.0,
