@@ -770,7 +770,13 @@ int run_backlog(options o, const std::function<std::unique_ptr<transport>()>& ma
   auto after = sample_process(o.server_pid);
   auto enq_s = static_cast<double>(st.last_send_done_ns - t0) / 1e9;
   conns.clear();
-  if (!o.keep) drop_queue();
+  // How long laneqd takes to answer the queue's deletion, with everything still waiting in it.
+  double drop_s = 0;
+  if (!o.keep) {
+    auto d0 = now_ns();
+    drop_queue();
+    drop_s = static_cast<double>(now_ns() - d0) / 1e9;
+  }
 
   call_log all;
   for (auto& c : calls)
@@ -793,6 +799,7 @@ int run_backlog(options o, const std::function<std::unique_ptr<transport>()>& ma
   out["enqueued"] = sent;
   out["enqueue_rate"] = enq_s > 0 ? static_cast<double>(sent) / enq_s : 0.0;
   out["duration_s"] = enq_s;
+  if (!o.keep) out["drop_seconds"] = drop_s;
   out["enqueue"] = percentiles(all.enqueue_us);
   json::object srv;
   srv["pid"] = o.server_pid;
