@@ -269,19 +269,21 @@ void admin_actor_impl::publish_next() {
   f();
 }
 
+/// What the queues of a topic enqueue prepared, gathered until the last one has answered.
+struct admin_actor_impl::publish_gather {
+  publish_promise promise;
+  std::vector<topic_enqueued> out;
+  std::vector<queue_control> prepared;
+  std::vector<store_op> ops;
+  bool sync = false;
+  std::optional<caf::error> failed;
+  std::size_t remaining = 0;
+};
+
 void admin_actor_impl::publish(const topic_spec& topic, std::vector<outgoing_message> batch,
                                publish_promise promise) {
   publishing_ = true;
-  struct gather {
-    publish_promise promise;
-    std::vector<topic_enqueued> out;
-    std::vector<queue_control> prepared;
-    std::vector<store_op> ops;
-    bool sync = false;
-    std::optional<caf::error> failed;
-    std::size_t remaining = 0;
-  };
-  auto g = std::make_shared<gather>();
+  auto g = std::make_shared<publish_gather>();
   g->promise = promise;
   std::vector<queue_control> handles;
   bool needs_json = false;
@@ -304,41 +306,7 @@ void admin_actor_impl::publish(const topic_spec& topic, std::vector<outgoing_mes
         parsed[i] = parse_body_json(batch[i].body);
   g->out.resize(handles.size());
   g->remaining = handles.size();
-  auto finish = [this, g]() {
-    // Each queue answers its settle once it has routed the messages; the client's answer waits
-    // for all of them, so a receive sent after it finds the messages (docs/api.md, "Receive").
-    auto settle = [this, g](bool ok) {
-      auto unsettled = std::make_shared<std::size_t>(g->prepared.size());
-      auto one_settled = [g, ok, unsettled] {
-        if (--*unsettled == 0 && ok) g->promise.deliver(std::move(g->out));
-      };
-      for (auto& h : g->prepared)
-        request(h, caf::infinite, settle_atom_v, ok)
-            .then([one_settled](caf::ok_atom) { one_settled(); },
-                  [one_settled](caf::error&) { one_settled(); });  // stored all the same
-    };
-    if (g->failed) {
-      settle(false);
-      g->promise.deliver(std::move(*g->failed));
-      publish_next();
-      return;
-    }
-    // Every queue's messages in one write: all of them are committed, or none (lanes.md L10).
-    request(ac_.store, caf::infinite, write_atom_v, store_write{std::move(g->ops), g->sync})
-        .then(
-            [this, settle](caf::ok_atom) {
-              settle(true);  // answers the client
-              publish_next();
-            },
-            [this, g, settle](caf::error& e) {
-              settle(false);
-              auto err = from_caf(e);
-              if (err.code == errc::unavailable) err.code = errc::storage_failed;
-              err.message = "topic enqueue: " + err.message;
-              g->promise.deliver(to_caf(err));
-              publish_next();
-            });
-  };
+  auto finish = [this, g]() { publish_commit(g); };
   for (std::size_t i = 0; i < handles.size(); ++i) {
     auto name = topic.queues()[i];
     request(handles[i], caf::infinite, prepare_atom_v, batch, parsed)
@@ -361,168 +329,214 @@ void admin_actor_impl::publish(const topic_spec& topic, std::vector<outgoing_mes
   }
 }
 
+void admin_actor_impl::publish_commit(const std::shared_ptr<publish_gather>& g) {
+  // Each queue answers its settle once it has routed the messages; the client's answer waits
+  // for all of them, so a receive sent after it finds the messages (docs/api.md, "Receive").
+  auto settle = [this, g](bool ok) {
+    auto unsettled = std::make_shared<std::size_t>(g->prepared.size());
+    auto one_settled = [g, ok, unsettled] {
+      if (--*unsettled == 0 && ok) g->promise.deliver(std::move(g->out));
+    };
+    for (auto& h : g->prepared)
+      request(h, caf::infinite, settle_atom_v, ok)
+          .then([one_settled](caf::ok_atom) { one_settled(); },
+                [one_settled](caf::error&) { one_settled(); });  // stored all the same
+  };
+  if (g->failed) {
+    settle(false);
+    g->promise.deliver(std::move(*g->failed));
+    publish_next();
+    return;
+  }
+  // Every queue's messages in one write: all of them are committed, or none (lanes.md L10).
+  request(ac_.store, caf::infinite, write_atom_v, store_write{std::move(g->ops), g->sync})
+      .then(
+          [this, settle](caf::ok_atom) {
+            settle(true);  // answers the client
+            publish_next();
+          },
+          [this, g, settle](caf::error& e) {
+            settle(false);
+            auto err = from_caf(e);
+            if (err.code == errc::unavailable) err.code = errc::storage_failed;
+            err.message = "topic enqueue: " + err.message;
+            g->promise.deliver(to_caf(err));
+            publish_next();
+          });
+}
+
+caf::result<std::vector<topic_enqueued>> admin_actor_impl::publish_to(
+    const std::string& name, std::vector<outgoing_message>& batch) {
+  auto it = topics_.find(name);
+  if (it == topics_.end())
+    return to_caf(error{errc::topic_not_found, "no topic named '" + name + "'"});
+  auto promise = make_response_promise<std::vector<topic_enqueued>>();
+  if (publishing_) {
+    publishes_.push_back([this, name, batch = std::move(batch), promise]() mutable {
+      auto t = topics_.find(name);
+      if (t == topics_.end()) {
+        promise.deliver(to_caf(error{errc::topic_not_found, "no topic named '" + name + "'"}));
+        publish_next();
+        return;
+      }
+      publish(t->second, std::move(batch), promise);
+    });
+    return promise;
+  }
+  publish(it->second, std::move(batch), promise);
+  return promise;
+}
+
+caf::result<topic_spec> admin_actor_impl::find_topic(const std::string& name) const {
+  auto it = topics_.find(name);
+  if (it == topics_.end())
+    return to_caf(error{errc::topic_not_found, "no topic named '" + name + "'"});
+  return it->second;
+}
+
+caf::result<caf::ok_atom> admin_actor_impl::drop_topic(const std::string& name) {
+  auto it = topics_.find(name);
+  if (it == topics_.end())
+    return to_caf(error{errc::topic_not_found, "no topic named '" + name + "'"});
+  for (const auto& q : it->second.queues()) topic_of_queue_.erase(q);
+  topics_.erase(it);
+  auto promise = make_response_promise<caf::ok_atom>();
+  std::vector<store_op> ops{{store_op::kind::erase, codec::topic_key(name), {}}};
+  request(ac_.store, caf::infinite, write_atom_v, store_write{std::move(ops), true})
+      .then([promise](caf::ok_atom) mutable { promise.deliver(caf::ok_atom_v); },
+            [promise, name](caf::error& e) mutable {
+              auto err = from_caf(e);
+              if (err.code == errc::unavailable) err.code = errc::storage_failed;
+              err.message = "topic '" + name + "': " + err.message;
+              promise.deliver(to_caf(err));
+            });
+  return promise;
+}
+
+caf::result<queue_api, bool> admin_actor_impl::create_queue(queue_spec& spec) {
+  if (auto errors = spec.validate(); !errors.empty()) return to_caf(combine(errors));
+  if (auto it = queues_.find(spec.name()); it != queues_.end()) {
+    auto& have = it->second;
+    // A queue recovered without its hook or key functions matches only a spec that
+    // brings them back.
+    bool incomplete = have.hook_missing || have.spec.functions_missing();
+    if (!incomplete && have.spec.same_definition(spec)) return {queue_api{have.handle}, false};
+    if (incomplete && (!have.hook_missing || spec.hook())) {
+      // The same definition with the hook and functions brings them back.
+      auto restored = have.spec;
+      if (have.hook_missing) restored.on_enqueue(spec.hook());
+      if (restored.restore_functions(spec) && restored.same_definition(spec)) {
+        have.spec = spec;
+        have.hook_missing = false;
+        send(have.handle, create_atom_v, std::move(spec));
+        return {queue_api{have.handle}, false};
+      }
+    }
+    std::string what;
+    for (const auto& d : have.spec.differences(spec)) what += (what.empty() ? "" : ", ") + d;
+    if (!have.spec.same_ordering(spec))
+      what +=
+          "; the ordering key is fixed when a queue is created (existing: " + have.spec.describe() +
+          ")";
+    return to_caf(error{errc::spec_conflict, "queue '" + spec.name() +
+                                                 "' exists with another spec: settings "
+                                                 "differ: " +
+                                                 what});
+  }
+  if (queues_.size() >= limits::queues_max)
+    return to_caf(
+        error{errc::limit_exceeded, "at most " + std::to_string(limits::queues_max) + " queues"});
+  codec::queue_record rec{next_uid_++, spec, static_cast<bool>(spec.hook()), {}};
+  for (std::uint32_t i = 1; i < spec.shard_count(); ++i) rec.shard_uids.push_back(next_uid_++);
+  auto handle = spawn_queue(rec, false);
+  auto name = spec.name();
+  auto uid = rec.uid;
+  std::vector<store_op> ops{{store_op::kind::put, codec::queue_key(uid), codec::encode_queue(rec)},
+                            put_meta(meta_next_uid, next_uid_)};
+  queues_.emplace(name, entry{std::move(spec), handle, uid, rec.shard_uids, false});
+  share_budget();
+  // The queue exists once its spec is stored; until then a second create finds it here.
+  auto promise = make_response_promise<queue_api, bool>();
+  request(ac_.store, caf::infinite, write_atom_v, store_write{std::move(ops), true})
+      .then([promise, handle](caf::ok_atom) mutable { promise.deliver(queue_api{handle}, true); },
+            [this, promise, name, handle](caf::error& e) mutable {
+              anon_send_exit(handle, caf::exit_reason::user_shutdown);
+              if (auto it = queues_.find(name);
+                  it != queues_.end() && it->second.handle == handle) {
+                queues_.erase(it);
+                share_budget();
+              }
+              promise.deliver(to_caf(storage_error(name, e)));
+            });
+  return promise;
+}
+
+caf::result<queue_description> admin_actor_impl::describe_queue(const std::string& name) {
+  auto it = queues_.find(name);
+  if (it == queues_.end())
+    return to_caf(error{errc::queue_not_found, "no queue named '" + name + "'"});
+  auto promise = make_response_promise<queue_description>();
+  auto summary = it->second.spec.describe();
+  auto spec_json = boost::json::serialize(queue_spec_to_json(it->second.spec));
+  request(it->second.handle, caf::infinite, stats_atom_v)
+      .then(
+          [promise, summary, spec_json](queue_stats& s) mutable {
+            promise.deliver(queue_description{summary, std::move(s), spec_json});
+          },
+          [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
+  return promise;
+}
+
+caf::result<caf::ok_atom> admin_actor_impl::drop_queue(const std::string& name) {
+  auto it = queues_.find(name);
+  if (it == queues_.end())
+    return to_caf(error{errc::queue_not_found, "no queue named '" + name + "'"});
+  if (auto t = topic_of_queue_.find(name); t != topic_of_queue_.end())
+    return to_caf(error{errc::invalid_argument, "queue '" + name +
+                                                    "' is a subscription of topic '" + t->second +
+                                                    "'; drop the topic first"});
+  send_exit(it->second.handle, queue_deleted_reason(name));
+  auto uids = it->second.shard_uids;
+  uids.insert(uids.begin(), it->second.uid);
+  queues_.erase(it);
+  share_budget();
+  // Every record of the incarnation, each shard's, in one write; its uids are never used
+  // again.
+  std::vector<store_op> ops;
+  for (auto uid : uids)
+    for (auto& [from, to] : codec::queue_ranges(uid))
+      ops.push_back({store_op::kind::erase_range, std::move(from), std::move(to)});
+  auto promise = make_response_promise<caf::ok_atom>();
+  request(ac_.store, caf::infinite, write_atom_v, store_write{std::move(ops), true})
+      .then([promise](caf::ok_atom) mutable { promise.deliver(caf::ok_atom_v); },
+            [promise, name](caf::error& e) mutable {
+              promise.deliver(to_caf(storage_error(name, e)));
+            });
+  return promise;
+}
+
 admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
   return {
-      [this](create_atom, queue_spec& spec) -> caf::result<queue_api, bool> {
-        if (auto errors = spec.validate(); !errors.empty()) return to_caf(combine(errors));
-        if (auto it = queues_.find(spec.name()); it != queues_.end()) {
-          auto& have = it->second;
-          // A queue recovered without its hook or key functions matches only a spec that
-          // brings them back.
-          bool incomplete = have.hook_missing || have.spec.functions_missing();
-          if (!incomplete && have.spec.same_definition(spec))
-            return {queue_api{have.handle}, false};
-          if (incomplete && (!have.hook_missing || spec.hook())) {
-            // The same definition with the hook and functions brings them back.
-            auto restored = have.spec;
-            if (have.hook_missing) restored.on_enqueue(spec.hook());
-            if (restored.restore_functions(spec) && restored.same_definition(spec)) {
-              have.spec = spec;
-              have.hook_missing = false;
-              send(have.handle, create_atom_v, std::move(spec));
-              return {queue_api{have.handle}, false};
-            }
-          }
-          std::string what;
-          for (const auto& d : have.spec.differences(spec)) what += (what.empty() ? "" : ", ") + d;
-          if (!have.spec.same_ordering(spec))
-            what += "; the ordering key is fixed when a queue is created (existing: " +
-                    have.spec.describe() + ")";
-          return to_caf(error{errc::spec_conflict, "queue '" + spec.name() +
-                                                       "' exists with another spec: settings "
-                                                       "differ: " +
-                                                       what});
-        }
-        if (queues_.size() >= limits::queues_max)
-          return to_caf(error{errc::limit_exceeded,
-                              "at most " + std::to_string(limits::queues_max) + " queues"});
-        codec::queue_record rec{next_uid_++, spec, static_cast<bool>(spec.hook()), {}};
-        for (std::uint32_t i = 1; i < spec.shard_count(); ++i)
-          rec.shard_uids.push_back(next_uid_++);
-        auto handle = spawn_queue(rec, false);
-        auto name = spec.name();
-        auto uid = rec.uid;
-        std::vector<store_op> ops{
-            {store_op::kind::put, codec::queue_key(uid), codec::encode_queue(rec)},
-            put_meta(meta_next_uid, next_uid_)};
-        queues_.emplace(name, entry{std::move(spec), handle, uid, rec.shard_uids, false});
-        share_budget();
-        // The queue exists once its spec is stored; until then a second create finds it here.
-        auto promise = make_response_promise<queue_api, bool>();
-        request(ac_.store, caf::infinite, write_atom_v, store_write{std::move(ops), true})
-            .then([promise,
-                   handle](caf::ok_atom) mutable { promise.deliver(queue_api{handle}, true); },
-                  [this, promise, name, handle](caf::error& e) mutable {
-                    anon_send_exit(handle, caf::exit_reason::user_shutdown);
-                    if (auto it = queues_.find(name);
-                        it != queues_.end() && it->second.handle == handle) {
-                      queues_.erase(it);
-                      share_budget();
-                    }
-                    promise.deliver(to_caf(storage_error(name, e)));
-                  });
-        return promise;
-      },
+      [this](create_atom, queue_spec& spec) { return create_queue(spec); },
       [this](lookup_atom, const std::string& name) { return find(name); },
       [this](list_atom) {
         std::vector<std::string> names;
         for (const auto& [name, e] : queues_) names.push_back(name);
         return names;
       },
-      [this](describe_atom, const std::string& name) -> caf::result<queue_description> {
-        auto it = queues_.find(name);
-        if (it == queues_.end())
-          return to_caf(error{errc::queue_not_found, "no queue named '" + name + "'"});
-        auto promise = make_response_promise<queue_description>();
-        auto summary = it->second.spec.describe();
-        auto spec_json = boost::json::serialize(queue_spec_to_json(it->second.spec));
-        request(it->second.handle, caf::infinite, stats_atom_v)
-            .then(
-                [promise, summary, spec_json](queue_stats& s) mutable {
-                  promise.deliver(queue_description{summary, std::move(s), spec_json});
-                },
-                [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
-        return promise;
-      },
-      [this](drop_atom, const std::string& name) -> caf::result<caf::ok_atom> {
-        auto it = queues_.find(name);
-        if (it == queues_.end())
-          return to_caf(error{errc::queue_not_found, "no queue named '" + name + "'"});
-        if (auto t = topic_of_queue_.find(name); t != topic_of_queue_.end())
-          return to_caf(error{errc::invalid_argument, "queue '" + name +
-                                                          "' is a subscription of topic '" +
-                                                          t->second + "'; drop the topic first"});
-        send_exit(it->second.handle, queue_deleted_reason(name));
-        auto uids = it->second.shard_uids;
-        uids.insert(uids.begin(), it->second.uid);
-        queues_.erase(it);
-        share_budget();
-        // Every record of the incarnation, each shard's, in one write; its uids are never used
-        // again.
-        std::vector<store_op> ops;
-        for (auto uid : uids)
-          for (auto& [from, to] : codec::queue_ranges(uid))
-            ops.push_back({store_op::kind::erase_range, std::move(from), std::move(to)});
-        auto promise = make_response_promise<caf::ok_atom>();
-        request(ac_.store, caf::infinite, write_atom_v, store_write{std::move(ops), true})
-            .then([promise](caf::ok_atom) mutable { promise.deliver(caf::ok_atom_v); },
-                  [promise, name](caf::error& e) mutable {
-                    promise.deliver(to_caf(storage_error(name, e)));
-                  });
-        return promise;
-      },
+      [this](describe_atom, const std::string& name) { return describe_queue(name); },
+      [this](drop_atom, const std::string& name) { return drop_queue(name); },
       [this](recover_atom) { return recover(); },
       [this](create_atom, topic_spec& spec) { return create_topic(spec); },
-      [this](topic_atom, lookup_atom, const std::string& name) -> caf::result<topic_spec> {
-        auto it = topics_.find(name);
-        if (it == topics_.end())
-          return to_caf(error{errc::topic_not_found, "no topic named '" + name + "'"});
-        return it->second;
-      },
+      [this](topic_atom, lookup_atom, const std::string& name) { return find_topic(name); },
       [this](topic_atom, list_atom) {
         std::vector<topic_spec> out;
         for (const auto& [name, t] : topics_) out.push_back(t);
         return out;
       },
-      [this](topic_atom, drop_atom, const std::string& name) -> caf::result<caf::ok_atom> {
-        auto it = topics_.find(name);
-        if (it == topics_.end())
-          return to_caf(error{errc::topic_not_found, "no topic named '" + name + "'"});
-        for (const auto& q : it->second.queues()) topic_of_queue_.erase(q);
-        topics_.erase(it);
-        auto promise = make_response_promise<caf::ok_atom>();
-        std::vector<store_op> ops{{store_op::kind::erase, codec::topic_key(name), {}}};
-        request(ac_.store, caf::infinite, write_atom_v, store_write{std::move(ops), true})
-            .then([promise](caf::ok_atom) mutable { promise.deliver(caf::ok_atom_v); },
-                  [promise, name](caf::error& e) mutable {
-                    auto err = from_caf(e);
-                    if (err.code == errc::unavailable) err.code = errc::storage_failed;
-                    err.message = "topic '" + name + "': " + err.message;
-                    promise.deliver(to_caf(err));
-                  });
-        return promise;
-      },
-      [this](publish_atom, const std::string& name,
-             std::vector<outgoing_message>& batch) -> caf::result<std::vector<topic_enqueued>> {
-        auto it = topics_.find(name);
-        if (it == topics_.end())
-          return to_caf(error{errc::topic_not_found, "no topic named '" + name + "'"});
-        auto promise = make_response_promise<std::vector<topic_enqueued>>();
-        if (publishing_) {
-          publishes_.push_back([this, name, batch = std::move(batch), promise]() mutable {
-            auto t = topics_.find(name);
-            if (t == topics_.end()) {
-              promise.deliver(
-                  to_caf(error{errc::topic_not_found, "no topic named '" + name + "'"}));
-              publish_next();
-              return;
-            }
-            publish(t->second, std::move(batch), promise);
-          });
-          return promise;
-        }
-        publish(it->second, std::move(batch), promise);
-        return promise;
+      [this](topic_atom, drop_atom, const std::string& name) { return drop_topic(name); },
+      [this](publish_atom, const std::string& name, std::vector<outgoing_message>& batch) {
+        return publish_to(name, batch);
       },
       [this](checkpoint_atom, std::string& dir) {
         return delegate(ac_.store, checkpoint_atom_v, std::move(dir));

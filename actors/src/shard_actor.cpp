@@ -100,6 +100,7 @@ void shard_actor_impl::flush() {
 #endif
 }
 
+// Long: one short handler per message of shard_actor (protocol.hpp); a table, not logic.
 shard_actor_impl::behavior_type shard_actor_impl::make_behavior() {
   return {
       [this](enqueue_atom, std::vector<outgoing_message>& batch) {

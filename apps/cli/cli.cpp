@@ -612,6 +612,7 @@ const std::vector<option_spec>& global_options() {
   return g;
 }
 
+// Long: one entry per command (words, arguments, help, options, handler); a table, not logic.
 const std::vector<command_spec>& commands() {
   static const std::vector<command_spec> all = {
       {"queue create",

@@ -529,115 +529,170 @@ bool router::health_check(std::string_view target) {
   return target.substr(0, target.find('?')) == "/healthz";
 }
 
+/// A request `admit` accepted, as its route's function takes it.
+struct router::routed {
+  call_ptr c;
+  match m;
+  principal who{"*"};  ///< whose token it carries ("*": an admin's, or no authentication)
+  std::string name;    ///< the queue's or topic's full name, when the path names one
+  json::object obj;    ///< the body
+  std::vector<std::pair<std::string, std::string>> query;  ///< the query parameters, decoded
+};
+
 void router::handle(http_request req, respond_fn done) {
-  auto c = std::make_shared<call>(call{state_, route::unknown, steady::now(), std::move(done)});
+  routed r;
+  r.c = std::make_shared<call>(call{state_, route::unknown, steady::now(), std::move(done)});
+  if (!admit(req, r)) return;
+  switch (r.m.what) {
+    case route::healthz: return route_health(r);
+    case route::metrics: return route_metrics(r);
+    case route::list_queues:
+    case route::put_queue:
+    case route::get_queue:
+    case route::delete_queue: return route_queues(r);
+    case route::enqueue: return route_enqueue(r);
+    case route::receive: return route_receive(r);
+    case route::ack:
+    case route::nack:
+    case route::extend: return route_leases(r);
+    case route::dead_letters:
+    case route::redrive: return route_dead_letters(r);
+    case route::groups: return route_groups(r);
+    case route::list_topics:
+    case route::put_topic:
+    case route::get_topic:
+    case route::delete_topic:
+    case route::publish: return route_topics(r);
+    case route::checkpoint: return route_checkpoint(r);
+    case route::unknown: break;
+  }
+  r.c->fail(error{errc::route_not_found, "no endpoint"});
+}
+
+bool router::admit(const http_request& req, routed& r) const {
+  const auto& c = r.c;
   auto matched = match_route(req.method, req.target);
-  if (!matched) return c->fail(matched.err());
-  auto m = std::move(matched.value());
+  if (!matched) {
+    c->fail(matched.err());
+    return false;
+  }
+  r.m = std::move(matched.value());
+  const auto& m = r.m;
   if (m.what == route::unknown) {
     auto resp = error_response(error{errc::route_not_found, req.method.substr(0, 16) +
                                                                 " is not allowed here (allowed: " +
                                                                 std::string{m.allowed} + ")"});
     resp.status = 405;
     resp.headers.emplace_back("Allow", std::string{m.allowed});
-    return c->finish(std::move(resp));
+    c->finish(std::move(resp));
+    return false;
   }
   c->what = m.what;
   const auto& st = *state_;
+  auto refuse = [&c](const error& e) {
+    c->fail(e);
+    return false;
+  };
 
   // healthz is open (probes carry no token); everything else needs one when tokens are set.
-  principal who{"*"};
   if (m.what != route::healthz) {
     auto p = st.auth.authenticate(req.authorization);
-    if (!p) return c->fail(p.err());
-    who = std::move(p.value());
+    if (!p) return refuse(p.err());
+    r.who = std::move(p.value());
   }
-  if (m.what == route::metrics && !who.admin())
-    return c->fail(error{errc::forbidden, "/metrics needs an admin (tenant \"*\") token"});
-  if (m.what == route::checkpoint && !who.admin())
-    return c->fail(
+  if (m.what == route::metrics && !r.who.admin())
+    return refuse(error{errc::forbidden, "/metrics needs an admin (tenant \"*\") token"});
+  if (m.what == route::checkpoint && !r.who.admin())
+    return refuse(
         error{errc::forbidden, "/v1/admin/checkpoint needs an admin (tenant \"*\") token"});
-  std::string name;
   if (!m.queue.empty()) {
-    auto resolved = st.auth.resolve(who, m.queue, m.topic ? "topic" : "queue");
-    if (!resolved) return c->fail(resolved.err());
-    name = std::move(resolved.value());
+    auto resolved = st.auth.resolve(r.who, m.queue, m.topic ? "topic" : "queue");
+    if (!resolved) return refuse(resolved.err());
+    r.name = std::move(resolved.value());
   }
   auto body = parse_body(req.body);
-  if (!body) return c->fail(body.err());
-  auto& obj = body.value();
+  if (!body) return refuse(body.err());
+  r.obj = std::move(body.value());
   // Only the dead-letter and group listings take query parameters.
   auto query = m.what == route::dead_letters ? parse_query(m.query, {"max"})
                : m.what == route::groups     ? parse_query(m.query, {"state", "limit", "cursor"})
                                              : parse_query(m.query, {});
-  if (!query) return c->fail(query.err());
-  if (takes_no_body(m.what) && !obj.empty()) return c->fail(bad("this endpoint takes no body"));
-  auto& gw = *gateways_;
-  auto spawn = [&gw](std::function<void(gateway&)> fn) { gw.run(std::move(fn)); };
+  if (!query) return refuse(query.err());
+  if (takes_no_body(m.what) && !r.obj.empty()) return refuse(bad("this endpoint takes no body"));
+  r.query = std::move(query.value());
+  return true;
+}
 
-  switch (m.what) {
-    case route::healthz: {
-      return spawn([c](gateway& self) {
-        self.request(c->st->store, call_timeout(*c), stats_atom_v)
-            .then(
-                [c](store_stats& s) {
-                  auto reason = health_problem(s);
-                  json::object o;
-                  o["status"] = reason.empty() ? "ok" : "degraded";
-                  if (!reason.empty()) o["reason"] = reason;
-                  c->reply(reason.empty() ? 200 : 503, o);
-                },
-                [c](caf::error& e) {
-                  json::object o;
-                  o["status"] = "degraded";
-                  o["reason"] = "the store did not answer: " + from_caf(e).message;
-                  c->reply(503, o);
-                });
-      });
-    }
-    case route::metrics: {
-      return spawn([c](gateway& self) {
-        struct gather {
-          std::vector<queue_stats> queues;
-          std::optional<store_stats> store;
-          std::size_t remaining = 0;
-        };
-        auto g = std::make_shared<gather>();
-        auto complete = [c, g] {
-          if (--g->remaining > 0) return;
-          http_response r;
-          r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-          r.body = c->st->metrics->render(g->queues, g->store ? &*g->store : nullptr);
-          c->finish(std::move(r));
-        };
-        self.request(c->st->admin, call_timeout(*c), list_atom_v)
-            .then(
-                [&self, c, g, complete](std::vector<std::string>& names) {
-                  g->remaining = names.size() + 1;
-                  self.request(c->st->store, call_timeout(*c), stats_atom_v)
-                      .then(
-                          [g, complete](store_stats& s) {
-                            g->store = std::move(s);
-                            complete();
-                          },
-                          [complete](caf::error&) { complete(); });
-                  for (auto& n : names)
-                    self.request(c->st->admin, call_timeout(*c), describe_atom_v, n)
-                        .then(
-                            [g, complete](queue_description& d) {
-                              g->queues.push_back(std::move(d.stats));
-                              complete();
-                            },
-                            // A queue deleted meanwhile is left out.
-                            [complete](caf::error&) { complete(); });
-                },
-                fail_call(c));
-      });
-    }
+void router::route_health(routed& r) const {
+  gateways_->run([c = r.c](gateway& self) {
+    self.request(c->st->store, call_timeout(*c), stats_atom_v)
+        .then(
+            [c](store_stats& s) {
+              auto reason = health_problem(s);
+              json::object o;
+              o["status"] = reason.empty() ? "ok" : "degraded";
+              if (!reason.empty()) o["reason"] = reason;
+              c->reply(reason.empty() ? 200 : 503, o);
+            },
+            [c](caf::error& e) {
+              json::object o;
+              o["status"] = "degraded";
+              o["reason"] = "the store did not answer: " + from_caf(e).message;
+              c->reply(503, o);
+            });
+  });
+}
+
+void router::route_metrics(routed& r) const {
+  gateways_->run([c = r.c](gateway& self) {
+    struct gather {
+      std::vector<queue_stats> queues;
+      std::optional<store_stats> store;
+      std::size_t remaining = 0;
+    };
+    auto g = std::make_shared<gather>();
+    auto complete = [c, g] {
+      if (--g->remaining > 0) return;
+      http_response resp;
+      resp.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      resp.body = c->st->metrics->render(g->queues, g->store ? &*g->store : nullptr);
+      c->finish(std::move(resp));
+    };
+    self.request(c->st->admin, call_timeout(*c), list_atom_v)
+        .then(
+            [&self, c, g, complete](std::vector<std::string>& names) {
+              g->remaining = names.size() + 1;
+              self.request(c->st->store, call_timeout(*c), stats_atom_v)
+                  .then(
+                      [g, complete](store_stats& s) {
+                        g->store = std::move(s);
+                        complete();
+                      },
+                      [complete](caf::error&) { complete(); });
+              for (auto& n : names)
+                self.request(c->st->admin, call_timeout(*c), describe_atom_v, n)
+                    .then(
+                        [g, complete](queue_description& d) {
+                          g->queues.push_back(std::move(d.stats));
+                          complete();
+                        },
+                        // A queue deleted meanwhile is left out.
+                        [complete](caf::error&) { complete(); });
+            },
+            fail_call(c));
+  });
+}
+
+void router::route_queues(routed& r) const {
+  const auto& st = *state_;
+  auto& gw = *gateways_;
+  const auto& c = r.c;
+  const auto& name = r.name;
+  switch (r.m.what) {
     case route::list_queues: {
       return ask(
           gw, c, st.admin,
-          [who](std::vector<std::string>& names) {
+          [who = r.who](std::vector<std::string>& names) {
             std::sort(names.begin(), names.end());
             return array_reply(
                 "queues", names, [](const std::string& n) { return n; },
@@ -646,7 +701,7 @@ void router::handle(http_request req, respond_fn done) {
           list_atom_v);
     }
     case route::put_queue: {
-      auto parsed = queue_spec_from_json(name, json::value(obj));
+      auto parsed = queue_spec_from_json(name, json::value(r.obj));
       if (!parsed.ok()) return c->fail(combine(parsed.errors));
       auto spec_json = queue_spec_to_json(parsed.spec);
       return ask(
@@ -680,25 +735,37 @@ void router::handle(http_request req, respond_fn done) {
           gw, c, st.admin, [name](caf::ok_atom) { return one_field("deleted", name); }, drop_atom_v,
           name);
     }
-    case route::enqueue: {
-      auto msgs = messages_from_json(obj, st.limits.batch);
-      if (!msgs) return c->fail(msgs.err());
-      return ask_queue(
-          gw, c, name,
-          [](std::vector<message_id>& ids) { return one_field("ids", ids_to_json(ids)); },
-          enqueue_atom_v, std::move(msgs.value()));
-    }
-    case route::receive: {
-      auto rr = receive_from_json(obj);
-      if (!rr) return c->fail(rr.err());
-      if (rr.value().max > st.limits.batch)
-        return c->fail(
-            error{errc::limit_exceeded, "max is " + std::to_string(rr.value().max) + ", at most " +
-                                            std::to_string(st.limits.batch) + " allowed"});
-      return ask_receive(gw, c, name, rr.value());
-    }
+    default: return;  // handle sends only the routes above here
+  }
+}
+
+void router::route_enqueue(routed& r) const {
+  auto msgs = messages_from_json(r.obj, state_->limits.batch);
+  if (!msgs) return r.c->fail(msgs.err());
+  ask_queue(
+      *gateways_, r.c, r.name,
+      [](std::vector<message_id>& ids) { return one_field("ids", ids_to_json(ids)); },
+      enqueue_atom_v, std::move(msgs.value()));
+}
+
+void router::route_receive(routed& r) const {
+  const auto& st = *state_;
+  auto rr = receive_from_json(r.obj);
+  if (!rr) return r.c->fail(rr.err());
+  if (rr.value().max > st.limits.batch)
+    return r.c->fail(error{errc::limit_exceeded, "max is " + std::to_string(rr.value().max) +
+                                                     ", at most " +
+                                                     std::to_string(st.limits.batch) + " allowed"});
+  ask_receive(*gateways_, r.c, r.name, rr.value());
+}
+
+void router::route_leases(routed& r) const {
+  auto& gw = *gateways_;
+  const auto& c = r.c;
+  const auto& name = r.name;
+  switch (r.m.what) {
     case route::ack: {
-      auto ll = leases_from_json(obj, st.limits.batch);
+      auto ll = leases_from_json(r.obj, state_->limits.batch);
       if (!ll) return c->fail(ll.err());
       if (auto count = ll.value().count) {
         // An ordered batch's first `count` messages (O12): the lease goes on over the rest.
@@ -735,7 +802,7 @@ void router::handle(http_request req, respond_fn done) {
           ack_atom_v, std::move(ll.value().leases));
     }
     case route::nack: {
-      auto nr = nack_from_json(obj);
+      auto nr = nack_from_json(r.obj);
       if (!nr) return c->fail(nr.err());
       return ask_queue(
           gw, c, name,
@@ -748,52 +815,64 @@ void router::handle(http_request req, respond_fn done) {
           nack_atom_v, nr.value().first, nr.value().second);
     }
     case route::extend: {
-      auto er = extend_from_json(obj);
+      auto er = extend_from_json(r.obj);
       if (!er) return c->fail(er.err());
       return ask_queue(
           gw, c, name,
           [](timestamp deadline) { return one_field("lease_deadline_ms", deadline.ms()); },
           extend_atom_v, er.value().first, er.value().second);
     }
-    case route::dead_letters: {
-      std::uint32_t max = 100;
-      for (const auto& [k, v] : query.value()) {
-        auto n = decode_id(v);  // a positive decimal
-        if (!n || n->value > limits::redrive_batch_max)
-          return c->fail(
-              bad("query parameter max must be 1 to " + std::to_string(limits::redrive_batch_max)));
-        max = static_cast<std::uint32_t>(n->value);
-      }
-      return ask_queue(
-          gw, c, name,
-          [](std::vector<dead_letter>& ds) {
-            return json_text{[ds = std::move(ds)] { return dead_letters_json(ds); }};
-          },
-          dlq_atom_v, max);
-    }
-    case route::redrive: {
-      auto ids = redrive_from_json(obj, limits::redrive_batch_max);
-      if (!ids) return c->fail(ids.err());
-      return ask_queue(
-          gw, c, name, [](std::uint64_t n) { return one_field("redriven", n); }, redrive_atom_v,
-          std::move(ids.value()));
-    }
-    case route::groups: {
-      auto q = groups_query_from(query.value());
-      if (!q) return c->fail(q.err());
-      return ask_queue(
-          gw, c, name,
-          [](groups_page& page) {
-            auto out = array_reply("groups", page.groups);
-            if (!page.next.empty()) out["next_cursor"] = encode_groups_cursor(page.next);
-            return out;
-          },
-          groups_atom_v, std::move(q.value()));
-    }
+    default: return;  // handle sends only the routes above here
+  }
+}
+
+void router::route_dead_letters(routed& r) const {
+  if (r.m.what == route::redrive) {
+    auto ids = redrive_from_json(r.obj, limits::redrive_batch_max);
+    if (!ids) return r.c->fail(ids.err());
+    return ask_queue(
+        *gateways_, r.c, r.name, [](std::uint64_t n) { return one_field("redriven", n); },
+        redrive_atom_v, std::move(ids.value()));
+  }
+  std::uint32_t max = 100;
+  for (const auto& [k, v] : r.query) {
+    auto n = decode_id(v);  // a positive decimal
+    if (!n || n->value > limits::redrive_batch_max)
+      return r.c->fail(
+          bad("query parameter max must be 1 to " + std::to_string(limits::redrive_batch_max)));
+    max = static_cast<std::uint32_t>(n->value);
+  }
+  ask_queue(
+      *gateways_, r.c, r.name,
+      [](std::vector<dead_letter>& ds) {
+        return json_text{[ds = std::move(ds)] { return dead_letters_json(ds); }};
+      },
+      dlq_atom_v, max);
+}
+
+void router::route_groups(routed& r) const {
+  auto q = groups_query_from(r.query);
+  if (!q) return r.c->fail(q.err());
+  ask_queue(
+      *gateways_, r.c, r.name,
+      [](groups_page& page) {
+        auto out = array_reply("groups", page.groups);
+        if (!page.next.empty()) out["next_cursor"] = encode_groups_cursor(page.next);
+        return out;
+      },
+      groups_atom_v, std::move(q.value()));
+}
+
+void router::route_topics(routed& r) const {
+  const auto& st = *state_;
+  auto& gw = *gateways_;
+  const auto& c = r.c;
+  const auto& name = r.name;
+  switch (r.m.what) {
     case route::list_topics: {
       return ask(
           gw, c, st.admin,
-          [who](std::vector<topic_spec>& topics) {
+          [who = r.who](std::vector<topic_spec>& topics) {
             return array_reply("topics", topics, topic_to_json, [&who](const topic_spec& t) {
               return authenticator::may_use(who, t.name());
             });
@@ -802,14 +881,14 @@ void router::handle(http_request req, respond_fn done) {
     }
     case route::put_topic: {
       // A tenant's token names its queues bare, as in their URLs.
-      if (auto* qs = obj.if_contains("queues"); qs != nullptr && qs->is_array())
+      if (auto* qs = r.obj.if_contains("queues"); qs != nullptr && qs->is_array())
         for (auto& q : qs->as_array())
           if (q.is_string()) {
-            auto full = st.auth.resolve(who, std::string{q.as_string()});
+            auto full = st.auth.resolve(r.who, std::string{q.as_string()});
             if (!full) return c->fail(full.err());
             q = full.value();
           }
-      auto parsed = topic_spec_from_json(name, json::value(obj));
+      auto parsed = topic_spec_from_json(name, json::value(r.obj));
       if (!parsed.ok()) return c->fail(combine(parsed.errors));
       auto out = topic_to_json(parsed.spec);
       return ask(
@@ -831,7 +910,7 @@ void router::handle(http_request req, respond_fn done) {
           topic_atom_v, drop_atom_v, name);
     }
     case route::publish: {
-      auto msgs = messages_from_json(obj, st.limits.batch);
+      auto msgs = messages_from_json(r.obj, st.limits.batch);
       if (!msgs) return c->fail(msgs.err());
       return ask(
           gw, c, st.admin,
@@ -842,19 +921,19 @@ void router::handle(http_request req, respond_fn done) {
           },
           publish_atom_v, name, std::move(msgs.value()));
     }
-    case route::checkpoint: {
-      auto dir = checkpoint_dir_from_json(obj);
-      if (!dir) return c->fail(dir.err());
-      return spawn([c, dir = std::move(dir.value())](gateway& self) mutable {
-        // A checkpoint flushes and links (or copies) the whole store: no HTTP call timeout.
-        self.request(c->st->admin, caf::infinite, checkpoint_atom_v, std::move(dir))
-            .then([c](checkpoint_info& info) { c->reply(200, to_json(info)); },
-                  [c](caf::error& e) { c->fail(e); });
-      });
-    }
-    case route::unknown: break;
+    default: return;  // handle sends only the routes above here
   }
-  c->fail(error{errc::route_not_found, "no endpoint"});
+}
+
+void router::route_checkpoint(routed& r) const {
+  auto dir = checkpoint_dir_from_json(r.obj);
+  if (!dir) return r.c->fail(dir.err());
+  gateways_->run([c = r.c, dir = std::move(dir.value())](gateway& self) mutable {
+    // A checkpoint flushes and links (or copies) the whole store: no HTTP call timeout.
+    self.request(c->st->admin, caf::infinite, checkpoint_atom_v, std::move(dir))
+        .then([c](checkpoint_info& info) { c->reply(200, to_json(info)); },
+              [c](caf::error& e) { c->fail(e); });
+  });
 }
 
 }  // namespace laneq::server

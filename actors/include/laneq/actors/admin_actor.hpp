@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "laneq/actors/actor_base.hpp"
@@ -50,6 +51,12 @@ class admin_actor_impl : public actor_base<admin_actor> {
     bool hook_missing = false;  ///< recovered; the spec had a hook nobody has given back yet
   };
   caf::result<queue_api> find(const std::string& name);
+  /// create_atom: creates queue `spec.name()`, or finds it when it has the same definition.
+  caf::result<queue_api, bool> create_queue(queue_spec& spec);
+  /// describe_atom: queue `name`'s summary, stats and spec.
+  caf::result<queue_description> describe_queue(const std::string& name);
+  /// drop_atom: deletes queue `name` and, in one write, every record of it.
+  caf::result<caf::ok_atom> drop_queue(const std::string& name);
   /// Each shard's share of the window budget, with `extra` shards about to come.
   std::size_t budget_share(std::size_t extra = 0) const;
   /// Tells every queue its share (after queues came or went).
@@ -65,10 +72,21 @@ class admin_actor_impl : public actor_base<admin_actor> {
   void recover_queues(caf::typed_response_promise<std::uint64_t> promise);
   void recover_topics(caf::typed_response_promise<std::uint64_t> promise, std::uint64_t queues);
   caf::result<bool> create_topic(topic_spec& spec);
+  /// topic_atom, lookup_atom: topic `name`'s spec.
+  caf::result<topic_spec> find_topic(const std::string& name) const;
+  /// topic_atom, drop_atom: deletes topic `name` (its queues stay).
+  caf::result<caf::ok_atom> drop_topic(const std::string& name);
   using publish_promise = caf::typed_response_promise<std::vector<topic_enqueued>>;
+  /// publish_atom: a topic enqueue into topic `name`, run now or after those before it.
+  caf::result<std::vector<topic_enqueued>> publish_to(const std::string& name,
+                                                      std::vector<outgoing_message>& batch);
+  /// A topic enqueue in progress: what its queues prepared (admin_actor.cpp).
+  struct publish_gather;
   /// Runs one topic enqueue: prepare in every queue, one write, settle every queue.
   void publish(const topic_spec& topic, std::vector<outgoing_message> batch,
                publish_promise promise);
+  /// Once every queue has answered its prepare: writes their messages in one write, or fails.
+  void publish_commit(const std::shared_ptr<publish_gather>& g);
   void publish_next();
 
   admin_actor_config ac_;

@@ -106,6 +106,32 @@ class router {
   };
 
  private:
+  /// A request `admit` accepted: its call, route, principal, name, body and query (router.cpp).
+  struct routed;
+
+  /// Routes, authenticates and parses `req` into `r`; false when it answered the call already.
+  bool admit(const http_request& req, routed& r) const;
+  /// GET /healthz: whether the store is healthy (200) or degraded (503).
+  void route_health(routed& r) const;
+  /// GET /metrics: the server's counters, every queue's stats and the store's, as Prometheus text.
+  void route_metrics(routed& r) const;
+  /// The queues: list, create (PUT), describe (GET) and delete.
+  void route_queues(routed& r) const;
+  /// POST .../messages: an enqueue into a queue.
+  void route_enqueue(routed& r) const;
+  /// POST .../receive: a receive, long-polling up to its wait.
+  void route_receive(routed& r) const;
+  /// POST .../ack, .../nack and .../extend: what a consumer does with its leases.
+  void route_leases(routed& r) const;
+  /// GET .../dead-letters and POST .../dead-letters/redrive.
+  void route_dead_letters(routed& r) const;
+  /// GET .../groups: a page of a queue's groups.
+  void route_groups(routed& r) const;
+  /// The topics: list, create (PUT), describe (GET), delete and publish.
+  void route_topics(routed& r) const;
+  /// POST /v1/admin/checkpoint: a checkpoint of the store.
+  void route_checkpoint(routed& r) const;
+
   std::unique_ptr<gateway_pool> gateways_;
   std::shared_ptr<const shared_state> state_;
 };
