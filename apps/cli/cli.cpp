@@ -790,7 +790,10 @@ std::variant<json::object, usage_error> parse_key_component(std::string_view tex
                      "\": use fairness_key, header:NAME, attribute:NAME or json:PATH"};
 }
 
-std::variant<json::object, usage_error> spec_from_options(const parsed& p) {
+namespace {
+
+/// The spec given whole with --spec or --spec-file, or an empty object when neither is given.
+std::variant<json::object, usage_error> base_spec(const parsed& p) {
   json::object spec;
   auto base_text = p.value("spec");
   if (auto file = p.value("spec-file")) {
@@ -806,6 +809,11 @@ std::variant<json::object, usage_error> spec_from_options(const parsed& p) {
     if (!v.is_object()) return usage_error{"the spec must be a JSON object"};
     spec = std::move(v.as_object());
   }
+  return spec;
+}
+
+/// Checks --ordering, --key and --when-key-missing and merges them into the spec's "ordering".
+std::optional<usage_error> add_ordering(const parsed& p, json::object& spec) {
   auto keys = p.all("key");
   auto mode = p.value("ordering");
   if (mode && *mode != "none" && *mode != "queue" && *mode != "key")
@@ -818,68 +826,92 @@ std::variant<json::object, usage_error> spec_from_options(const parsed& p) {
   if (missing && *missing != "reject" && *missing != "unordered" && *missing != "keyless_lane")
     return usage_error{"--when-key-missing wants reject, unordered or keyless_lane, got \"" +
                        *missing + "\""};
-  if (mode || !keys.empty() || missing) {
-    json::object ordering;
-    if (auto* o = spec.if_contains("ordering"); o && o->is_object()) ordering = o->as_object();
-    if (mode)
-      ordering["mode"] = *mode;
-    else if (!keys.empty())
-      ordering["mode"] = "key";
-    if (!keys.empty()) {
-      json::array key;
-      for (const auto& k : keys) {
-        auto c = parse_key_component(k);
-        if (auto* e = std::get_if<usage_error>(&c)) return *e;
-        key.emplace_back(std::move(std::get<json::object>(c)));
-      }
-      ordering["key"] = std::move(key);
+  if (!mode && keys.empty() && !missing) return std::nullopt;
+  json::object ordering;
+  if (auto* o = spec.if_contains("ordering"); o && o->is_object()) ordering = o->as_object();
+  if (mode)
+    ordering["mode"] = *mode;
+  else if (!keys.empty())
+    ordering["mode"] = "key";
+  if (!keys.empty()) {
+    json::array key;
+    for (const auto& k : keys) {
+      auto c = parse_key_component(k);
+      if (auto* e = std::get_if<usage_error>(&c)) return *e;
+      key.emplace_back(std::move(std::get<json::object>(c)));
     }
-    if (missing) ordering["when_key_missing"] = *missing;
-    spec["ordering"] = std::move(ordering);
+    ordering["key"] = std::move(key);
   }
-  if (auto v = p.value("lease-ms")) {
-    auto n = parse_int("--lease-ms", *v, 1, INT64_MAX / 1000);
-    if (auto* e = std::get_if<usage_error>(&n)) return *e;
-    spec["lease_ms"] = std::get<std::int64_t>(n);
+  if (missing) ordering["when_key_missing"] = *missing;
+  spec["ordering"] = std::move(ordering);
+  return std::nullopt;
+}
+
+/// Sets spec[field] from integer option --`option` (1 to `max`) when it is given.
+std::optional<usage_error> add_int_field(const parsed& p, std::string_view option,
+                                         std::string_view field, std::int64_t max,
+                                         json::object& spec) {
+  auto v = p.value(option);
+  if (!v) return std::nullopt;
+  auto n = parse_int("--" + std::string(option), *v, 1, max);
+  if (auto* e = std::get_if<usage_error>(&n)) return *e;
+  spec[field] = std::get<std::int64_t>(n);
+  return std::nullopt;
+}
+
+/// One --throttle value, RATE[/BURST][@KEY,KEY...], as a spec throttle object.
+std::variant<json::object, usage_error> parse_throttle(std::string_view text) {
+  auto at = text.find('@');
+  auto rate_part = text.substr(0, at);
+  auto slash = rate_part.find('/');
+  auto rate = parse_int("--throttle rate", rate_part.substr(0, slash), 1, UINT32_MAX);
+  if (auto* e = std::get_if<usage_error>(&rate)) return *e;
+  json::object th;
+  json::array key;
+  if (at != std::string_view::npos) {
+    auto rest = text.substr(at + 1);
+    while (!rest.empty()) {
+      auto comma = rest.find(',');
+      auto c = parse_key_component(rest.substr(0, comma));
+      if (auto* e = std::get_if<usage_error>(&c)) return *e;
+      key.emplace_back(std::move(std::get<json::object>(c)));
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    }
   }
-  if (auto v = p.value("max-attempts")) {
-    auto n = parse_int("--max-attempts", *v, 1, UINT32_MAX);
-    if (auto* e = std::get_if<usage_error>(&n)) return *e;
-    spec["max_attempts"] = std::get<std::int64_t>(n);
+  th["key"] = std::move(key);
+  th["rate_per_s"] = std::get<std::int64_t>(rate);
+  if (slash != std::string_view::npos) {
+    auto burst = parse_int("--throttle burst", rate_part.substr(slash + 1), 1, UINT32_MAX);
+    if (auto* e = std::get_if<usage_error>(&burst)) return *e;
+    th["burst"] = std::get<std::int64_t>(burst);
   }
+  return th;
+}
+
+/// Sets spec["throttles"] from the --throttle options when any is given.
+std::optional<usage_error> add_throttles(const parsed& p, json::object& spec) {
   auto throttles = p.all("throttle");
-  if (!throttles.empty()) {
-    json::array arr;
-    for (const auto& t : throttles) {
-      std::string_view text = t;
-      auto at = text.find('@');
-      auto rate_part = text.substr(0, at);
-      auto slash = rate_part.find('/');
-      auto rate = parse_int("--throttle rate", rate_part.substr(0, slash), 1, UINT32_MAX);
-      if (auto* e = std::get_if<usage_error>(&rate)) return *e;
-      json::object th;
-      json::array key;
-      if (at != std::string_view::npos) {
-        auto rest = text.substr(at + 1);
-        while (!rest.empty()) {
-          auto comma = rest.find(',');
-          auto c = parse_key_component(rest.substr(0, comma));
-          if (auto* e = std::get_if<usage_error>(&c)) return *e;
-          key.emplace_back(std::move(std::get<json::object>(c)));
-          rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-        }
-      }
-      th["key"] = std::move(key);
-      th["rate_per_s"] = std::get<std::int64_t>(rate);
-      if (slash != std::string_view::npos) {
-        auto burst = parse_int("--throttle burst", rate_part.substr(slash + 1), 1, UINT32_MAX);
-        if (auto* e = std::get_if<usage_error>(&burst)) return *e;
-        th["burst"] = std::get<std::int64_t>(burst);
-      }
-      arr.emplace_back(std::move(th));
-    }
-    spec["throttles"] = std::move(arr);
+  if (throttles.empty()) return std::nullopt;
+  json::array arr;
+  for (const auto& t : throttles) {
+    auto th = parse_throttle(t);
+    if (auto* e = std::get_if<usage_error>(&th)) return *e;
+    arr.emplace_back(std::move(std::get<json::object>(th)));
   }
+  spec["throttles"] = std::move(arr);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::variant<json::object, usage_error> spec_from_options(const parsed& p) {
+  auto base = base_spec(p);
+  if (auto* e = std::get_if<usage_error>(&base)) return *e;
+  json::object spec = std::move(std::get<json::object>(base));
+  if (auto e = add_ordering(p, spec)) return *e;
+  if (auto e = add_int_field(p, "lease-ms", "lease_ms", INT64_MAX / 1000, spec)) return *e;
+  if (auto e = add_int_field(p, "max-attempts", "max_attempts", UINT32_MAX, spec)) return *e;
+  if (auto e = add_throttles(p, spec)) return *e;
   if (auto v = p.value("durability")) {
     if (*v != "fast" && *v != "durable")
       return usage_error{"--durability wants fast or durable, got \"" + *v + "\""};
@@ -888,23 +920,18 @@ std::variant<json::object, usage_error> spec_from_options(const parsed& p) {
   return spec;
 }
 
-std::variant<parsed, usage_error> parse(const std::vector<std::string>& argv,
-                                        const std::map<std::string, std::string>& env) {
-  parsed p;
-  if (auto it = env.find("LANEQ_URL"); it != env.end() && !it->second.empty()) p.url = it->second;
-  if (auto it = env.find("LANEQ_TOKEN"); it != env.end()) p.token = it->second;
-  // Find the command: the longest run of leading words (options skipped) naming one.
-  std::vector<std::size_t> word_pos;
-  std::vector<std::string> rest;
-  std::vector<bool> is_word(argv.size(), false);
+namespace {
+
+/// The option called `name` in `list`, or null.
+const option_spec* find_option(const std::vector<option_spec>& list, std::string_view name) {
+  for (const auto& o : list)
+    if (o.name == name) return &o;
+  return nullptr;
+}
+
+/// The positions of the first two tokens that are neither options nor a global option's value.
+std::vector<std::size_t> leading_words(const std::vector<std::string>& argv) {
   const auto& globals = global_options();
-  auto find_opt = [](const std::vector<option_spec>& list,
-                     std::string_view name) -> const option_spec* {
-    for (const auto& o : list)
-      if (o.name == name) return &o;
-    return nullptr;
-  };
-  // First pass: locate the command words among non-option tokens before any option value.
   std::vector<std::size_t> plain;
   for (std::size_t i = 0; i < argv.size(); ++i) {
     const auto& a = argv[i];
@@ -912,7 +939,7 @@ std::variant<parsed, usage_error> parse(const std::vector<std::string>& argv,
     if (a.size() > 2 && a.rfind("--", 0) == 0) {
       auto name = std::string_view(a).substr(2);
       if (name.find('=') != std::string_view::npos) continue;
-      auto* g = find_opt(globals, name);
+      auto* g = find_option(globals, name);
       if (g != nullptr && g->takes_value) ++i;  // skip the global's value
       continue;
     }
@@ -920,8 +947,14 @@ std::variant<parsed, usage_error> parse(const std::vector<std::string>& argv,
     plain.push_back(i);
     if (plain.size() == 2) break;
   }
+  return plain;
+}
+
+/// The command the leading words name (two-word commands win), or null; `used`: words it takes.
+const command_spec* match_command(const std::vector<std::string>& argv,
+                                  const std::vector<std::size_t>& plain, std::size_t& used) {
   const command_spec* cmd = nullptr;
-  std::size_t used = 0;
+  used = 0;
   for (const auto& c : commands()) {
     auto words = c.words;
     auto space = words.find(' ');
@@ -936,44 +969,115 @@ std::variant<parsed, usage_error> parse(const std::vector<std::string>& argv,
       used = 2;
     }
   }
-  if (plain.empty() || (plain.size() >= 1 && argv[plain[0]] == "help")) {
-    p.help = true;
-    // `laneq help queue create`
-    if (!plain.empty() && plain.size() >= 1) {
-      std::string words;
-      for (std::size_t i = plain[0] + 1; i < argv.size(); ++i) {
-        if (argv[i].rfind("-", 0) == 0) continue;
-        words += (words.empty() ? "" : " ") + argv[i];
-      }
-      for (const auto& c : commands())
-        if (c.words == words) p.command = &c;
-    }
-  } else if (cmd == nullptr) {
-    const auto& first = argv[plain[0]];
-    bool group = first == "queue" || first == "dlq";
-    if (group) {
-      // `laneq queue` alone or with a bad sub-command.
-      std::string sub = plain.size() >= 2 ? argv[plain[1]] : std::string();
-      if (sub.empty()) {
-        bool asks_help = std::find(argv.begin(), argv.end(), "--help") != argv.end() ||
-                         std::find(argv.begin(), argv.end(), "-h") != argv.end();
-        if (asks_help) {
-          p.help = true;
-          return p;
-        }
-        return usage_error{"\"" + first + "\" needs a sub-command (laneq --help lists them)"};
-      }
-      return usage_error{"unknown command \"" + first + " " + sub + "\" (laneq --help lists them)"};
-    }
-    return usage_error{"unknown command \"" + first + "\" (laneq --help lists the commands)"};
+  return cmd;
+}
+
+/// `laneq help queue create`: the command named by the words after `help` (at `help_pos`), or null.
+const command_spec* help_topic(const std::vector<std::string>& argv, std::size_t help_pos) {
+  std::string words;
+  for (std::size_t i = help_pos + 1; i < argv.size(); ++i) {
+    if (argv[i].rfind("-", 0) == 0) continue;
+    words += (words.empty() ? "" : " ") + argv[i];
   }
-  p.command = p.help ? p.command : cmd;
+  const command_spec* topic = nullptr;
+  for (const auto& c : commands())
+    if (c.words == words) topic = &c;
+  return topic;
+}
+
+/// The error for leading words that name no command; none for `laneq queue --help` (help wanted).
+std::optional<usage_error> unknown_command(const std::vector<std::string>& argv,
+                                           const std::vector<std::size_t>& plain) {
+  const auto& first = argv[plain[0]];
+  bool group = first == "queue" || first == "dlq";
+  if (!group)
+    return usage_error{"unknown command \"" + first + "\" (laneq --help lists the commands)"};
+  // `laneq queue` alone or with a bad sub-command.
+  std::string sub = plain.size() >= 2 ? argv[plain[1]] : std::string();
+  if (!sub.empty())
+    return usage_error{"unknown command \"" + first + " " + sub + "\" (laneq --help lists them)"};
+  bool asks_help = std::find(argv.begin(), argv.end(), "--help") != argv.end() ||
+                   std::find(argv.begin(), argv.end(), "-h") != argv.end();
+  if (asks_help) return std::nullopt;
+  return usage_error{"\"" + first + "\" needs a sub-command (laneq --help lists them)"};
+}
+
+/// The tokens the command words take: its `used` words, or with help every non-option after them.
+std::vector<bool> command_tokens(const std::vector<std::string>& argv,
+                                 const std::vector<std::size_t>& plain, std::size_t used,
+                                 bool help) {
   std::vector<bool> skip(argv.size(), false);
-  if (!p.help)
+  if (!help)
     for (std::size_t k = 0; k < used; ++k) skip[plain[k]] = true;
   else if (!plain.empty())
     for (std::size_t i = plain[0]; i < argv.size(); ++i)
       if (argv[i].rfind("-", 0) != 0) skip[i] = true;
+  return skip;
+}
+
+/// Applies global option --`name` (its value already taken) to `p`.
+std::optional<usage_error> apply_global(parsed& p, const std::string& name,
+                                        const std::string& value) {
+  if (name == "url")
+    p.url = value;
+  else if (name == "token")
+    p.token = value;
+  else if (name == "json")
+    p.json = true;
+  else if (name == "help")
+    p.help = true;
+  else if (name == "timeout-ms") {
+    auto n = parse_int("--timeout-ms", value, 1, 3'600'000);
+    if (auto* e = std::get_if<usage_error>(&n)) return *e;
+    p.timeout_ms = std::get<std::int64_t>(n);
+  }
+  return std::nullopt;
+}
+
+/// Takes the `--name[=VALUE]` token at argv[i] (and its VALUE token: `i` moves onto it) into `p`.
+std::optional<usage_error> take_long_option(const std::vector<std::string>& argv, std::size_t& i,
+                                            parsed& p) {
+  std::string name = argv[i].substr(2);
+  std::optional<std::string> inline_value;
+  if (auto eq = name.find('='); eq != std::string::npos) {
+    inline_value = name.substr(eq + 1);
+    name.resize(eq);
+  }
+  const option_spec* o = find_option(global_options(), name);
+  bool global = o != nullptr;
+  if (o == nullptr && p.command != nullptr) o = find_option(p.command->options, name);
+  if (o == nullptr) {
+    if (p.help) return std::nullopt;
+    return usage_error{"unknown option --" + name +
+                       (p.command ? " for \"" + std::string(p.command->words) + "\"" : "") +
+                       " (see --help)"};
+  }
+  std::string value;
+  if (o->takes_value) {
+    if (inline_value) {
+      value = *inline_value;
+    } else if (i + 1 < argv.size()) {
+      value = argv[++i];
+    } else {
+      return usage_error{"option --" + name + " needs a value"};
+    }
+  } else if (inline_value) {
+    return usage_error{"option --" + name + " takes no value"};
+  }
+  if (global) return apply_global(p, name, value);
+  if (o->takes_value) {
+    auto& vals = p.values[name];
+    if (!vals.empty() && !o->repeatable) return usage_error{"option --" + name + " given twice"};
+    vals.push_back(value);
+  } else {
+    p.flags[name] = true;
+  }
+  return std::nullopt;
+}
+
+/// Reads every token not in `skip` into `p`: options, -h, -q, `--` and the arguments.
+std::optional<usage_error> take_tokens(const std::vector<std::string>& argv,
+                                       const std::vector<bool>& skip, parsed& p) {
   bool only_args = false;
   for (std::size_t i = 0; i < argv.size(); ++i) {
     if (skip[i]) continue;
@@ -995,75 +1099,52 @@ std::variant<parsed, usage_error> parse(const std::vector<std::string>& argv,
       continue;
     }
     if (a.size() > 2 && a.rfind("--", 0) == 0) {
-      std::string name = a.substr(2);
-      std::optional<std::string> inline_value;
-      if (auto eq = name.find('='); eq != std::string::npos) {
-        inline_value = name.substr(eq + 1);
-        name.resize(eq);
-      }
-      const option_spec* o = find_opt(globals, name);
-      bool global = o != nullptr;
-      if (o == nullptr && p.command != nullptr) o = find_opt(p.command->options, name);
-      if (o == nullptr) {
-        if (p.help) continue;
-        return usage_error{"unknown option --" + name +
-                           (p.command ? " for \"" + std::string(p.command->words) + "\"" : "") +
-                           " (see --help)"};
-      }
-      std::string value;
-      if (o->takes_value) {
-        if (inline_value) {
-          value = *inline_value;
-        } else if (i + 1 < argv.size()) {
-          value = argv[++i];
-        } else {
-          return usage_error{"option --" + name + " needs a value"};
-        }
-      } else if (inline_value) {
-        return usage_error{"option --" + name + " takes no value"};
-      }
-      if (global) {
-        if (name == "url")
-          p.url = value;
-        else if (name == "token")
-          p.token = value;
-        else if (name == "json")
-          p.json = true;
-        else if (name == "help")
-          p.help = true;
-        else if (name == "timeout-ms") {
-          auto n = parse_int("--timeout-ms", value, 1, 3'600'000);
-          if (auto* e = std::get_if<usage_error>(&n)) return *e;
-          p.timeout_ms = std::get<std::int64_t>(n);
-        }
-        continue;
-      }
-      if (o->takes_value) {
-        auto& vals = p.values[name];
-        if (!vals.empty() && !o->repeatable)
-          return usage_error{"option --" + name + " given twice"};
-        vals.push_back(value);
-      } else {
-        p.flags[name] = true;
-      }
+      if (auto e = take_long_option(argv, i, p)) return e;
       continue;
     }
     if (a.size() > 1 && a[0] == '-' && !(a[1] >= '0' && a[1] <= '9'))
       return usage_error{"unknown option " + a + " (options are spelled --name)"};
     p.args.push_back(a);
   }
-  if (p.help || p.command == nullptr) return p;
-  if (p.args.size() < p.command->min_args || p.args.size() > p.command->max_args) {
-    std::string want =
-        p.command->min_args == p.command->max_args ? std::to_string(p.command->min_args)
-        : p.command->max_args == any_count
-            ? "at least " + std::to_string(p.command->min_args)
-            : std::to_string(p.command->min_args) + " to " + std::to_string(p.command->max_args);
-    return usage_error{"\"" + std::string(p.command->words) + "\" takes " + want +
-                       " argument(s) (" + std::string(p.command->args) + "), got " +
-                       std::to_string(p.args.size()) + "; usage: laneq " +
-                       std::string(p.command->words) + " " + std::string(p.command->args)};
+  return std::nullopt;
+}
+
+/// The error for a command given too few or too many arguments, if it was.
+std::optional<usage_error> check_arg_count(const command_spec& c, std::size_t given) {
+  if (given >= c.min_args && given <= c.max_args) return std::nullopt;
+  std::string want = c.min_args == c.max_args ? std::to_string(c.min_args)
+                     : c.max_args == any_count
+                         ? "at least " + std::to_string(c.min_args)
+                         : std::to_string(c.min_args) + " to " + std::to_string(c.max_args);
+  return usage_error{"\"" + std::string(c.words) + "\" takes " + want + " argument(s) (" +
+                     std::string(c.args) + "), got " + std::to_string(given) + "; usage: laneq " +
+                     std::string(c.words) + " " + std::string(c.args)};
+}
+
+}  // namespace
+
+std::variant<parsed, usage_error> parse(const std::vector<std::string>& argv,
+                                        const std::map<std::string, std::string>& env) {
+  parsed p;
+  if (auto it = env.find("LANEQ_URL"); it != env.end() && !it->second.empty()) p.url = it->second;
+  if (auto it = env.find("LANEQ_TOKEN"); it != env.end()) p.token = it->second;
+  // Find the command: the longest run of leading words (options skipped) naming one.
+  auto plain = leading_words(argv);
+  std::size_t used = 0;
+  const command_spec* cmd = match_command(argv, plain, used);
+  if (plain.empty() || argv[plain[0]] == "help") {
+    p.help = true;
+    if (!plain.empty()) p.command = help_topic(argv, plain[0]);
+  } else if (cmd == nullptr) {
+    if (auto e = unknown_command(argv, plain)) return *e;
+    p.help = true;
+    return p;
+  } else {
+    p.command = cmd;
   }
+  if (auto e = take_tokens(argv, command_tokens(argv, plain, used, p.help), p)) return *e;
+  if (p.help || p.command == nullptr) return p;
+  if (auto e = check_arg_count(*p.command, p.args.size())) return *e;
   return p;
 }
 
