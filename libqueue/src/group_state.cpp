@@ -28,7 +28,7 @@ std::string_view to_string(group_status x) {
 
 group_effects group_state::on_enqueue(std::vector<message> msgs, timestamp now, bool grow) {
   group_effects fx;
-  const auto room = grow ? window_max_ : window_;
+  const auto room = grow ? window_max_ : base_;
   for (auto& m : msgs) {
     LANEQ_ASSERT(loaded_ < m.seq, "messages enter a group in arrival order");
     ++received_;
@@ -107,11 +107,11 @@ group_effects group_state::retry_fetch(bool grow) {
 }
 
 void group_state::maybe_fetch(group_effects& fx, bool grow) {
-  if (fetching_ || corrupt_ || stored_only_ == 0 || messages_.size() > window_ / 2) return;
+  if (fetching_ || corrupt_ || stored_only_ == 0 || messages_.size() > base_ / 2) return;
   fetching_ = true;
   // No more than one store scan returns: a scan capped below the ask would look like a short
   // answer, and the group would take the rest of its stored messages for deleted.
-  const auto room = grow ? window_max_ : window_;
+  const auto room = grow ? window_max_ : base_;
   fetch_max_ = std::min(
       {stored_only_, room - messages_.size(), static_cast<std::size_t>(limits::store_scan_max)});
   fx.fetch = fetch_request{loaded_, fetch_max_};
@@ -406,6 +406,8 @@ void group_state::check_invariants() const {
     }
   }
   LANEQ_ASSERT(messages_.size() <= window_max_, "a group keeps at most window_max in memory");
+  LANEQ_ASSERT(base_ >= 2 && base_ <= window_ && window_ <= window_max_,
+               "2 <= base <= window <= window_max");
   if (!messages_.empty())
     LANEQ_ASSERT(messages_.back().seq == loaded_, "the last loaded message is the window's last");
   std::size_t bytes = 0;

@@ -19,7 +19,7 @@ void shard_engine::catch_up(timestamp t) {
   });
   fetch_retries_.pop_due(t, [this, t](group_id id, std::monostate) {
     if (auto* g = find_group(id))
-      write_for(*g, apply(*g, g->state.retry_fetch(may_grow())), nullptr, t);
+      write_for(*g, apply(*g, g->state.retry_fetch(window_for(*g))), nullptr, t);
   });
   sched_.on_tick(t);
   serve_pending(t);
@@ -228,7 +228,7 @@ void shard_engine::ack_one(const lease_token& l, timestamp t, std::vector<store_
   reclaim(*g, l, t);
   expire_if_due(*g, t);
   bool recorded = lease_recorded(*g);
-  auto fx = g->state.on_ack(l, t, may_grow());
+  auto fx = g->state.on_ack(l, t, window_for(*g));
   if (!fx) {
     failed.push_back(lease_outcome{l, fx.err()});
     return;

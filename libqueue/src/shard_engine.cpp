@@ -233,7 +233,7 @@ void shard_engine::nack(request_id r, const lease_token& l, const nack_request& 
   reclaim(*g, l, t);
   expire_if_due(*g, t);
   bool recorded = lease_recorded(*g);
-  auto fx = g->state.on_nack(l, req.kind, duration{req.retry_after_us}, t, may_grow(), from);
+  auto fx = g->state.on_nack(l, req.kind, duration{req.retry_after_us}, t, window_for(*g), from);
   if (!fx) return reply(r, fx.err());
   ++counters_.nacked;
   group_leases_.erase(g->state.id());
@@ -267,7 +267,7 @@ void shard_engine::ack(request_id r, const lease_token& l, std::uint32_t count, 
   reclaim(*g, l, t);
   expire_if_due(*g, t);
   bool recorded = lease_recorded(*g);
-  auto fx = g->state.on_ack(l, t, may_grow(), count);
+  auto fx = g->state.on_ack(l, t, window_for(*g), count);
   if (!fx) return reply(r, fx.err());
   auto rest = fx.value().batch_rest;
   auto acked = static_cast<std::uint64_t>(fx.value().removed.size());

@@ -56,6 +56,21 @@ bool shard_engine::may_grow() const {
   return window_bytes_ < cfg_.window_budget_bytes;
 }
 
+bool shard_engine::window_for(group_slot& g) {
+  bool grow = may_grow();
+  g.state.set_base(grow || cfg_.window_budget_bytes == 0 ? cfg_.window : budget_share(g));
+  return grow;
+}
+
+std::size_t shard_engine::budget_share(const group_slot& g) const {
+  // The budget over the live groups, in messages of the group's own average size (a group with
+  // none in memory: the size of an empty message). set_base keeps it within 2 and the window.
+  auto held = g.state.in_memory();
+  auto each = held > 0 ? g.state.memory_bytes() / held : sizeof(message);
+  auto share = cfg_.window_budget_bytes / std::max<std::size_t>(groups_.size(), 1);
+  return share / std::max<std::size_t>(each, 1);
+}
+
 void shard_engine::route(std::vector<placed> batch, timestamp t) {
   // Consecutive messages of one group go in together (one event for the group).
   std::vector<std::pair<group_slot*, std::vector<message>>> arrivals;
@@ -71,7 +86,7 @@ void shard_engine::route(std::vector<placed> batch, timestamp t) {
   }
   for (auto& [g, msgs] : arrivals) {
     // A group listed twice (its messages interleaved with another's) takes each run in order.
-    write_for(*g, apply(*g, g->state.on_enqueue(std::move(msgs), t, may_grow())), nullptr, t);
+    write_for(*g, apply(*g, g->state.on_enqueue(std::move(msgs), t, window_for(*g))), nullptr, t);
   }
   serve_pending(t);
 }
@@ -187,7 +202,7 @@ void shard_engine::expire_if_due(group_slot& g, timestamp t) {
   auto lease = *g.state.lease();
   bool recorded = lease_recorded(g);
   group_leases_.erase(g.state.id());
-  auto w = apply(g, g.state.on_lease_timer(t, nullptr, may_grow()));
+  auto w = apply(g, g.state.on_lease_timer(t, nullptr, window_for(g)));
   w.ops = end_attempt(lease, std::move(w.ops), recorded);
   // Never empty (the head's update or its dead-letter move), so `g` outlives write_for.
   write_for(g, std::move(w), nullptr, t);
@@ -268,15 +283,15 @@ void shard_engine::on_fetched(group_id id, result<std::vector<store_entry>> page
           "corrupt record: " + codec::describe_message_key(e.key) + ": " + m.err().message;
       fx_.log.push_back("queue '" + cfg_.spec.name() + "', group '" + g->label + "' stops at a " +
                         reason);
-      write_for(*g,
-                apply(*g, g->state.on_corrupt(std::move(msgs), std::move(reason), t, may_grow())),
-                nullptr, t);
+      write_for(
+          *g, apply(*g, g->state.on_corrupt(std::move(msgs), std::move(reason), t, window_for(*g))),
+          nullptr, t);
       serve_pending(t);
       return;
     }
     msgs.push_back(std::move(m).value());
   }
-  write_for(*g, apply(*g, g->state.on_fetched(std::move(msgs), t, may_grow())), nullptr, t);
+  write_for(*g, apply(*g, g->state.on_fetched(std::move(msgs), t, window_for(*g))), nullptr, t);
   serve_pending(t);
 }
 

@@ -73,6 +73,7 @@ struct shard_engine::recovery {
   /// taken out as messages take them up: what is left at the end is stale, and erased.
   std::unordered_map<std::uint64_t, codec::lease_record> leases;
   std::uint64_t messages = 0;
+  std::size_t decoded_bytes = 0;  ///< memory_footprint of the group messages decoded so far
   struct dedupe_entry {
     timestamp expires;
     std::string key;

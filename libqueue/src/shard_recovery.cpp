@@ -154,8 +154,10 @@ std::optional<error> shard_engine::take_message(recovery& r, const store_entry& 
   }
   auto& lane = r.lanes[key.value().lane.bytes];
   if (lane.window.empty() && lane.beyond == 0) {
-    // The lane's head: its window, or the whole ordered batch a lease of it covers (O12).
-    lane.room = group_state::window_of(cfg_.window);
+    // The lane's head: its window (once the window budget is used up, a head and one behind
+    // it: persistence.md), or the whole ordered batch a lease of it covers (O12).
+    bool spare = cfg_.window_budget_bytes == 0 || r.decoded_bytes < cfg_.window_budget_bytes;
+    lane.room = spare ? group_state::window_of(cfg_.window) : group_state::window_of(2);
     if (auto it = r.leases.find(key.value().seq.value); it != r.leases.end())
       lane.room = std::max<std::size_t>(lane.room, it->second.count);
   }
@@ -165,6 +167,7 @@ std::optional<error> shard_engine::take_message(recovery& r, const store_entry& 
   }
   auto m = codec::decode_message(e.value);
   if (!m) return named(m.err(), e.key);
+  r.decoded_bytes += memory_footprint(m.value());
   lane.window.push_back(std::move(m).value());
   return std::nullopt;
 }
@@ -219,7 +222,7 @@ void shard_engine::recover_group(recovery& r, const codec::lane_id& stored, reco
   if (lease) g.state.widen(lease->count);  // a batch delivered with a larger window
   auto head_id = head.id;
   auto fx = g.state.on_enqueue(std::move(lane.window), t);
-  fx.fetch = g.state.on_stored_beyond(lane.beyond, t, may_grow()).fetch;
+  fx.fetch = g.state.on_stored_beyond(lane.beyond, t, window_for(g)).fetch;
   if (lease && durable() && fx.offer) {
     // Durable delivery: the lease committed before the restart is honoured until its deadline.
     fx.offer.reset();

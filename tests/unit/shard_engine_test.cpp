@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -451,6 +452,53 @@ TEST(shard_engine, groups_pages_list_each_group_once_in_lane_order) {
   }
   EXPECT_EQ(seen.size(), 25u);
   EXPECT_EQ(pages, 2);
+}
+
+// persistence.md, "Memory follows live groups": once the window budget is used up, a group holds
+// its share of it (the budget over the live groups, at least a head and one behind it), not its
+// whole window, so memory is bounded by the budget and the live groups, not by the backlog; the
+// rest is read back in order as the groups drain.
+TEST(shard_engine, once_the_window_budget_is_used_up_groups_hold_their_share_of_it) {
+  auto cfg = by_account();
+  cfg.window = 8;
+  cfg.window_max = 16;
+  cfg.window_budget_bytes = 3'000;
+  engine_driver d{cfg};
+  constexpr int groups = 50;
+  constexpr int per_group = 10;
+  for (int round = 0; round < per_group; ++round) {
+    std::vector<outgoing_message> batch;
+    for (int g = 0; g < groups; ++g)
+      batch.push_back(msg(std::to_string(round), "acct" + std::to_string(g)));
+    d.enqueue(batch);
+  }
+  auto footprint = [](const char* account) {
+    message m;
+    m.body = "0";
+    m.headers.push_back(header_field{"account", account});
+    return memory_footprint(m);
+  };
+  auto held = d.engine().stats(d.now).window_bytes;
+  // Within the budget, the groups' heads and one behind each, and one group's growth past the
+  // budget; with every group holding its window (8 of 10) it would be 400 messages.
+  EXPECT_LE(held, cfg.window_budget_bytes + (2 * groups + cfg.window_max) * footprint("acct00"));
+  EXPECT_GE(held, 2 * groups * footprint("acct0")) << "every group keeps a head and one behind it";
+
+  // Everything is still delivered, each group in order.
+  std::map<std::string, int> next;
+  int delivered = 0;
+  for (int turn = 0; turn < 10 * per_group && delivered < groups * per_group; ++turn) {
+    auto got = deliveries(d, d.receive(groups));
+    std::vector<lease_token> leases;
+    for (const auto& x : got) {
+      EXPECT_EQ(x.msg.body, std::to_string(next[x.ordering_key]++)) << x.ordering_key;
+      leases.push_back(x.lease);
+    }
+    delivered += static_cast<int>(got.size());
+    if (!leases.empty()) d.ack(leases);
+  }
+  EXPECT_EQ(delivered, groups * per_group);
+  EXPECT_GT(d.engine().stats(d.now).window_reads, 0u);
 }
 
 }  // namespace

@@ -144,10 +144,17 @@ class group_state {
   void widen(std::size_t n) {
     window_ = std::max(window_, n);
     window_max_ = std::max(window_max_, window_);
+    base_ = window_;
   }
 
+  /// From the next input on, the group fills up to `n` messages (at least 2, at most its window)
+  /// when it may not grow: its share of a window budget that is used up (the shard engine's
+  /// `window_for`). Messages it holds beyond that stay; it takes no more until it drains.
+  void set_base(std::size_t n) { base_ = std::clamp(window_of(n), std::size_t{2}, window_); }
+
   /// Appends messages in arrival (seq) order. Offers the head if the group was empty. `grow`:
-  /// the group may hold up to `window_max` messages in memory instead of `window`.
+  /// the group may hold up to `window_max` messages in memory instead of its base (`window`
+  /// unless `set_base` said less).
   group_effects on_enqueue(std::vector<message> msgs, timestamp now, bool grow = false);
 
   /// A recovered group: `count` more of its messages are in the store, after every message
@@ -273,6 +280,7 @@ class group_state {
   std::uint64_t received_ = 0;
   std::size_t window_;
   std::size_t window_max_;
+  std::size_t base_ = window_;    // what it fills without growing (set_base), at most window_
   std::size_t memory_bytes_ = 0;  // memory_footprint of the messages in memory
   std::size_t stored_only_ = 0;   // messages beyond the window: counted, payload in the store
   std::size_t fetch_max_ = 0;     // what the outstanding fetch asked for

@@ -269,6 +269,12 @@ class shard_engine {
   void offer_when_settled(group_slot& g, timestamp t);
   void maybe_drop(group_slot& g);
   bool may_grow() const;
+  /// Before an input to `g`: sets the window it fills without growing (the configured window,
+  /// or once the window budget is used up its share of it) and answers whether it may grow.
+  bool window_for(group_slot& g);
+  /// `g`'s share of the window budget, in messages (docs/design/persistence.md, "Memory
+  /// follows live groups").
+  std::size_t budget_share(const group_slot& g) const;
   void expire_if_due(group_slot& g, timestamp t);
   void reclaim(group_slot& g, const lease_token& lease, timestamp t);
   /// `count` messages from the head are in flight under `lease`, `acked` of its batch before them.
