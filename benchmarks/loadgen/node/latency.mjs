@@ -9,7 +9,7 @@
 // One JSON object on stdout; the figures are described in benchmarks/README.md, "Node.js client".
 // Every time is taken with performance.now() in this one process (one monotonic clock).
 import http from "node:http";
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import { performance, monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
 
 const flags = {
@@ -27,6 +27,7 @@ const flags = {
   "linger-ms": [0, "a batch is sent when it holds --batch messages or its oldest is this old (0: at every producer tick)"],
   "tick-ms": [1, "the producer's timer: every tick it takes the messages now due"],
   connections: [10, "producer keep-alive connections (http.Agent maxSockets)"],
+  "max-in-flight": [0, "enqueue calls the producer keeps in flight; while that many are, messages wait in the batch (0: no bound but the agent's sockets)"],
   consumers: [4, "consumer loops"],
   "receive-max": [100, "max of each receive"],
   "wait-ms": [1000, "long-poll wait of each receive"],
@@ -184,10 +185,34 @@ function serverCpu() {
   } catch { return null; }
 }
 
+/** The machine's CPU and I/O pressure (PSI "some" totals, µs) and laneqd's threads' time waiting
+ * for a CPU (sum of /proc/<pid>/task/<tid>/schedstat's run-queue delay, ns). */
+function pressure() {
+  const psi = (f) => { try { return Number(/some .*total=(\d+)/.exec(readFileSync(f, "utf8"))[1]); } catch { return null; } };
+  let rq = null;
+  if (o["server-pid"]) {
+    try {
+      rq = 0;
+      for (const t of readdirSync(`/proc/${o["server-pid"]}/task`))
+        rq += Number(readFileSync(`/proc/${o["server-pid"]}/task/${t}/schedstat`, "utf8").split(" ")[1]);
+    } catch { rq = null; }
+  }
+  let self = null;
+  try { self = Number(readFileSync("/proc/self/schedstat", "utf8").split(" ")[1]); } catch { self = null; }
+  return { cpu: psi("/proc/pressure/cpu"), io: psi("/proc/pressure/io"), rq, self, t: now() };
+}
+function pressureDelta(a, b) {
+  const ms = b.t - a.t;
+  const share = (x, y) => (x === null || y === null ? null : round((y - x) / 1000 / ms));
+  return { cpu_some_share: share(a.cpu, b.cpu), io_some_share: share(a.io, b.io),
+    laneqd_runqueue_wait_ms_per_s: a.rq === null || b.rq === null ? null : round((b.rq - a.rq) / 1e6 / (ms / 1000), 1),
+    client_runqueue_wait_ms_per_s: a.self === null || b.self === null ? null : round((b.self - a.self) / 1e6 / (ms / 1000), 1) };
+}
+
 // ---- producer ----
 const t0 = now() + 200;  // the schedule starts a little after setup
 let nextK = 0;           // next message to create
-let pending = [];        // messages waiting in the producer's batch
+const pending = [];        // messages waiting in the producer's batch
 let enqueueFailures = 0, enqueueCalls = 0, inflightEnqueues = 0, maxInflightEnqueues = 0;
 const pad = "x".repeat(o.size);
 
@@ -198,8 +223,7 @@ function keyOf(k) {
 }
 
 function flush() {
-  const ks = pending;
-  pending = [];
+  const ks = pending.splice(0, o.batch);
   const th = now();  // the stamp: this batch is handed to http.request now
   const msgs = ks.map((k) => {
     handoff[k] = th;
@@ -213,10 +237,13 @@ function flush() {
   maxInflightEnqueues = Math.max(maxInflightEnqueues, ++inflightEnqueues);
   call(producerAgent, "POST", qpath("/messages"), { messages: msgs }).then((r) => {
     inflightEnqueues--;
+    while (o["max-in-flight"] > 0 && pending.length > 0 && mayFlush()) flush();  // what waited for this answer goes now
     if (r.status !== 200) { enqueueFailures++; process.stderr.write(`enqueue: ${r.status} ${r.text}\n`); return; }
     for (const k of ks) { answered[k] = r.tEnd; gotSocket[k] = r.tSocket; }
   }, (e) => { inflightEnqueues--; enqueueFailures++; process.stderr.write(`enqueue: ${e.message}\n`); });
 }
+
+const mayFlush = () => o["max-in-flight"] === 0 || inflightEnqueues < o["max-in-flight"];
 
 let producerDone;
 const producerFinished = new Promise((r) => (producerDone = r));
@@ -225,10 +252,10 @@ function tick() {
   while (nextK < total && t0 + (nextK * 1000) / o.rate <= t) {
     due[nextK] = t0 + (nextK * 1000) / o.rate;
     pending.push(nextK++);
-    if (pending.length >= o.batch) flush();
+    if (pending.length >= o.batch && mayFlush()) flush();
   }
-  if (pending.length > 0 && (o["linger-ms"] === 0 || t - due[pending[0]] >= o["linger-ms"] || nextK >= total)) flush();
-  if (nextK < total) setTimeout(tick, o["tick-ms"]);
+  while (pending.length > 0 && mayFlush() && (o["linger-ms"] === 0 || t - due[pending[0]] >= o["linger-ms"] || nextK >= total)) flush();
+  if (nextK < total || pending.length > 0) setTimeout(tick, o["tick-ms"]);
   else producerDone();
 }
 
@@ -318,6 +345,7 @@ async function main() {
   gcObs.observe({ entryTypes: ["gc"] });
   const cpu0 = process.cpuUsage();
   const serverCpu0 = serverCpu();
+  const p0 = pressure();
   const tStart = now();
   setTimeout(tick, Math.max(0, t0 - now()));
   await producerFinished;
@@ -326,6 +354,7 @@ async function main() {
   const tEnd = now();
   const cpu = process.cpuUsage(cpu0);
   const serverCpu1 = serverCpu();
+  const p1 = pressure();
   stopping = true;
   eld.disable();
   gcObs.disconnect();
@@ -370,8 +399,9 @@ async function main() {
       how: `a timer every ${o["tick-ms"]} ms takes the messages due (message k is due k/${o.rate} s after the start); ` +
         (o["linger-ms"] > 0 ? `a batch is sent when it holds ${o.batch} messages or its oldest has waited ${o["linger-ms"]} ms`
           : `a batch is sent at every tick with what is due (at most ${o.batch})`) +
+        (o["max-in-flight"] > 0 ? `, but only while fewer than ${o["max-in-flight"]} enqueue calls are in flight (else the messages wait, and go when an answer comes)` : "") +
         `; over at most ${o.connections} keep-alive connections (http.Agent maxSockets); each message is stamped when its batch is handed to http.request`,
-      batch_max: o.batch, linger_ms: o["linger-ms"], tick_ms: o["tick-ms"], connections: o.connections,
+      batch_max: o.batch, linger_ms: o["linger-ms"], tick_ms: o["tick-ms"], connections: o.connections, max_in_flight: o["max-in-flight"],
       enqueue_calls: enqueueCalls, mean_batch: round(total / Math.max(1, enqueueCalls), 1), max_enqueues_in_flight: maxInflightEnqueues, enqueue_failures: enqueueFailures,
     },
     consumer: {
@@ -421,6 +451,7 @@ async function main() {
       gc: { count: gcCount, total_ms: round(gcTotalMs), max_ms: round(gcMaxMs) },
       cpu_s: round((cpu.user + cpu.system) / 1e6), cpu_cores: round((cpu.user + cpu.system) / 1e6 / wall),
     },
+    machine: pressureDelta(p0, p1),  // share of the run some task waited for a CPU / for I/O (PSI); run-queue waits
     duration_s: round(wall), loadavg: (await import("node:os")).loadavg().map((x) => round(x, 2)),
   };
   process.stdout.write(JSON.stringify(report) + "\n");
