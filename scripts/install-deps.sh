@@ -13,4 +13,4 @@ $SUDO apt-get install -y -q --no-install-recommends \
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
   libssl-dev libjemalloc-dev \
-  python3 procps curl jq
+  python3 procps curl jq nodejs
