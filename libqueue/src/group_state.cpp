@@ -167,7 +167,7 @@ void group_state::offer_head(group_effects& fx) {
   LANEQ_ASSERT(!messages_.empty(), "offer needs a head");
   LANEQ_ASSERT(!lease_, "no head is offered while one is in flight");
   phase_ = phase::offered;
-  fx.offer = messages_.front();
+  fx.offer = &messages_.front();
 }
 
 void group_state::on_delivered(const lease_token& lease, timestamp deadline, timestamp now,
@@ -304,7 +304,7 @@ group_effects group_state::fail_batch(group_effects fx, timestamp now, duration 
     std::swap(head, next);
     std::swap(head.seq, next.seq);
     std::swap(head.attempts, next.attempts);
-    fx.offer = head;
+    fx.offer = &head;
   }
 #endif
   return fx;

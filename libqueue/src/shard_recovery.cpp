@@ -225,13 +225,13 @@ void shard_engine::recover_group(recovery& r, const codec::lane_id& stored, reco
   fx.fetch = g.state.on_stored_beyond(lane.beyond, t, window_for(g)).fetch;
   if (lease && durable() && fx.offer) {
     // Durable delivery: the lease committed before the restart is honoured until its deadline.
-    fx.offer.reset();
+    fx.offer = nullptr;
     restore_lease(g, lease->lease, lease->deadline, t, lease->count, lease->acked);
   } else if (!durable() && cfg_.reclaim_grace > duration{0} && fx.offer) {
     // Fast delivery: the head waits for its old lease holder (R6); the rest of a batch acked in
     // part, for the holder its record names (O12).
     g.held = true;
-    fx.offer.reset();
+    fx.offer = nullptr;
     holds_.set(g.state.id(), t + cfg_.reclaim_grace);
     auto head_of_lease = lease ? lease->lease.msg : head_id;
     reclaimable_.emplace(head_of_lease, g.state.id());

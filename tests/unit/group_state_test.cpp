@@ -38,7 +38,7 @@ lease_token lease_for(const message& offered, std::uint64_t nonce = 1) {
 /// Delivers the message `fx` offered at `now` and returns its lease.
 lease_token deliver(group_state& g, const group_effects& fx, timestamp now,
                     std::uint64_t nonce = 1) {
-  EXPECT_TRUE(fx.offer.has_value()) << "nothing was offered";
+  EXPECT_TRUE(fx.offer != nullptr) << "nothing was offered";
   if (!fx.offer) return {};
   auto lease = lease_for(*fx.offer, nonce);
   g.on_delivered(lease, now + lease_d, now);
@@ -55,7 +55,7 @@ TEST(group_state, enqueue_offers_only_the_head) {
   EXPECT_EQ(g.current_phase(), group_state::phase::empty);
   auto fx = g.on_enqueue(messages({1, 2, 3}), t0);
   g.check_invariants();
-  ASSERT_TRUE(fx.offer.has_value());
+  ASSERT_TRUE(fx.offer != nullptr);
   EXPECT_EQ(*fx.offer, test::make_message(1, t0));
   EXPECT_TRUE(fx.dead_letters.empty());
   EXPECT_TRUE(fx.removed.empty());
@@ -72,7 +72,7 @@ TEST(group_state, enqueue_behind_an_offered_head_offers_nothing) {
   (void)g.on_enqueue(messages({1}), t0);
   auto fx = g.on_enqueue(messages({2, 3}), t0 + 1s);
   g.check_invariants();
-  EXPECT_FALSE(fx.offer.has_value());
+  EXPECT_FALSE(fx.offer != nullptr);
   EXPECT_EQ(g.backlog(), 3u);
   EXPECT_EQ(g.received_total(), 3u);
   EXPECT_EQ(g.head()->id, message_id{1});
@@ -82,7 +82,7 @@ TEST(group_state, enqueue_behind_an_in_flight_head_offers_nothing) {
   group_state g{gid, 5};
   auto lease = deliver(g, g.on_enqueue(messages({1}), t0), t0);
   auto fx = g.on_enqueue(messages({2}), t0 + 1s);
-  EXPECT_FALSE(fx.offer.has_value());
+  EXPECT_FALSE(fx.offer != nullptr);
   EXPECT_EQ(g.current_phase(), group_state::phase::in_flight);
   EXPECT_EQ(g.lease(), lease);
 }
@@ -91,7 +91,7 @@ TEST(group_state, enqueue_of_nothing_keeps_an_empty_group_empty) {
   group_state g{gid, 5};
   auto fx = g.on_enqueue({}, t0);
   g.check_invariants();
-  EXPECT_FALSE(fx.offer.has_value());
+  EXPECT_FALSE(fx.offer != nullptr);
   EXPECT_EQ(g.current_phase(), group_state::phase::empty);
   EXPECT_EQ(g.head(), nullptr);
 }
@@ -130,7 +130,7 @@ TEST(group_state, ack_of_the_last_message_leaves_the_group_idle) {
   ASSERT_TRUE(fx.ok());
   g.check_invariants();
   EXPECT_TRUE(fx.value().idle);
-  EXPECT_FALSE(fx.value().offer.has_value());
+  EXPECT_FALSE(fx.value().offer != nullptr);
   EXPECT_EQ(g.current_phase(), group_state::phase::empty);
   EXPECT_EQ(g.backlog(), 0u);
   EXPECT_EQ(g.head(), nullptr);
@@ -152,7 +152,7 @@ TEST(group_state, nack_retry_reoffers_the_same_head_after_retry_after) {
   auto fx = g.on_nack(lease, nack_kind::retry, 5s, t0 + 1s);
   ASSERT_TRUE(fx.ok());
   g.check_invariants();
-  ASSERT_TRUE(fx.value().offer.has_value());
+  ASSERT_TRUE(fx.value().offer != nullptr);
   EXPECT_EQ(fx.value().offer->id, message_id{1}) << "the same head, not the one behind it";
   EXPECT_EQ(fx.value().offer->not_before, t0 + 6s);
   EXPECT_EQ(fx.value().offer->attempts, 1u);
@@ -172,7 +172,7 @@ TEST(group_state, nack_retry_without_delay_is_deliverable_at_once) {
   auto lease = deliver(g, g.on_enqueue(messages({1}), t0), t0);
   auto fx = g.on_nack(lease, nack_kind::retry, 0s, t0 + 1s);
   ASSERT_TRUE(fx.ok());
-  ASSERT_TRUE(fx.value().offer.has_value());
+  ASSERT_TRUE(fx.value().offer != nullptr);
   EXPECT_EQ(fx.value().offer->not_before, t0 + 1s);
   EXPECT_EQ(g.describe(t0 + 1s).state, group_status::ready);
 }
@@ -182,7 +182,7 @@ TEST(group_state, lease_timer_before_the_deadline_asks_to_rearm) {
   (void)deliver(g, g.on_enqueue(messages({1}), t0), t0);
   std::optional<timestamp> rearm;
   auto fx = g.on_lease_timer(t0 + lease_d - 1us, &rearm);
-  EXPECT_FALSE(fx.offer.has_value());
+  EXPECT_FALSE(fx.offer != nullptr);
   EXPECT_EQ(rearm, t0 + lease_d);
   EXPECT_EQ(g.current_phase(), group_state::phase::in_flight);
 }
@@ -194,7 +194,7 @@ TEST(group_state, redelivers_head_after_lease_expiry) {
   auto fx = g.on_lease_timer(t0 + lease_d, &rearm);
   g.check_invariants();
   EXPECT_EQ(rearm, std::nullopt);
-  ASSERT_TRUE(fx.offer.has_value());
+  ASSERT_TRUE(fx.offer != nullptr);
   EXPECT_EQ(fx.offer->id, message_id{1});
   EXPECT_EQ(fx.offer->attempts, 1u) << "the expired delivery counts as an attempt";
   EXPECT_EQ(fx.offer->not_before, t0 + lease_d);
@@ -205,7 +205,7 @@ TEST(group_state, redelivers_head_after_lease_expiry) {
   auto second = deliver(g, fx, t0 + lease_d, 2);
   EXPECT_EQ(second.attempt, 2u);
   auto fx2 = g.on_lease_timer(t0 + 2 * lease_d);
-  ASSERT_TRUE(fx2.offer.has_value());
+  ASSERT_TRUE(fx2.offer != nullptr);
   EXPECT_EQ(fx2.offer->id, message_id{1});
   EXPECT_EQ(fx2.offer->attempts, 2u);
   EXPECT_NE(first, second);
@@ -215,12 +215,12 @@ TEST(group_state, lease_timer_without_a_delivery_does_nothing) {
   group_state g{gid, 5};
   std::optional<timestamp> rearm;
   auto idle_fx = g.on_lease_timer(t0, &rearm);
-  EXPECT_FALSE(idle_fx.offer.has_value());
+  EXPECT_FALSE(idle_fx.offer != nullptr);
   EXPECT_FALSE(idle_fx.idle);
   EXPECT_EQ(rearm, std::nullopt);
   (void)g.on_enqueue(messages({1}), t0);
   auto offered_fx = g.on_lease_timer(t0 + 1h, &rearm);
-  EXPECT_FALSE(offered_fx.offer.has_value());
+  EXPECT_FALSE(offered_fx.offer != nullptr);
   EXPECT_TRUE(offered_fx.dead_letters.empty());
   EXPECT_EQ(rearm, std::nullopt);
   EXPECT_EQ(g.current_phase(), group_state::phase::offered);
@@ -258,7 +258,7 @@ TEST(group_state, nack_retry_on_the_last_attempt_dead_letters_instead) {
   EXPECT_EQ(fx.value().dead_letters[0].reason, dead_letter_reason::max_attempts);
   EXPECT_EQ(fx.value().dead_letters[0].at, t0 + 1s);
   EXPECT_TRUE(fx.value().idle);
-  EXPECT_FALSE(fx.value().offer.has_value());
+  EXPECT_FALSE(fx.value().offer != nullptr);
   EXPECT_EQ(g.current_phase(), group_state::phase::empty);
 }
 
@@ -342,7 +342,7 @@ TEST(group_state, extend_moves_the_deadline_and_the_old_timer_rearms) {
   EXPECT_EQ(g.lease_deadline(), t0 + 80s);
   std::optional<timestamp> rearm;
   auto at_old_deadline = g.on_lease_timer(t0 + lease_d, &rearm);
-  EXPECT_FALSE(at_old_deadline.offer.has_value());
+  EXPECT_FALSE(at_old_deadline.offer != nullptr);
   EXPECT_EQ(rearm, t0 + 80s);
   EXPECT_EQ(g.current_phase(), group_state::phase::in_flight);
   EXPECT_TRUE(g.on_lease_timer(t0 + 80s - 1us).dead_letters.empty());
@@ -506,7 +506,8 @@ TEST(group_state, retry_reports_the_head_with_its_new_attempts_and_not_before_to
   EXPECT_EQ(fx.value().updated->seq, message_seq{1});
   EXPECT_EQ(fx.value().updated->attempts, 1u);
   EXPECT_EQ(fx.value().updated->not_before, t0 + 6s);
-  EXPECT_EQ(fx.value().updated, fx.value().offer) << "what is stored is what is offered";
+  ASSERT_NE(fx.value().offer, nullptr);
+  EXPECT_EQ(*fx.value().updated, *fx.value().offer) << "what is stored is what is offered";
   EXPECT_TRUE(fx.value().removed.empty());
 
   // An expired lease is a failed attempt too.
@@ -734,7 +735,7 @@ TEST(group_state, only_one_fetch_is_outstanding_and_its_answer_refills_in_order)
   EXPECT_FALSE(g.retry_fetch().fetch.has_value()) << "retry does not duplicate a live fetch";
   fx = ack_head(g, t0);  // 0 in memory, 6 stored
   EXPECT_FALSE(fx.fetch.has_value());
-  EXPECT_FALSE(fx.offer.has_value());
+  EXPECT_FALSE(fx.offer != nullptr);
   EXPECT_FALSE(fx.idle) << "its next head is being read back";
   EXPECT_EQ(g.current_phase(), group_state::phase::empty);
   EXPECT_EQ(g.in_memory(), 0u);
@@ -755,7 +756,7 @@ TEST(group_state, only_one_fetch_is_outstanding_and_its_answer_refills_in_order)
 
   fx = g.on_fetched(range_of(7, 8), t0 + 3s);
   g.check_invariants();
-  EXPECT_FALSE(fx.offer.has_value()) << "the head is already offered";
+  EXPECT_FALSE(fx.offer != nullptr) << "the head is already offered";
   EXPECT_FALSE(fx.fetch.has_value()) << "the window is full";
   EXPECT_EQ(g.in_memory(), 4u);
   // The rest, answering each fetch from a store that holds 9 and 10.
@@ -816,7 +817,7 @@ TEST(group_state, a_corrupt_record_read_back_stops_the_group_after_the_messages_
   EXPECT_EQ(acked, (std::vector<std::uint64_t>{3, 4, 5}));
   EXPECT_FALSE(fx.idle) << "seq 6 and after are still in the store";
   fx = g.on_enqueue(range_of(11, 11), t0 + 3s);
-  EXPECT_FALSE(fx.offer.has_value()) << "a later arrival waits behind the bad record";
+  EXPECT_FALSE(fx.offer != nullptr) << "a later arrival waits behind the bad record";
   EXPECT_FALSE(g.retry_fetch().fetch.has_value());
   auto info = g.describe(t0 + 4s);
   EXPECT_EQ(info.state, group_status::corrupt);
@@ -869,7 +870,7 @@ TEST(group_state, an_empty_fetch_with_nothing_left_leaves_the_group_idle) {
   g.check_invariants();
   EXPECT_TRUE(fx.idle);
   EXPECT_FALSE(fx.fetch.has_value());
-  EXPECT_FALSE(fx.offer.has_value());
+  EXPECT_FALSE(fx.offer != nullptr);
   EXPECT_EQ(g.backlog(), 0u);
   EXPECT_EQ(g.describe(t0 + 1s).state, group_status::idle);
   // The group goes on with new arrivals.
@@ -883,7 +884,7 @@ TEST(group_state, an_empty_fetch_while_the_head_is_in_memory_is_not_idle) {
   ASSERT_TRUE(fx.fetch.has_value());
   fx = g.on_fetched({}, t0);
   EXPECT_FALSE(fx.idle);
-  EXPECT_FALSE(fx.offer.has_value());
+  EXPECT_FALSE(fx.offer != nullptr);
   EXPECT_EQ(g.backlog(), 1u);
   EXPECT_EQ(g.current_phase(), group_state::phase::offered);
 }
@@ -900,7 +901,7 @@ TEST(group_state, a_failed_fetch_is_issued_again_by_retry) {
   ASSERT_TRUE(again.fetch.has_value());
   EXPECT_EQ(again.fetch->after, message_seq{4});
   EXPECT_EQ(again.fetch->max, 2u);
-  EXPECT_FALSE(again.offer.has_value());
+  EXPECT_FALSE(again.offer != nullptr);
   EXPECT_FALSE(again.idle);
   EXPECT_FALSE(g.retry_fetch().fetch.has_value()) << "the re-issued fetch is outstanding";
 }
@@ -929,7 +930,7 @@ TEST(group_state, retry_fetch_with_nothing_stored_does_nothing) {
   (void)g.on_enqueue(range_of(1, 2), t0);
   auto fx = g.retry_fetch();
   EXPECT_FALSE(fx.fetch.has_value());
-  EXPECT_FALSE(fx.offer.has_value());
+  EXPECT_FALSE(fx.offer != nullptr);
   EXPECT_FALSE(fx.idle);
 }
 
@@ -955,7 +956,7 @@ TEST(group_state, stored_beyond_counts_recovered_messages_and_fetches_them) {
   EXPECT_EQ(g.in_memory(), 0u);
   EXPECT_EQ(g.received_total(), 10u);
   EXPECT_EQ(g.current_phase(), group_state::phase::empty);
-  EXPECT_FALSE(fx.offer.has_value());
+  EXPECT_FALSE(fx.offer != nullptr);
   EXPECT_FALSE(fx.idle);
   ASSERT_TRUE(fx.fetch.has_value());
   EXPECT_EQ(fx.fetch->after, message_seq{0});
@@ -980,7 +981,7 @@ TEST(group_state, stored_beyond_after_a_recovered_window_fetches_after_it) {
   EXPECT_EQ(fx.fetch->after, message_seq{4});
   EXPECT_EQ(fx.fetch->max, 2u);
   EXPECT_EQ(g.backlog(), 7u);
-  EXPECT_FALSE(fx.offer.has_value()) << "the head was offered already";
+  EXPECT_FALSE(fx.offer != nullptr) << "the head was offered already";
 }
 
 TEST(group_state, stored_beyond_of_nothing_fetches_nothing) {
@@ -1406,7 +1407,7 @@ TEST(compact_fifo, keeps_order_across_pops_and_reclaims_popped_slots) {
 
 /// Delivers the offered head and up to `n - 1` messages behind it as one batch; returns its lease.
 lease_token deliver_batch(group_state& g, const group_effects& fx, std::size_t n, timestamp now) {
-  EXPECT_TRUE(fx.offer.has_value()) << "nothing was offered";
+  EXPECT_TRUE(fx.offer != nullptr) << "nothing was offered";
   if (!fx.offer) return {};
   auto count = g.batchable(n, now);
   auto lease = lease_for(*fx.offer);

@@ -95,7 +95,9 @@ struct fetch_request {
 
 /// Effects the shard engine carries out after an input.
 struct group_effects {
-  std::optional<message> offer;           ///< hand this head on for delivery
+  /// The head, when the group hands it on for delivery. It stays in the group: the pointer holds
+  /// until the group's next input (the engine only notes that it is offered).
+  const message* offer = nullptr;
   std::vector<dead_letter> dead_letters;  ///< messages that left the group
   std::vector<message_seq> removed;       ///< acked messages (delete from the store)
   std::optional<message> updated;         ///< the head after a failed attempt (store it again)
