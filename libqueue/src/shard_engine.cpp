@@ -521,7 +521,7 @@ result<groups_page> shard_engine::groups(const groups_query& q, timestamp now) c
   for (std::size_t examined = 0; it != group_by_lane_.end() && examined < examined_max &&
                                  (q.blocked_only || candidates.size() < q.limit);
        ++it, ++examined) {
-    const auto* g = groups_.at(it->second).get();
+    const auto* g = &*it;
     candidates.push_back(g);
     ids.insert(g->state.id());
   }
@@ -569,7 +569,9 @@ void shard_engine::check_invariants() const {
     const auto& s = g->state;
     s.check_invariants();
     LANEQ_ASSERT(s.id() == id, "a group is filed under its id");
-    LANEQ_ASSERT(group_by_lane_.at(g->lane.bytes) == id, "a group is filed under its lane");
+    auto filed = group_by_lane_.find(g->lane.bytes);
+    LANEQ_ASSERT(filed != group_by_lane_.end() && &*filed == g.get(),
+                 "a group is filed under its lane");
     LANEQ_ASSERT(group_by_key_.at(*g->key) == id, "a group is filed under its key");
     if (auto more = more_keys_.find(id); more != more_keys_.end())
       for (const auto& key : more->second)

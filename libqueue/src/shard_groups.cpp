@@ -25,7 +25,7 @@ shard_engine::group_slot& shard_engine::group_for(const placement& where,
     // Two keys with one lane id (a SHA-256 prefix collision, or a stored lane named by a key no
     // placement produces) are one group: their messages share a store lane, so they merge,
     // never split (lanes.md L6).
-    auto& g = *groups_.at(same->second);
+    auto& g = *same;
     more_keys_[g.state.id()].push_back(where.group_key);
     group_by_key_.emplace(where.group_key, g.state.id());
     return g;
@@ -35,7 +35,7 @@ shard_engine::group_slot& shard_engine::group_for(const placement& where,
   slot->lane = lane;
   slot->label = where.ordering_key;
   slot->key = &group_by_key_.emplace(where.group_key, id).first->first;
-  group_by_lane_.emplace(lane.bytes, id);
+  group_by_lane_.insert(*slot);
   return *groups_.emplace(id, std::move(slot)).first->second;
 }
 
@@ -148,7 +148,7 @@ void shard_engine::maybe_drop(group_slot& g) {
       more_keys_.erase(it);
     }
   }
-  group_by_lane_.erase(g.lane.bytes);
+  group_by_lane_.erase(group_by_lane_.iterator_to(g));
   holds_.erase(id);
   fetch_retries_.erase(id);
   group_leases_.erase(id);

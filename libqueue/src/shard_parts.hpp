@@ -15,8 +15,8 @@
 namespace laneq {
 
 /// One ordering group (an object, not an actor): its state machine and what the shard keeps
-/// about it.
-struct shard_engine::group_slot {
+/// about it. Its base is its node in `group_by_lane_`.
+struct shard_engine::group_slot : lane_hook {
   group_slot(group_id id, const shard_config& c)
       : state(id, c.spec.attempts_max(), c.window, c.window_max) {}
 
@@ -31,6 +31,11 @@ struct shard_engine::group_slot {
   bool held = false;            ///< its recovered head waits out the reclaim grace
   std::size_t charged = 0;      ///< its memory_bytes as counted in `window_bytes_`
 };
+
+inline const shard_engine::lane_of_slot::type& shard_engine::lane_of_slot::operator()(
+    const group_slot& g) const {
+  return g.lane.bytes;
+}
 
 /// What a group asks the store to do after an event.
 struct shard_engine::group_write {

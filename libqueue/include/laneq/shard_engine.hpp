@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -24,6 +23,8 @@
 #include <unordered_map>
 #include <variant>
 #include <vector>
+
+#include <boost/intrusive/set.hpp>
 
 #include "laneq/codec.hpp"
 #include "laneq/deadline_heap.hpp"
@@ -200,6 +201,16 @@ class shard_engine {
 
  private:
   struct group_slot;
+  /// A group's node in `group_by_lane_`, inside its slot: the index allocates nothing of its own
+  /// (a live idle group's size counts, ADR 0009).
+  using lane_hook = boost::intrusive::set_base_hook<boost::intrusive::optimize_size<true>>;
+  /// The key of a group in `group_by_lane_`: its lane's bytes.
+  struct lane_of_slot {
+    using type = std::array<std::uint8_t, 16>;
+    const type& operator()(const group_slot& g) const;
+  };
+  using lane_index = boost::intrusive::set<group_slot, boost::intrusive::base_hook<lane_hook>,
+                                           boost::intrusive::key_of_value<lane_of_slot>>;
   struct recovery;
   struct group_write;
   struct pending_receive {
@@ -357,7 +368,9 @@ class shard_engine {
 
   std::unordered_map<group_id, std::unique_ptr<group_slot>> groups_;
   std::unordered_map<std::string, group_id> group_by_key_;          // by encoded key (saves a hash)
-  std::map<std::array<std::uint8_t, 16>, group_id> group_by_lane_;  // one group per lane
+  /// One group per lane, in lane order (the groups listing pages through it). Declared after
+  /// `groups_`, which owns the slots: it is emptied before they go.
+  lane_index group_by_lane_;
   /// Keys of groups beyond the first: two keys whose lanes collide are one group (lanes.md L6).
   std::unordered_map<group_id, std::vector<std::string>> more_keys_;
   /// Fast delivery after a restart: recovered heads by message id, so a token of the previous
