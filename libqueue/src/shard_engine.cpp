@@ -572,10 +572,10 @@ void shard_engine::check_invariants() const {
     auto filed = group_by_lane_.find(g->lane.bytes);
     LANEQ_ASSERT(filed != group_by_lane_.end() && &*filed == g.get(),
                  "a group is filed under its lane");
-    LANEQ_ASSERT(group_by_key_.at(*g->key) == id, "a group is filed under its key");
+    LANEQ_ASSERT(group_by_key_.at(*g->key) == g.get(), "a group is filed under its key");
     if (auto more = more_keys_.find(id); more != more_keys_.end())
       for (const auto& key : more->second)
-        LANEQ_ASSERT(group_by_key_.at(key) == id, "a group is filed under each of its keys");
+        LANEQ_ASSERT(group_by_key_.at(key) == g.get(), "a group is filed under each of its keys");
     LANEQ_ASSERT(g->charged == s.memory_bytes(), "a group's memory is counted as it is");
     bytes += g->charged;
     // The head is in exactly one place: offered to the scheduler, waiting for its writes or its
@@ -599,8 +599,10 @@ void shard_engine::check_invariants() const {
   }
   LANEQ_ASSERT(bytes == window_bytes_, "the window budget counts every group's memory");
   LANEQ_ASSERT(group_by_lane_.size() == groups_.size(), "one lane per group");
-  for (const auto& [key, id] : group_by_key_)
-    LANEQ_ASSERT(groups_.count(id) == 1, "every key names a live group");
+  for (const auto& [key, g] : group_by_key_) {
+    auto live = groups_.find(g->state.id());
+    LANEQ_ASSERT(live != groups_.end() && live->second.get() == g, "every key names a live group");
+  }
   LANEQ_ASSERT(pending_.size() == pending_deadlines_.size(), "each long poll has its deadline");
   for (const auto& [id, gid] : reclaimable_)
     LANEQ_ASSERT(groups_.count(gid) == 1, "reclaim names a live group");

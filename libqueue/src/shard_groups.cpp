@@ -19,22 +19,21 @@ constexpr duration fetch_retry = 200ms;
 
 shard_engine::group_slot& shard_engine::group_for(const placement& where,
                                                   const codec::lane_id& lane, group_id id) {
-  if (auto it = group_by_key_.find(where.group_key); it != group_by_key_.end())
-    return *groups_.at(it->second);
+  if (auto it = group_by_key_.find(where.group_key); it != group_by_key_.end()) return *it->second;
   if (auto same = group_by_lane_.find(lane.bytes); same != group_by_lane_.end()) {
     // Two keys with one lane id (a SHA-256 prefix collision, or a stored lane named by a key no
     // placement produces) are one group: their messages share a store lane, so they merge,
     // never split (lanes.md L6).
     auto& g = *same;
     more_keys_[g.state.id()].push_back(where.group_key);
-    group_by_key_.emplace(where.group_key, g.state.id());
+    group_by_key_.emplace(where.group_key, &g);
     return g;
   }
   if (!id) id = group_id{next_group_++};
   auto slot = std::make_unique<group_slot>(id, cfg_);
   slot->lane = lane;
   slot->label = where.ordering_key;
-  slot->key = &group_by_key_.emplace(where.group_key, id).first->first;
+  slot->key = &group_by_key_.emplace(where.group_key, slot.get()).first->first;
   group_by_lane_.insert(*slot);
   return *groups_.emplace(id, std::move(slot)).first->second;
 }

@@ -226,9 +226,7 @@ class group_state {
   const message* head() const { return messages_.empty() ? nullptr : &messages_.front(); }
   /// The `i`-th message in memory, the head being 0. Precondition: `i < in_memory()`.
   const message& at(std::size_t i) const { return messages_[i]; }
-  std::optional<lease_token> lease() const {
-    return lease_ ? lease_->current : std::nullopt;
-  }
+  std::optional<lease_token> lease() const { return lease_ ? lease_->current : std::nullopt; }
   /// Messages in flight under the lease, from the head on (0 when none is held).
   std::uint32_t batch_left() const { return lease_ ? lease_->batch : 0; }
   /// Messages of the lease's ordered batch acked so far: the head's `batch_index`.
