@@ -565,10 +565,10 @@ void shard_engine::check_invariants() const {
   dedupe_.check_invariants();
   group_leases_.check_invariants();
   std::size_t bytes = 0;
-  for (const auto& [id, g] : groups_) {
+  for (const auto& g : groups_) {
     const auto& s = g->state;
+    const auto id = s.id();
     s.check_invariants();
-    LANEQ_ASSERT(s.id() == id, "a group is filed under its id");
     auto filed = group_by_lane_.find(g->lane.bytes);
     LANEQ_ASSERT(filed != group_by_lane_.end() && &*filed == g.get(),
                  "a group is filed under its lane");
@@ -601,7 +601,7 @@ void shard_engine::check_invariants() const {
   LANEQ_ASSERT(group_by_lane_.size() == groups_.size(), "one lane per group");
   for (const auto& [key, g] : group_by_key_) {
     auto live = groups_.find(g->state.id());
-    LANEQ_ASSERT(live != groups_.end() && live->second.get() == g, "every key names a live group");
+    LANEQ_ASSERT(live != groups_.end() && live->get() == g, "every key names a live group");
   }
   LANEQ_ASSERT(pending_.size() == pending_deadlines_.size(), "each long poll has its deadline");
   for (const auto& [id, gid] : reclaimable_)

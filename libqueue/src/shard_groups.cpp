@@ -35,12 +35,14 @@ shard_engine::group_slot& shard_engine::group_for(const placement& where,
   slot->label = where.ordering_key;
   slot->key = &group_by_key_.emplace(where.group_key, slot.get()).first->first;
   group_by_lane_.insert(*slot);
-  return *groups_.emplace(id, std::move(slot)).first->second;
+  auto [it, fresh] = groups_.insert(std::move(slot));
+  LANEQ_ASSERT(fresh, "a new group has an id of its own");
+  return **it;
 }
 
 shard_engine::group_slot* shard_engine::find_group(group_id id) {
   auto it = groups_.find(id);
-  return it == groups_.end() ? nullptr : it->second.get();
+  return it == groups_.end() ? nullptr : it->get();
 }
 
 shard_engine::group_slot* shard_engine::owner_of(const lease_token& l) {
@@ -152,7 +154,7 @@ void shard_engine::maybe_drop(group_slot& g) {
   fetch_retries_.erase(id);
   group_leases_.erase(id);
   window_bytes_ -= g.charged;
-  groups_.erase(id);  // `g` is gone
+  groups_.erase(groups_.find(id));  // `g` is gone
 }
 
 std::vector<store_op> shard_engine::end_attempt(const lease_token& lease, std::vector<store_op> ops,

@@ -36,6 +36,18 @@ inline const shard_engine::lane_of_slot::type& shard_engine::lane_of_slot::opera
     const group_slot& g) const {
   return g.lane.bytes;
 }
+inline std::size_t shard_engine::slot_id_hash::operator()(
+    const std::unique_ptr<group_slot>& g) const noexcept {
+  return (*this)(g->state.id());
+}
+inline bool shard_engine::slot_id_equal::operator()(
+    const std::unique_ptr<group_slot>& a, const std::unique_ptr<group_slot>& b) const noexcept {
+  return a->state.id() == b->state.id();
+}
+inline bool shard_engine::slot_id_equal::operator()(
+    group_id id, const std::unique_ptr<group_slot>& g) const noexcept {
+  return g->state.id() == id;
+}
 
 /// What a group asks the store to do after an event.
 struct shard_engine::group_write {

@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -212,6 +213,23 @@ class shard_engine {
   };
   using lane_index = boost::intrusive::set<group_slot, boost::intrusive::base_hook<lane_hook>,
                                            boost::intrusive::key_of_value<lane_of_slot>>;
+  /// Hash and equality of the slots in `groups_` by their group's id, which also find a slot by
+  /// an id: the set holds the slots themselves, one 16-byte node each (a map from id to slot took
+  /// 32). Neither can throw, so libstdc++ keeps no hash in the nodes.
+  struct slot_id_hash {
+    using is_transparent = void;
+    std::size_t operator()(group_id id) const noexcept { return std::hash<group_id>{}(id); }
+    std::size_t operator()(const std::unique_ptr<group_slot>& g) const noexcept;
+  };
+  struct slot_id_equal {
+    using is_transparent = void;
+    bool operator()(const std::unique_ptr<group_slot>& a,
+                    const std::unique_ptr<group_slot>& b) const noexcept;
+    bool operator()(group_id id, const std::unique_ptr<group_slot>& g) const noexcept;
+    bool operator()(const std::unique_ptr<group_slot>& g, group_id id) const noexcept {
+      return (*this)(id, g);
+    }
+  };
   /// Hashes an encoded key for `group_by_key_`. A hasher of its own that cannot throw: libstdc++
   /// then keeps no copy of the hash in each node (48 bytes, not 64, per live group); a key is
   /// short, and hashing it again on a rehash is cheap.
@@ -375,7 +393,8 @@ class shard_engine {
   std::uint64_t next_group_ = 1;
   std::uint64_t next_read_ = 1;
 
-  std::unordered_map<group_id, std::unique_ptr<group_slot>> groups_;
+  /// The live groups, found by id.
+  std::unordered_set<std::unique_ptr<group_slot>, slot_id_hash, slot_id_equal> groups_;
   /// By encoded key: a message finds its group without hashing its key to a lane.
   std::unordered_map<std::string, group_slot*, key_hash> group_by_key_;
   /// One group per lane, in lane order (the groups listing pages through it). Declared after
