@@ -140,11 +140,12 @@ void shard_engine::deliver_group(group_slot& g, message head, std::size_t room, 
   group_leases_.set(g.state.id(), deadline);
   head.attempts = token.attempt;
   count_first_delivery(head, t);
-  out.push_back(delivery{std::move(head), token, deadline, g.label, 0});
+  out.push_back(delivery{std::move(head), token, deadline, std::string{g.label()}, 0});
   for (std::size_t i = 1; i < count; ++i) {
     const auto& m = g.state.at(i);
     count_first_delivery(m, t);
-    out.push_back(delivery{m, token, deadline, g.label, static_cast<std::uint32_t>(i)});
+    out.push_back(
+        delivery{m, token, deadline, std::string{g.label()}, static_cast<std::uint32_t>(i)});
   }
 }
 

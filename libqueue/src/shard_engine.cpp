@@ -535,7 +535,7 @@ result<groups_page> shard_engine::groups(const groups_query& q, timestamp now) c
   for (; i < candidates.size() && page.groups.size() < q.limit; ++i) {
     const auto* g = candidates[i];
     auto info = g->state.describe(now);
-    info.key = g->label;
+    info.key = g->label();
     if (auto w = throttled.find(g->state.id()); w != throttled.end()) {
       info.state = group_status::throttled;
       info.since = w->second.since;

@@ -32,8 +32,8 @@ shard_engine::group_slot& shard_engine::group_for(const placement& where,
   if (!id) id = group_id{next_group_++};
   auto slot = std::make_unique<group_slot>(id, cfg_);
   slot->lane = lane;
-  slot->label = where.ordering_key;
   slot->key = &group_by_key_.emplace(where.group_key, slot.get()).first->first;
+  slot->set_label(where.ordering_key);
   group_by_lane_.insert(*slot);
   auto [it, fresh] = groups_.insert(std::move(slot));
   LANEQ_ASSERT(fresh, "a new group has an id of its own");
@@ -267,8 +267,8 @@ void shard_engine::on_fetched(group_id id, result<std::vector<store_entry>> page
       ++counters_.corrupt_records;
       auto reason =
           "corrupt record: " + codec::describe_message_key(e.key) + ": " + m.err().message;
-      fx_.log.push_back("queue '" + cfg_.spec.name() + "', group '" + g->label + "' stops at a " +
-                        reason);
+      fx_.log.push_back("queue '" + cfg_.spec.name() + "', group '" + std::string{g->label()} +
+                        "' stops at a " + reason);
       write_for(*g,
                 apply(*g, g->state.on_corrupt(std::move(msgs), std::move(reason), t, may_grow())),
                 nullptr, t);
