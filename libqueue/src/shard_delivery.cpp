@@ -96,6 +96,7 @@ std::vector<delivery> shard_engine::take(std::uint32_t max, std::uint32_t batch,
     if (item.group) {
       auto* g = find_group(item.group);
       LANEQ_ASSERT(g && g->state.head(), "a group's head is delivered while its group lives");
+      g->scheduled = false;
       // A batch is one turn of its fairness key (one pick) and counts toward `max` whole.
       auto room = std::min<std::size_t>(batch, max - out.size());
 #if LANEQ_CANARY_TWO_IN_FLIGHT

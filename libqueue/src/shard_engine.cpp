@@ -565,6 +565,10 @@ void shard_engine::check_invariants() const {
   dedupe_.check_invariants();
   group_leases_.check_invariants();
   std::size_t bytes = 0;
+  const auto scheduled = sched_.groups();
+  LANEQ_ASSERT(std::all_of(scheduled.begin(), scheduled.end(),
+                           [this](group_id id) { return groups_.count(id) == 1; }),
+               "the scheduler offers heads of live groups only");
   for (const auto& g : groups_) {
     const auto& s = g->state;
     const auto id = s.id();
@@ -580,7 +584,9 @@ void shard_engine::check_invariants() const {
     bytes += g->charged;
     // The head is in exactly one place: offered to the scheduler, waiting for its writes or its
     // reclaim grace, or in flight (O3, O4).
-    auto places = (sched_.has_group(id) ? 1 : 0) + (g->next ? 1 : 0) + (g->held ? 1 : 0);
+    LANEQ_ASSERT(g->scheduled == (scheduled.count(id) == 1),
+                 "a group knows whether its head is in the scheduler");
+    auto places = (g->scheduled ? 1 : 0) + (g->next ? 1 : 0) + (g->held ? 1 : 0);
     switch (s.current_phase()) {
       case group_state::phase::empty:
         LANEQ_ASSERT(places == 0, "an empty group offers nothing");

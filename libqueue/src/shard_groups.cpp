@@ -125,6 +125,8 @@ void shard_engine::write_for(group_slot& g, group_write w,
 void shard_engine::offer_when_settled(group_slot& g, timestamp t) {
   if (g.unsettled == 0 && g.next) {
     g.next = false;
+    LANEQ_ASSERT(!g.scheduled, "at most one item per ordering group is in the scheduler");
+    g.scheduled = true;
     sched_.on_head(*g.state.head(), g.state.id(), t);
   }
   maybe_drop(g);

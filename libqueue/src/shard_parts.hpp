@@ -31,6 +31,7 @@ struct shard_engine::group_slot : lane_hook {
   std::unique_ptr<const std::string> own_label;
   std::uint32_t unsettled = 0;  ///< its writes not durable yet: its next head waits (P10)
   bool next = false;            ///< its head is to be offered once `unsettled` is 0
+  bool scheduled = false;       ///< its head is in the fair scheduler (offered, not picked yet)
   bool held = false;            ///< its recovered head waits out the reclaim grace
   std::size_t charged = 0;      ///< its memory_bytes as counted in `window_bytes_`
 
