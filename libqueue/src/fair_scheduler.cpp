@@ -26,11 +26,11 @@ struct throttle_state {
 };
 
 /// An item in the scheduler. A group's head is held by reference (its group keeps the message):
-/// only its id, seq and attempts are kept here. An unordered message is owned here.
+/// only its id and seq are kept here. An unordered message is owned here. At most 64 bytes, as
+/// every live group's offered head is one (ADR 0009).
 struct entry {
   message_id id;
   message_seq seq;
-  std::uint32_t attempts = 0;
   group_id group;
   key_state* ks = nullptr;
   timestamp wake;                            // when delayed: its not-before time
@@ -40,6 +40,7 @@ struct entry {
 
   bool throttled() const { return throttle && throttle->throttled; }
 };
+static_assert(sizeof(entry) <= 64);
 
 // Min-heap orders.
 struct by_seq_desc {
@@ -105,8 +106,8 @@ struct bucket_wait {
   }
 };
 
-/// What `pick` hands out for an entry: an unordered message whole; a group's head as its id, seq
-/// and attempts (its group holds the message).
+/// What `pick` hands out for an entry: an unordered message whole; a group's head as its id and
+/// seq (its group holds the message).
 picked_item picked(entry e) {
   picked_item out;
   if (e.msg) {
@@ -114,7 +115,6 @@ picked_item picked(entry e) {
   } else {
     out.item.msg.id = e.id;
     out.item.msg.seq = e.seq;
-    out.item.msg.attempts = e.attempts;
   }
   out.item.group = e.group;
   if (e.throttle) out.charged = std::move(e.throttle->buckets);
@@ -152,7 +152,6 @@ struct fair_scheduler::impl {
     entry e;
     e.id = m.id;
     e.seq = m.seq;
-    e.attempts = m.attempts;
     e.group = group;
     e.ks = &key_of(m.fairness_key);
     e.since = now;

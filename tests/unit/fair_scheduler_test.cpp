@@ -498,7 +498,10 @@ class example_broker {
     check();
     if (!picked) return "idle";
     const auto& m = picked->item.msg;
-    lease_token lease{picked->item.group, m.id, m.attempts + 1, nonces_.next()};
+    // A group's head comes without its attempts: its group holds it.
+    auto attempts =
+        picked->item.group ? groups_.at(picked->item.group.value).head()->attempts : m.attempts;
+    lease_token lease{picked->item.group, m.id, attempts + 1, nonces_.next()};
     if (lease.group) {
       groups_.at(lease.group.value).on_delivered(lease, now + lease_d, now);
     } else {

@@ -30,7 +30,7 @@ struct ready_item {
 };
 
 /// A deliverable item handed out by `pick`, with the throttle buckets it was charged to. An
-/// unordered message comes whole; a group's head comes as its id, seq and attempts only: the
+/// unordered message comes whole; a group's head comes as its id and seq only: the
 /// scheduler does not keep a copy of it (its group holds the message).
 struct picked_item {
   ready_item item;
