@@ -26,11 +26,11 @@ struct throttle_state {
 };
 
 /// An item in the scheduler. A group's head is held by reference (its group keeps the message):
-/// only its id, seq and attempts are kept here. An unordered message is owned here.
+/// only its id and seq are kept here. An unordered message is owned here. At most 64 bytes, as
+/// every live group's offered head is one (ADR 0009).
 struct entry {
   message_id id;
   message_seq seq;
-  std::uint32_t attempts = 0;
   group_id group;
   key_state* ks = nullptr;
   timestamp wake;                            // when delayed: its not-before time
@@ -40,6 +40,7 @@ struct entry {
 
   bool throttled() const { return throttle && throttle->throttled; }
 };
+static_assert(sizeof(entry) <= 64);
 
 // Min-heap orders.
 struct by_seq_desc {
@@ -105,8 +106,8 @@ struct bucket_wait {
   }
 };
 
-/// What `pick` hands out for an entry: an unordered message whole; a group's head as its id, seq
-/// and attempts (its group holds the message).
+/// What `pick` hands out for an entry: an unordered message whole; a group's head as its id and
+/// seq (its group holds the message).
 picked_item picked(entry e) {
   picked_item out;
   if (e.msg) {
@@ -114,7 +115,6 @@ picked_item picked(entry e) {
   } else {
     out.item.msg.id = e.id;
     out.item.msg.seq = e.seq;
-    out.item.msg.attempts = e.attempts;
   }
   out.item.group = e.group;
   if (e.throttle) out.charged = std::move(e.throttle->buckets);
@@ -137,7 +137,6 @@ struct fair_scheduler::impl {
   std::vector<std::pair<timestamp, std::string>> bucket_wakes;  // min-heap; stale entries skipped
   std::size_t parked_count = 0;
   std::size_t buckets_pruned_at = 64;
-  std::unordered_set<group_id> groups;  // groups with an item present
 
   /// Files an entry as ready or, when its not-before time lies ahead, delayed.
   void add(entry e, timestamp not_before, timestamp now, std::size_t& ready_count) {
@@ -153,7 +152,6 @@ struct fair_scheduler::impl {
     entry e;
     e.id = m.id;
     e.seq = m.seq;
-    e.attempts = m.attempts;
     e.group = group;
     e.ks = &key_of(m.fairness_key);
     e.since = now;
@@ -335,8 +333,6 @@ void fair_scheduler::on_ready(ready_item item, timestamp now) {
 }
 
 void fair_scheduler::on_head(const message& head, group_id group, timestamp now) {
-  bool fresh = impl_->groups.insert(group).second;
-  LANEQ_ASSERT(fresh, "at most one item per ordering group is in the scheduler");
   impl_->add(impl_->entry_for(head, group, now), head.not_before, now, ready_count_);
 }
 
@@ -384,7 +380,6 @@ std::optional<picked_item> fair_scheduler::pick(timestamp now) {
       // Served: the key goes to the back of the rotation (F1).
       ks->stamp = ++s.stamp_clock;
       if (!ks->heap.empty()) s.enter_rotation(*ks);
-      if (e.group) s.groups.erase(e.group);
       auto out = picked(std::move(e));
       s.maybe_drop(ks);
       return out;
@@ -461,8 +456,21 @@ std::vector<waiting_item> fair_scheduler::waiting(
   return waiting_if([&groups](group_id g) { return groups.count(g) != 0; });
 }
 
-bool fair_scheduler::has_group(group_id group) const {
-  return impl_->groups.count(group) != 0;
+std::unordered_set<group_id> fair_scheduler::groups() const {
+  const auto& s = *impl_;
+  std::unordered_set<group_id> out;
+  auto add = [&out](const entry& e) {
+    if (!e.group) return;
+    bool fresh = out.insert(e.group).second;
+    LANEQ_ASSERT(fresh, "at most one item per ordering group is in the scheduler");
+  };
+  for (const auto& [name, ks] : s.keys)
+    for (const auto& e : ks->heap) add(e);
+  for (const auto& e : s.delayed) add(e);
+  for (const auto& [name, w] : s.parked)
+    for (const auto& [ks, heap] : w.by_key)
+      for (const auto& e : heap) add(e);
+  return out;
 }
 
 std::size_t fair_scheduler::bucket_count() const {
@@ -472,7 +480,6 @@ std::size_t fair_scheduler::bucket_count() const {
 void fair_scheduler::check_invariants() const {
   const auto& s = *impl_;
   std::size_t ready = 0;
-  std::size_t grouped = 0;
   std::size_t waiting = 0;
   for (const auto& [name, ks] : s.keys) {
     LANEQ_ASSERT(ks->name == name, "a key state knows its name");
@@ -482,7 +489,6 @@ void fair_scheduler::check_invariants() const {
     ready += ks->heap.size();
     waiting += ks->waiting;
     for (const auto& e : ks->heap) {
-      grouped += e.group ? 1u : 0u;
       LANEQ_ASSERT(e.ks == ks.get(), "an entry is in its own key's heap");
       LANEQ_ASSERT(static_cast<bool>(e.msg) == !e.group, "only unordered messages are owned");
     }
@@ -492,16 +498,13 @@ void fair_scheduler::check_invariants() const {
   std::size_t in_rotation = 0;
   for (const auto& [name, ks] : s.keys) in_rotation += ks->in_rotation ? 1u : 0u;
   LANEQ_ASSERT(s.rotation.size() == in_rotation, "each ready key is in the rotation once");
-  for (const auto& e : s.delayed) grouped += e.group ? 1u : 0u;
   std::size_t parked = 0;
   for (const auto& [name, w] : s.parked) {
     LANEQ_ASSERT(w.count > 0 && w.wake, "a bucket with waiters has a wake time");
     parked += w.count;
-    for (const auto& [ks, heap] : w.by_key)
-      for (const auto& e : heap) grouped += e.group ? 1u : 0u;
   }
   LANEQ_ASSERT(parked == s.parked_count, "the parked count matches the buckets");
-  LANEQ_ASSERT(grouped == s.groups.size(), "one item per present group");
+  (void)groups();  // at most one item per ordering group
 }
 
 }  // namespace laneq

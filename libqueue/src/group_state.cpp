@@ -28,7 +28,7 @@ std::string_view to_string(group_status x) {
 
 group_effects group_state::on_enqueue(std::vector<message> msgs, timestamp now, bool grow) {
   group_effects fx;
-  const auto room = grow ? window_max_ : base_;
+  const auto room = grow ? window_max_ : window_;
   for (auto& m : msgs) {
     LANEQ_ASSERT(loaded_ < m.seq, "messages enter a group in arrival order");
     ++received_;
@@ -70,7 +70,7 @@ group_effects group_state::on_fetched(std::vector<message> msgs, timestamp now, 
 
 group_effects group_state::on_corrupt(std::vector<message> before, std::string reason,
                                       timestamp now, bool grow) {
-  corrupt_ = std::make_shared<const std::string>(std::move(reason));
+  corrupt_ = std::make_unique<const std::string>(std::move(reason));
   take_fetched(std::move(before));
   return after_fetch(now, grow);  // not idle: the bad record and what follows stay counted
 }
@@ -107,13 +107,13 @@ group_effects group_state::retry_fetch(bool grow) {
 }
 
 void group_state::maybe_fetch(group_effects& fx, bool grow) {
-  if (fetching_ || corrupt_ || stored_only_ == 0 || messages_.size() > base_ / 2) return;
+  if (fetching_ || corrupt_ || stored_only_ == 0 || messages_.size() > window_ / 2) return;
   fetching_ = true;
   // No more than one store scan returns: a scan capped below the ask would look like a short
   // answer, and the group would take the rest of its stored messages for deleted.
-  const auto room = grow ? window_max_ : base_;
-  fetch_max_ = std::min(
-      {stored_only_, room - messages_.size(), static_cast<std::size_t>(limits::store_scan_max)});
+  const auto room = grow ? window_max_ : window_;
+  fetch_max_ = static_cast<std::uint32_t>(std::min(
+      {stored_only_, room - messages_.size(), static_cast<std::size_t>(limits::store_scan_max)}));
   fx.fetch = fetch_request{loaded_, fetch_max_};
 }
 
@@ -145,11 +145,12 @@ void group_state::on_restored_lease(const lease_token& lease, timestamp deadline
 void group_state::start_lease(const lease_token& lease, timestamp deadline, timestamp now,
                               std::size_t count, std::uint32_t acked) {
   phase_ = phase::in_flight;
-  lease_ = lease;
-  deadline_ = deadline;
+  if (!lease_) lease_ = std::make_unique<lease_state>();
+  lease_->current = lease;
+  lease_->deadline = deadline;
   since_ = now;
-  batch_ = static_cast<std::uint32_t>(count);
-  acked_ = acked;
+  lease_->batch = static_cast<std::uint32_t>(count);
+  lease_->acked = acked;
 }
 
 std::size_t group_state::batchable(std::size_t max, timestamp now) const {
@@ -158,14 +159,14 @@ std::size_t group_state::batchable(std::size_t max, timestamp now) const {
   // Behind the head, in memory and in arrival order, within the group's window (what a restart
   // reads back, so a reclaimed batch is whole in memory); a message whose not-before time lies
   // ahead holds back everything behind it (O10).
-  max = std::min(max, window_);
+  max = std::min<std::size_t>(max, window_);
   while (n < max && n < messages_.size() && messages_[n].not_before <= now) ++n;
   return n;
 }
 
 void group_state::offer_head(group_effects& fx) {
   LANEQ_ASSERT(!messages_.empty(), "offer needs a head");
-  LANEQ_ASSERT(!lease_, "no head is offered while one is in flight");
+  LANEQ_ASSERT(!lease(), "no head is offered while one is in flight");
   phase_ = phase::offered;
   fx.offer = &messages_.front();
 }
@@ -189,14 +190,15 @@ void group_state::on_delivered(const lease_token& lease, timestamp deadline, tim
 }
 
 result<ok_t> group_state::check_lease(const lease_token& lease) const {
-  if (lease_ && *lease_ == lease) return ok_t{};
+  const auto* held = lease_.get();
+  if (held && held->current == lease) return ok_t{};
 #ifdef LANEQ_CANARY_STALE_LEASE
   // Canary build (tests/sim): the previous attempt's lease still works once the head is in
   // flight again, so a stale lease is accepted (breaks O5).
-  if (last_lease_ && *last_lease_ == lease && phase_ == phase::in_flight) return ok_t{};
+  if (held && held->last == lease && phase_ == phase::in_flight) return ok_t{};
 #endif
-  if (last_lease_ && *last_lease_ == lease && !messages_.empty() &&
-      messages_.front().id == failed_head_)
+  if (held && held->last == lease && !messages_.empty() &&
+      messages_.front().id == held->failed_head)
     return error{errc::lease_expired,
                  "lease " + to_string(lease) + " expired; the message went back to its group"};
   return error{errc::lease_not_found, "no lease " + to_string(lease) + " is in flight"};
@@ -221,7 +223,7 @@ error out_of_batch(const char* what, std::uint32_t value, std::uint32_t lo, std:
 }  // namespace
 
 void group_state::pop_acked(group_effects& fx, std::uint32_t upto) {
-  for (; acked_ < upto; ++acked_, --batch_) {
+  for (; lease_->acked < upto; ++lease_->acked, --lease_->batch) {
     fx.removed.push_back(messages_.front().seq);
     pop_head();
   }
@@ -230,18 +232,19 @@ void group_state::pop_acked(group_effects& fx, std::uint32_t upto) {
 result<group_effects> group_state::on_ack(const lease_token& lease, timestamp now, bool grow,
                                           std::optional<std::uint32_t> count) {
   if (auto ok = check_lease(lease); !ok) return ok.err();
-  auto end = acked_ + batch_;
+  auto& held = *lease_;
+  auto end = held.acked + held.batch;
   auto upto = count.value_or(end);
-  if (upto <= acked_ || upto > end)
-    return out_of_batch("ack: count", upto, acked_ + 1, end, acked_, lease);
+  if (upto <= held.acked || upto > end)
+    return out_of_batch("ack: count", upto, held.acked + 1, end, held.acked, lease);
   group_effects fx;
   pop_acked(fx, upto - 1);
   if (upto < end) {
     // A prefix: the lease goes on over the rest of the batch (O12).
     fx.removed.push_back(messages_.front().seq);
     pop_head();
-    ++acked_;
-    --batch_;
+    ++held.acked;
+    --held.batch;
     fx.batch_rest = true;
     maybe_fetch(fx, grow);
     return fx;
@@ -254,9 +257,11 @@ result<group_effects> group_state::on_nack(const lease_token& lease, nack_kind k
                                            duration retry_after, timestamp now, bool grow,
                                            std::optional<std::uint32_t> from) {
   if (auto ok = check_lease(lease); !ok) return ok.err();
-  auto at = from.value_or(acked_);
-  if (at < acked_ || at >= acked_ + batch_)
-    return out_of_batch("nack: from", at, acked_, acked_ + batch_ - 1, acked_, lease);
+  const auto& held = *lease_;
+  auto at = from.value_or(held.acked);
+  if (at < held.acked || at >= held.acked + held.batch)
+    return out_of_batch("nack: from", at, held.acked, held.acked + held.batch - 1, held.acked,
+                        lease);
   group_effects fx;
   pop_acked(fx, at);  // the messages before the one that failed are done
   if (kind == nack_kind::dead_letter)
@@ -266,15 +271,15 @@ result<group_effects> group_state::on_nack(const lease_token& lease, nack_kind k
 
 result<timestamp> group_state::on_extend(const lease_token& lease, duration by, timestamp now) {
   if (auto ok = check_lease(lease); !ok) return ok.err();
-  deadline_ = now + by;
-  return deadline_;
+  lease_->deadline = now + by;
+  return lease_->deadline;
 }
 
 group_effects group_state::on_lease_timer(timestamp now, std::optional<timestamp>* rearm,
                                           bool grow) {
   if (phase_ != phase::in_flight) return {};
-  if (deadline_ > now) {
-    if (rearm) *rearm = deadline_;
+  if (lease_->deadline > now) {
+    if (rearm) *rearm = lease_->deadline;
     return {};
   }
   // A failed attempt of the batch's first message not acked; the rest go back behind it (O12).
@@ -282,15 +287,16 @@ group_effects group_state::on_lease_timer(timestamp now, std::optional<timestamp
 }
 
 void group_state::return_behind() {
-  for (std::uint32_t i = 1; i < batch_; ++i) messages_[i].attempts = 0;
-  batch_ = batch_ > 0 ? 1 : 0;
+  auto& batch = lease_->batch;
+  for (std::uint32_t i = 1; i < batch; ++i) messages_[i].attempts = 0;
+  batch = batch > 0 ? 1 : 0;
 }
 
 group_effects group_state::fail_batch(group_effects fx, timestamp now, duration retry_after,
                                       dead_letter_reason reason, bool force_dead_letter,
                                       bool grow) {
 #ifdef LANEQ_CANARY_BATCH_SKIP
-  bool returned = batch_ > 1;
+  bool returned = lease_->batch > 1;
 #endif
   return_behind();
   fx = fail_head(std::move(fx), now, retry_after, reason, force_dead_letter, grow);
@@ -312,18 +318,19 @@ group_effects group_state::fail_batch(group_effects fx, timestamp now, duration 
 
 group_effects group_state::fail_head(group_effects fx, timestamp now, duration retry_after,
                                      dead_letter_reason reason, bool force_dead_letter, bool grow) {
-  LANEQ_ASSERT(phase_ == phase::in_flight && lease_ && batch_ == 1,
+  LANEQ_ASSERT(phase_ == phase::in_flight && lease() && lease_->batch == 1,
                "only an in-flight head, alone in flight, can fail");
   auto& head = messages_.front();
   if (force_dead_letter || head.attempts >= max_attempts_) {
     fx.dead_letters.push_back(dead_letter{head, reason, now});
     return advance(std::move(fx), now, grow);
   }
-  last_lease_ = lease_;
-  failed_head_ = head.id;
-  lease_.reset();
-  batch_ = 0;
-  acked_ = 0;
+  // The lease ends; its token is remembered until the head leaves (lease_expired).
+  lease_->last = lease_->current;
+  lease_->failed_head = head.id;
+  lease_->current.reset();
+  lease_->batch = 0;
+  lease_->acked = 0;
 #ifdef LANEQ_CANARY
   // Canary build (tests/sim): a deliberately broken rule the simulation must catch. A retry
   // ignores retry_after, so the group's head comes back before its not-before time (breaks O6).
@@ -351,10 +358,7 @@ group_effects group_state::fail_head(group_effects fx, timestamp now, duration r
 group_effects group_state::advance(group_effects fx, timestamp now, bool grow) {
   LANEQ_ASSERT(phase_ == phase::in_flight, "the head leaves only after it was delivered");
   pop_head();
-  lease_.reset();
-  last_lease_.reset();
-  batch_ = 0;
-  acked_ = 0;
+  lease_.reset();  // the head is gone, and with it every lease it had
   since_ = now;
   if (messages_.empty()) {
     phase_ = phase::empty;
@@ -380,7 +384,7 @@ group_info group_state::describe(timestamp now) const {
   info.head = head.id;
   if (phase_ == phase::in_flight) {
     info.state = group_status::in_flight;
-    info.until = deadline_;
+    info.until = lease_->deadline;
   } else if (head.not_before > now) {
     info.state = head.attempts > 0 ? group_status::retry_wait : group_status::delayed;
     info.until = head.not_before;
@@ -393,33 +397,37 @@ group_info group_state::describe(timestamp now) const {
 
 void group_state::check_invariants() const {
   LANEQ_ASSERT((phase_ == phase::empty) == messages_.empty(), "empty phase iff no messages");
-  LANEQ_ASSERT((phase_ == phase::in_flight) == lease_.has_value(),
+  const auto current = lease();
+  const auto batch = batch_left();
+  const auto acked = batch_acked();
+  LANEQ_ASSERT((phase_ == phase::in_flight) == current.has_value(),
                "a lease exists iff the head is in flight");
-  LANEQ_ASSERT(lease_ ? batch_ >= 1 && batch_ <= messages_.size() : batch_ == 0 && acked_ == 0,
+  LANEQ_ASSERT(!lease_ || current || lease_->last,
+               "a group keeps a lease state only for a lease in flight or one that failed");
+  LANEQ_ASSERT(current ? batch >= 1 && batch <= messages_.size() : batch == 0 && acked == 0,
                "a lease covers the head and messages behind it in memory; no lease, none");
-  if (lease_) {
-    LANEQ_ASSERT(batch_ + acked_ == lease_->batch, "a lease covers what its batch was");
-    if (acked_ == 0) {
-      LANEQ_ASSERT(lease_->msg == messages_.front().id, "the lease is on the head");
-      LANEQ_ASSERT(lease_->attempt == messages_.front().attempts,
+  if (current) {
+    LANEQ_ASSERT(batch + acked == current->batch, "a lease covers what its batch was");
+    if (acked == 0) {
+      LANEQ_ASSERT(current->msg == messages_.front().id, "the lease is on the head");
+      LANEQ_ASSERT(current->attempt == messages_.front().attempts,
                    "the lease is the head's attempt");
     }
   }
   LANEQ_ASSERT(messages_.size() <= window_max_, "a group keeps at most window_max in memory");
-  LANEQ_ASSERT(base_ >= 2 && base_ <= window_ && window_ <= window_max_,
-               "2 <= base <= window <= window_max");
+  LANEQ_ASSERT(window_ >= 2 && window_ <= window_max_, "2 <= window <= window_max");
   if (!messages_.empty())
     LANEQ_ASSERT(messages_.back().seq == loaded_, "the last loaded message is the window's last");
   std::size_t bytes = 0;
   for (std::size_t i = 0; i < messages_.size(); ++i) {
     bytes += memory_footprint(messages_[i]);
     if (i == 0) {
-      LANEQ_ASSERT(acked_ == 0 || messages_[0].attempts == 1,
+      LANEQ_ASSERT(acked == 0 || messages_[0].attempts == 1,
                    "a batch's message behind its first was delivered once");
       continue;
     }
     LANEQ_ASSERT(messages_[i - 1].seq < messages_[i].seq, "a group is in arrival order");
-    LANEQ_ASSERT(messages_[i].attempts == (i < batch_ ? 1u : 0u),
+    LANEQ_ASSERT(messages_[i].attempts == (i < batch ? 1u : 0u),
                  "only the head and a batch in flight behind it have been delivered (once)");
   }
   LANEQ_ASSERT(bytes == memory_bytes_, "memory_bytes is the footprint of the messages held");

@@ -155,7 +155,7 @@ void shard_engine::settle_dedupe(const admitted& a, bool committed) {
 codec::lane_id shard_engine::lane_of(const placement& where) const {
   if (!where.ordered) return codec::lane_id{};
   if (auto it = group_by_key_.find(where.group_key); it != group_by_key_.end())
-    return groups_.at(it->second)->lane;  // a live group knows its lane: one hash per group
+    return it->second->lane;  // a live group knows its lane: one hash per group
   return codec::make_lane_id(cfg_.spec.name(), where.group_key);
 }
 

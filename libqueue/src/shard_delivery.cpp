@@ -96,6 +96,7 @@ std::vector<delivery> shard_engine::take(std::uint32_t max, std::uint32_t batch,
     if (item.group) {
       auto* g = find_group(item.group);
       LANEQ_ASSERT(g && g->state.head(), "a group's head is delivered while its group lives");
+      g->scheduled = false;
       // A batch is one turn of its fairness key (one pick) and counts toward `max` whole.
       auto room = std::min<std::size_t>(batch, max - out.size());
 #if LANEQ_CANARY_TWO_IN_FLIGHT
@@ -140,11 +141,12 @@ void shard_engine::deliver_group(group_slot& g, message head, std::size_t room, 
   group_leases_.set(g.state.id(), deadline);
   head.attempts = token.attempt;
   count_first_delivery(head, t);
-  out.push_back(delivery{std::move(head), token, deadline, g.label, 0});
+  out.push_back(delivery{std::move(head), token, deadline, std::string{g.label()}, 0});
   for (std::size_t i = 1; i < count; ++i) {
     const auto& m = g.state.at(i);
     count_first_delivery(m, t);
-    out.push_back(delivery{m, token, deadline, g.label, static_cast<std::uint32_t>(i)});
+    out.push_back(
+        delivery{m, token, deadline, std::string{g.label()}, static_cast<std::uint32_t>(i)});
   }
 }
 

@@ -521,7 +521,7 @@ result<groups_page> shard_engine::groups(const groups_query& q, timestamp now) c
   for (std::size_t examined = 0; it != group_by_lane_.end() && examined < examined_max &&
                                  (q.blocked_only || candidates.size() < q.limit);
        ++it, ++examined) {
-    const auto* g = groups_.at(it->second).get();
+    const auto* g = &*it;
     candidates.push_back(g);
     ids.insert(g->state.id());
   }
@@ -535,7 +535,7 @@ result<groups_page> shard_engine::groups(const groups_query& q, timestamp now) c
   for (; i < candidates.size() && page.groups.size() < q.limit; ++i) {
     const auto* g = candidates[i];
     auto info = g->state.describe(now);
-    info.key = g->label;
+    info.key = g->label();
     if (auto w = throttled.find(g->state.id()); w != throttled.end()) {
       info.state = group_status::throttled;
       info.since = w->second.since;
@@ -565,20 +565,28 @@ void shard_engine::check_invariants() const {
   dedupe_.check_invariants();
   group_leases_.check_invariants();
   std::size_t bytes = 0;
-  for (const auto& [id, g] : groups_) {
+  const auto scheduled = sched_.groups();
+  LANEQ_ASSERT(std::all_of(scheduled.begin(), scheduled.end(),
+                           [this](group_id id) { return groups_.count(id) == 1; }),
+               "the scheduler offers heads of live groups only");
+  for (const auto& g : groups_) {
     const auto& s = g->state;
+    const auto id = s.id();
     s.check_invariants();
-    LANEQ_ASSERT(s.id() == id, "a group is filed under its id");
-    LANEQ_ASSERT(group_by_lane_.at(g->lane.bytes) == id, "a group is filed under its lane");
-    LANEQ_ASSERT(group_by_key_.at(*g->key) == id, "a group is filed under its key");
+    auto filed = group_by_lane_.find(g->lane.bytes);
+    LANEQ_ASSERT(filed != group_by_lane_.end() && &*filed == g.get(),
+                 "a group is filed under its lane");
+    LANEQ_ASSERT(group_by_key_.at(*g->key) == g.get(), "a group is filed under its key");
     if (auto more = more_keys_.find(id); more != more_keys_.end())
       for (const auto& key : more->second)
-        LANEQ_ASSERT(group_by_key_.at(key) == id, "a group is filed under each of its keys");
+        LANEQ_ASSERT(group_by_key_.at(key) == g.get(), "a group is filed under each of its keys");
     LANEQ_ASSERT(g->charged == s.memory_bytes(), "a group's memory is counted as it is");
     bytes += g->charged;
     // The head is in exactly one place: offered to the scheduler, waiting for its writes or its
     // reclaim grace, or in flight (O3, O4).
-    auto places = (sched_.has_group(id) ? 1 : 0) + (g->next ? 1 : 0) + (g->held ? 1 : 0);
+    LANEQ_ASSERT(g->scheduled == (scheduled.count(id) == 1),
+                 "a group knows whether its head is in the scheduler");
+    auto places = (g->scheduled ? 1 : 0) + (g->next ? 1 : 0) + (g->held ? 1 : 0);
     switch (s.current_phase()) {
       case group_state::phase::empty:
         LANEQ_ASSERT(places == 0, "an empty group offers nothing");
@@ -597,8 +605,10 @@ void shard_engine::check_invariants() const {
   }
   LANEQ_ASSERT(bytes == window_bytes_, "the window budget counts every group's memory");
   LANEQ_ASSERT(group_by_lane_.size() == groups_.size(), "one lane per group");
-  for (const auto& [key, id] : group_by_key_)
-    LANEQ_ASSERT(groups_.count(id) == 1, "every key names a live group");
+  for (const auto& [key, g] : group_by_key_) {
+    auto live = groups_.find(g->state.id());
+    LANEQ_ASSERT(live != groups_.end() && live->get() == g, "every key names a live group");
+  }
   LANEQ_ASSERT(pending_.size() == pending_deadlines_.size(), "each long poll has its deadline");
   for (const auto& [id, gid] : reclaimable_)
     LANEQ_ASSERT(groups_.count(gid) == 1, "reclaim names a live group");

@@ -19,29 +19,30 @@ constexpr duration fetch_retry = 200ms;
 
 shard_engine::group_slot& shard_engine::group_for(const placement& where,
                                                   const codec::lane_id& lane, group_id id) {
-  if (auto it = group_by_key_.find(where.group_key); it != group_by_key_.end())
-    return *groups_.at(it->second);
+  if (auto it = group_by_key_.find(where.group_key); it != group_by_key_.end()) return *it->second;
   if (auto same = group_by_lane_.find(lane.bytes); same != group_by_lane_.end()) {
     // Two keys with one lane id (a SHA-256 prefix collision, or a stored lane named by a key no
     // placement produces) are one group: their messages share a store lane, so they merge,
     // never split (lanes.md L6).
-    auto& g = *groups_.at(same->second);
+    auto& g = *same;
     more_keys_[g.state.id()].push_back(where.group_key);
-    group_by_key_.emplace(where.group_key, g.state.id());
+    group_by_key_.emplace(where.group_key, &g);
     return g;
   }
   if (!id) id = group_id{next_group_++};
   auto slot = std::make_unique<group_slot>(id, cfg_);
   slot->lane = lane;
-  slot->label = where.ordering_key;
-  slot->key = &group_by_key_.emplace(where.group_key, id).first->first;
-  group_by_lane_.emplace(lane.bytes, id);
-  return *groups_.emplace(id, std::move(slot)).first->second;
+  slot->key = &group_by_key_.emplace(where.group_key, slot.get()).first->first;
+  slot->set_label(where.ordering_key);
+  group_by_lane_.insert(*slot);
+  auto [it, fresh] = groups_.insert(std::move(slot));
+  LANEQ_ASSERT(fresh, "a new group has an id of its own");
+  return **it;
 }
 
 shard_engine::group_slot* shard_engine::find_group(group_id id) {
   auto it = groups_.find(id);
-  return it == groups_.end() ? nullptr : it->second.get();
+  return it == groups_.end() ? nullptr : it->get();
 }
 
 shard_engine::group_slot* shard_engine::owner_of(const lease_token& l) {
@@ -58,13 +59,14 @@ bool shard_engine::may_grow() const {
 
 bool shard_engine::window_for(group_slot& g) {
   bool grow = may_grow();
-  g.state.set_base(grow || cfg_.window_budget_bytes == 0 ? cfg_.window : budget_share(g));
+  bool share = !grow && cfg_.window_budget_bytes > 0;
+  g.state.set_window(share ? std::min(budget_share(g), cfg_.window) : cfg_.window);
   return grow;
 }
 
 std::size_t shard_engine::budget_share(const group_slot& g) const {
   // The budget over the live groups, in messages of the group's own average size (a group with
-  // none in memory: the size of an empty message). set_base keeps it within 2 and the window.
+  // none in memory: the size of an empty message). set_window keeps it at 2 at least.
   auto held = g.state.in_memory();
   auto each = held > 0 ? g.state.memory_bytes() / held : sizeof(message);
   auto share = cfg_.window_budget_bytes / std::max<std::size_t>(groups_.size(), 1);
@@ -139,6 +141,8 @@ void shard_engine::write_for(group_slot& g, group_write w,
 void shard_engine::offer_when_settled(group_slot& g, timestamp t) {
   if (g.unsettled == 0 && g.next) {
     g.next = false;
+    LANEQ_ASSERT(!g.scheduled, "at most one item per ordering group is in the scheduler");
+    g.scheduled = true;
     sched_.on_head(*g.state.head(), g.state.id(), t);
   }
   maybe_drop(g);
@@ -163,12 +167,12 @@ void shard_engine::maybe_drop(group_slot& g) {
       more_keys_.erase(it);
     }
   }
-  group_by_lane_.erase(g.lane.bytes);
+  group_by_lane_.erase(group_by_lane_.iterator_to(g));
   holds_.erase(id);
   fetch_retries_.erase(id);
   group_leases_.erase(id);
   window_bytes_ -= g.charged;
-  groups_.erase(id);  // `g` is gone
+  groups_.erase(groups_.find(id));  // `g` is gone
 }
 
 std::vector<store_op> shard_engine::end_attempt(const lease_token& lease, std::vector<store_op> ops,
@@ -281,8 +285,8 @@ void shard_engine::on_fetched(group_id id, result<std::vector<store_entry>> page
       ++counters_.corrupt_records;
       auto reason =
           "corrupt record: " + codec::describe_message_key(e.key) + ": " + m.err().message;
-      fx_.log.push_back("queue '" + cfg_.spec.name() + "', group '" + g->label + "' stops at a " +
-                        reason);
+      fx_.log.push_back("queue '" + cfg_.spec.name() + "', group '" + std::string{g->label()} +
+                        "' stops at a " + reason);
       write_for(
           *g, apply(*g, g->state.on_corrupt(std::move(msgs), std::move(reason), t, window_for(*g))),
           nullptr, t);

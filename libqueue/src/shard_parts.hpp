@@ -4,8 +4,10 @@
 
 #include <array>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -15,22 +17,57 @@
 namespace laneq {
 
 /// One ordering group (an object, not an actor): its state machine and what the shard keeps
-/// about it.
-struct shard_engine::group_slot {
+/// about it. Its base is its node in `group_by_lane_`.
+struct shard_engine::group_slot : lane_hook {
   group_slot(group_id id, const shard_config& c)
       : state(id, c.spec.attempts_max(), c.window, c.window_max) {}
 
   group_state state;
   codec::lane_id lane;  ///< where its messages are stored
-  std::string label;    ///< the ordering key its deliveries carry (lanes.md L5)
   /// Its encoded key: the key of its entry in `group_by_key_` (more keys, merged into it by a
   /// lane collision, are in `more_keys_`).
   const std::string* key = nullptr;
+  /// Its label when `key` does not give it (see `label`); null otherwise, as most often.
+  std::unique_ptr<const std::string> own_label;
   std::uint32_t unsettled = 0;  ///< its writes not durable yet: its next head waits (P10)
   bool next = false;            ///< its head is to be offered once `unsettled` is 0
+  bool scheduled = false;       ///< its head is in the fair scheduler (offered, not picked yet)
   bool held = false;            ///< its recovered head waits out the reclaim grace
   std::size_t charged = 0;      ///< its memory_bytes as counted in `window_bytes_`
+
+  /// The ordering key its deliveries carry (lanes.md L5). For a one-component key that is the
+  /// value, which is its encoded key less the 4-byte length: then it is not kept twice (a live
+  /// idle group's size counts, ADR 0009).
+  std::string_view label() const {
+    return own_label ? std::string_view{*own_label} : std::string_view{*key}.substr(length_bytes);
+  }
+  /// Sets the label to `ordering_key`, which the group keeps only if `key` (set before) does not
+  /// give it.
+  void set_label(std::string ordering_key) {
+    if (key->size() < length_bytes || std::string_view{*key}.substr(length_bytes) != ordering_key)
+      own_label = std::make_unique<const std::string>(std::move(ordering_key));
+  }
+
+ private:
+  static constexpr std::size_t length_bytes = 4;  // a component's length in an encoded key
 };
+
+inline const shard_engine::lane_of_slot::type& shard_engine::lane_of_slot::operator()(
+    const group_slot& g) const {
+  return g.lane.bytes;
+}
+inline std::size_t shard_engine::slot_id_hash::operator()(
+    const std::unique_ptr<group_slot>& g) const noexcept {
+  return (*this)(g->state.id());
+}
+inline bool shard_engine::slot_id_equal::operator()(
+    const std::unique_ptr<group_slot>& a, const std::unique_ptr<group_slot>& b) const noexcept {
+  return a->state.id() == b->state.id();
+}
+inline bool shard_engine::slot_id_equal::operator()(
+    group_id id, const std::unique_ptr<group_slot>& g) const noexcept {
+  return g->state.id() == id;
+}
 
 /// What a group asks the store to do after an event.
 struct shard_engine::group_write {

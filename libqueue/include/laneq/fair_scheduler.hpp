@@ -30,7 +30,7 @@ struct ready_item {
 };
 
 /// A deliverable item handed out by `pick`, with the throttle buckets it was charged to. An
-/// unordered message comes whole; a group's head comes as its id, seq and attempts only: the
+/// unordered message comes whole; a group's head comes as its id and seq only: the
 /// scheduler does not keep a copy of it (its group holds the message).
 struct picked_item {
   ready_item item;
@@ -55,7 +55,9 @@ class fair_scheduler {
   fair_scheduler(fair_scheduler&&) noexcept;
   fair_scheduler& operator=(fair_scheduler&&) noexcept;
 
-  /// Adds an item. Precondition: no item of the same group (other than group 0) is present. A
+  /// Adds an item. Precondition: no item of the same group (other than group 0) is present; the
+  /// caller knows which of its groups' heads it handed over (the scheduler keeps no index of
+  /// them: a live idle group's size counts, ADR 0009), and `check_invariants` checks it. A
   /// group's head is read (keys, not-before time) but not kept.
   void on_ready(ready_item item, timestamp now);
   /// Adds a group's head, read but not copied (its group keeps it). Precondition as above.
@@ -89,8 +91,9 @@ class fair_scheduler {
   /// The waiting items of the groups in `groups` (one pass over the waiting items, no copy of
   /// the others: a page of the groups listing).
   std::vector<waiting_item> waiting(const std::unordered_set<group_id>& groups) const;
-  /// True if the head of `group` is in the scheduler (ready or waiting).
-  bool has_group(group_id group) const;
+  /// The groups whose head is in the scheduler (ready or waiting): one pass over every item, for
+  /// invariant checks. Aborts if a group has two.
+  std::unordered_set<group_id> groups() const;
   /// Live throttle buckets (full buckets are dropped: they behave exactly like new ones).
   std::size_t bucket_count() const;
 

@@ -134,9 +134,9 @@ class group_state {
   group_state(group_id id, std::uint32_t max_attempts,
               std::size_t window = limits::group_window_default, std::size_t window_max = 0)
       : id_(id),
-        window_(window_of(window)),
-        window_max_(window_max < window_ ? window_ : window_max),
-        max_attempts_(max_attempts) {}
+        window_(count_of(window_of(window))),
+        window_max_(std::max(window_, count_of(window_max))),
+        max_attempts_(static_cast<std::uint16_t>(std::min(max_attempts, attempts_cap))) {}
 
   /// The window a group keeps for a configured `window`: at least 2 (a head and one behind it).
   static std::size_t window_of(std::size_t window) { return window < 2 ? 2 : window; }
@@ -144,19 +144,20 @@ class group_state {
   /// A recovered ordered batch larger than the window (configured smaller since it was
   /// delivered): this group keeps at least `n` messages in memory. Before its first enqueue.
   void widen(std::size_t n) {
-    window_ = std::max(window_, n);
+    window_ = std::max(window_, count_of(n));
     window_max_ = std::max(window_max_, window_);
-    base_ = window_;
   }
 
-  /// From the next input on, the group fills up to `n` messages (at least 2, at most its window)
-  /// when it may not grow: its share of a window budget that is used up (the shard engine's
-  /// `window_for`). Messages it holds beyond that stay; it takes no more until it drains.
-  void set_base(std::size_t n) { base_ = std::clamp(window_of(n), std::size_t{2}, window_); }
+  /// From the next input on, the group's window is `n` (at least 2, at most `window_max`): the
+  /// shard engine's `window_for` sets it before every input, to the configured window or, once
+  /// the window budget is used up, the group's share of it. Messages it holds beyond it stay; it
+  /// takes no more until it drains, and its next ordered batch is cut to it.
+  void set_window(std::size_t n) {
+    window_ = count_of(std::clamp<std::size_t>(window_of(n), 2, window_max_));
+  }
 
   /// Appends messages in arrival (seq) order. Offers the head if the group was empty. `grow`:
-  /// the group may hold up to `window_max` messages in memory instead of its base (`window`
-  /// unless `set_base` said less).
+  /// the group may hold up to `window_max` messages in memory instead of `window`.
   group_effects on_enqueue(std::vector<message> msgs, timestamp now, bool grow = false);
 
   /// A recovered group: `count` more of its messages are in the store, after every message
@@ -235,12 +236,13 @@ class group_state {
   const message* head() const { return messages_.empty() ? nullptr : &messages_.front(); }
   /// The `i`-th message in memory, the head being 0. Precondition: `i < in_memory()`.
   const message& at(std::size_t i) const { return messages_[i]; }
-  std::optional<lease_token> lease() const { return lease_; }
+  std::optional<lease_token> lease() const { return lease_ ? lease_->current : std::nullopt; }
   /// Messages in flight under the lease, from the head on (0 when none is held).
-  std::uint32_t batch_left() const { return batch_; }
+  std::uint32_t batch_left() const { return lease_ ? lease_->batch : 0; }
   /// Messages of the lease's ordered batch acked so far: the head's `batch_index`.
-  std::uint32_t batch_acked() const { return acked_; }
-  timestamp lease_deadline() const { return deadline_; }
+  std::uint32_t batch_acked() const { return lease_ ? lease_->acked : 0; }
+  /// When the lease in flight is due back (0 when none is held).
+  timestamp lease_deadline() const { return lease() ? lease_->deadline : timestamp{}; }
   /// Messages ever added (enqueued, or counted as stored at recovery); the unit tests compare it
   /// with what they routed.
   std::uint64_t received_total() const { return received_; }
@@ -270,29 +272,46 @@ class group_state {
   void push(message m);
   void pop_head();
 
-  // In an order that leaves no padding between members: a live group's size counts (ADR 0009,
-  // "at most 512 bytes per live idle group").
+  /// The head's lease: the one it is in flight under, and the last one that failed (its token
+  /// gets lease_expired, not lease_not_found, while the head waits for its next attempt). Apart
+  /// from the group, so that a group that is not delivering does not carry it: a live idle
+  /// group's size counts (ADR 0009, "at most 512 bytes per live idle group").
+  struct lease_state {
+    std::optional<lease_token> current;
+    std::optional<lease_token> last;  // the previous lease of the head, for lease_expired
+    timestamp deadline;               // when `current` is due back
+    message_id failed_head;           // the head when `last` ended
+    std::uint32_t batch = 0;          // messages in flight under `current`, from the head on
+    std::uint32_t acked = 0;          // messages of the lease's batch acked so far
+  };
+
+  /// Attempts fit 16 bits (a spec allows at most limits::max_attempts_max).
+  static constexpr std::uint32_t attempts_cap = 0xffff;
+  static_assert(limits::max_attempts_max <= attempts_cap);
+  /// Window sizes fit 32 bits: the server's configuration allows at most a million messages,
+  /// and no window can hold four billion.
+  static std::uint32_t count_of(std::size_t n) {
+    return static_cast<std::uint32_t>(std::min<std::size_t>(n, 0xffffffffu));
+  }
+
+  // In an order that leaves no padding between members, and narrow where the bounds allow: a
+  // live group's size counts.
   group_id id_;
   compact_fifo<message> messages_;
-  std::optional<lease_token> lease_;
-  std::optional<lease_token> last_lease_;  // the previous lease of the head, for lease_expired
-  timestamp deadline_;
-  timestamp since_;         // start of the current phase
-  message_id failed_head_;  // the head when `last_lease_` ended
+  /// Null unless the head is in flight or its last lease failed (freed when the head leaves).
+  std::unique_ptr<lease_state> lease_;
+  timestamp since_;  // start of the current phase
   std::uint64_t received_ = 0;
-  std::size_t window_;
-  std::size_t window_max_;
-  std::size_t base_ = window_;    // what it fills without growing (set_base), at most window_
   std::size_t memory_bytes_ = 0;  // memory_footprint of the messages in memory
   std::size_t stored_only_ = 0;   // messages beyond the window: counted, payload in the store
-  std::size_t fetch_max_ = 0;     // what the outstanding fetch asked for
   message_seq loaded_;            // seq of the last message whose payload was in memory
   message_seq told_;              // seq of the last message counted as stored only
-  /// Why the group stops at a corrupt record (null: it does not); shared, as rare as it is.
-  std::shared_ptr<const std::string> corrupt_;
-  std::uint32_t max_attempts_;
-  std::uint32_t batch_ = 0;  // messages in flight under `lease_`, from the head on
-  std::uint32_t acked_ = 0;  // messages of the lease's batch acked so far
+  /// Why the group stops at a corrupt record (null: it does not).
+  std::unique_ptr<const std::string> corrupt_;
+  std::uint32_t window_;
+  std::uint32_t window_max_;
+  std::uint32_t fetch_max_ = 0;  // what the outstanding fetch asked for
+  std::uint16_t max_attempts_;
   phase phase_ = phase::empty;
   bool fetching_ = false;
 };

@@ -16,14 +16,17 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <variant>
 #include <vector>
+
+#include <boost/intrusive/set.hpp>
 
 #include "laneq/codec.hpp"
 #include "laneq/deadline_heap.hpp"
@@ -200,6 +203,41 @@ class shard_engine {
 
  private:
   struct group_slot;
+  /// A group's node in `group_by_lane_`, inside its slot: the index allocates nothing of its own
+  /// (a live idle group's size counts, ADR 0009).
+  using lane_hook = boost::intrusive::set_base_hook<boost::intrusive::optimize_size<true>>;
+  /// The key of a group in `group_by_lane_`: its lane's bytes.
+  struct lane_of_slot {
+    using type = std::array<std::uint8_t, 16>;
+    const type& operator()(const group_slot& g) const;
+  };
+  using lane_index = boost::intrusive::set<group_slot, boost::intrusive::base_hook<lane_hook>,
+                                           boost::intrusive::key_of_value<lane_of_slot>>;
+  /// Hash and equality of the slots in `groups_` by their group's id, which also find a slot by
+  /// an id: the set holds the slots themselves, one 16-byte node each (a map from id to slot took
+  /// 32). Neither can throw, so libstdc++ keeps no hash in the nodes.
+  struct slot_id_hash {
+    using is_transparent = void;
+    std::size_t operator()(group_id id) const noexcept { return std::hash<group_id>{}(id); }
+    std::size_t operator()(const std::unique_ptr<group_slot>& g) const noexcept;
+  };
+  struct slot_id_equal {
+    using is_transparent = void;
+    bool operator()(const std::unique_ptr<group_slot>& a,
+                    const std::unique_ptr<group_slot>& b) const noexcept;
+    bool operator()(group_id id, const std::unique_ptr<group_slot>& g) const noexcept;
+    bool operator()(const std::unique_ptr<group_slot>& g, group_id id) const noexcept {
+      return (*this)(id, g);
+    }
+  };
+  /// Hashes an encoded key for `group_by_key_`. A hasher of its own that cannot throw: libstdc++
+  /// then keeps no copy of the hash in each node (48 bytes, not 64, per live group); a key is
+  /// short, and hashing it again on a rehash is cheap.
+  struct key_hash {
+    std::size_t operator()(const std::string& key) const noexcept {
+      return std::hash<std::string_view>{}(key);
+    }
+  };
   struct recovery;
   struct group_write;
   struct pending_receive {
@@ -361,9 +399,13 @@ class shard_engine {
   std::uint64_t next_group_ = 1;
   std::uint64_t next_read_ = 1;
 
-  std::unordered_map<group_id, std::unique_ptr<group_slot>> groups_;
-  std::unordered_map<std::string, group_id> group_by_key_;          // by encoded key (saves a hash)
-  std::map<std::array<std::uint8_t, 16>, group_id> group_by_lane_;  // one group per lane
+  /// The live groups, found by id.
+  std::unordered_set<std::unique_ptr<group_slot>, slot_id_hash, slot_id_equal> groups_;
+  /// By encoded key: a message finds its group without hashing its key to a lane.
+  std::unordered_map<std::string, group_slot*, key_hash> group_by_key_;
+  /// One group per lane, in lane order (the groups listing pages through it). Declared after
+  /// `groups_`, which owns the slots: it is emptied before they go.
+  lane_index group_by_lane_;
   /// Keys of groups beyond the first: two keys whose lanes collide are one group (lanes.md L6).
   std::unordered_map<group_id, std::vector<std::string>> more_keys_;
   /// Fast delivery after a restart: recovered heads by message id, so a token of the previous
