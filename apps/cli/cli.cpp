@@ -792,6 +792,14 @@ std::variant<json::object, usage_error> parse_key_component(std::string_view tex
 
 namespace {
 
+/// Appends key component `text` to `key`, or says why it is not one.
+std::optional<usage_error> add_key_component(std::string_view text, json::array& key) {
+  auto c = parse_key_component(text);
+  if (auto* e = std::get_if<usage_error>(&c)) return *e;
+  key.emplace_back(std::move(std::get<json::object>(c)));
+  return std::nullopt;
+}
+
 /// The spec given whole with --spec or --spec-file, or an empty object when neither is given.
 std::variant<json::object, usage_error> base_spec(const parsed& p) {
   json::object spec;
@@ -835,11 +843,8 @@ std::optional<usage_error> add_ordering(const parsed& p, json::object& spec) {
     ordering["mode"] = "key";
   if (!keys.empty()) {
     json::array key;
-    for (const auto& k : keys) {
-      auto c = parse_key_component(k);
-      if (auto* e = std::get_if<usage_error>(&c)) return *e;
-      key.emplace_back(std::move(std::get<json::object>(c)));
-    }
+    for (const auto& k : keys)
+      if (auto e = add_key_component(k, key)) return *e;
     ordering["key"] = std::move(key);
   }
   if (missing) ordering["when_key_missing"] = *missing;
@@ -872,9 +877,7 @@ std::variant<json::object, usage_error> parse_throttle(std::string_view text) {
     auto rest = text.substr(at + 1);
     while (!rest.empty()) {
       auto comma = rest.find(',');
-      auto c = parse_key_component(rest.substr(0, comma));
-      if (auto* e = std::get_if<usage_error>(&c)) return *e;
-      key.emplace_back(std::move(std::get<json::object>(c)));
+      if (auto e = add_key_component(rest.substr(0, comma), key)) return *e;
       rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     }
   }

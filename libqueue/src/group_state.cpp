@@ -166,7 +166,7 @@ std::size_t group_state::batchable(std::size_t max, timestamp now) const {
 
 void group_state::offer_head(group_effects& fx) {
   LANEQ_ASSERT(!messages_.empty(), "offer needs a head");
-  LANEQ_ASSERT(!lease(), "no head is offered while one is in flight");
+  LANEQ_ASSERT(!leased(), "no head is offered while one is in flight");
   phase_ = phase::offered;
   fx.offer = &messages_.front();
 }
@@ -318,7 +318,7 @@ group_effects group_state::fail_batch(group_effects fx, timestamp now, duration 
 
 group_effects group_state::fail_head(group_effects fx, timestamp now, duration retry_after,
                                      dead_letter_reason reason, bool force_dead_letter, bool grow) {
-  LANEQ_ASSERT(phase_ == phase::in_flight && lease() && lease_->batch == 1,
+  LANEQ_ASSERT(phase_ == phase::in_flight && leased() && lease_->batch == 1,
                "only an in-flight head, alone in flight, can fail");
   auto& head = messages_.front();
   if (force_dead_letter || head.attempts >= max_attempts_) {

@@ -157,7 +157,7 @@ std::optional<error> shard_engine::take_message(recovery& r, const store_entry& 
     // The lane's head: its window (once the window budget is used up, a head and one behind
     // it: persistence.md), or the whole ordered batch a lease of it covers (O12).
     bool spare = cfg_.window_budget_bytes == 0 || r.decoded_bytes < cfg_.window_budget_bytes;
-    lane.room = spare ? group_state::window_of(cfg_.window) : group_state::window_of(2);
+    lane.room = group_state::window_of(spare ? cfg_.window : 2);
     if (auto it = r.leases.find(key.value().seq.value); it != r.leases.end())
       lane.room = std::max<std::size_t>(lane.room, it->second.count);
   }

@@ -322,14 +322,50 @@ function summary(values) {
     mean_ms: a.length ? round(a.reduce((s, x) => s + x, 0) / a.length) : null };
 }
 
-async function main() {
-  // The queue.
+/// Creates the queue (exits when laneqd cannot be reached or refuses it).
+async function createQueue() {
   const spec = { delivery_durability: o.durability };
   if (o.groups > 0) spec.ordering = { mode: "key", key: [{ header: "g" }] };
   let r;
   try { r = await call(producerAgent, "PUT", qpath(""), spec); }
   catch (e) { process.stderr.write(`latency.mjs: cannot reach ${o.url}: ${e.message}\n`); process.exit(3); }
   if (r.status !== 200 && r.status !== 201) { process.stderr.write(`latency.mjs: create queue: ${r.status} ${r.text}\n`); process.exit(1); }
+}
+
+/// Per message, over the messages due after the warm-up and delivered: the latency and its
+/// parts, and the slowest 1% of them.
+function analyze() {
+  // Per message, the messages due after the warm-up and delivered.
+  const from = Math.min(total, Math.round(o.rate * o["warmup-s"]));
+  const e2d = [], due2d = [], gen = [], enq = [], sockWait = [], ans2d = [], e2a = [];
+  const waitingRecv = [], laterRecv = [];  // delivered by a receive sent before / after the enqueue answer
+  let counted = 0;
+  for (let k = from; k < total; k++) {
+    if (delivered[k] === 0 || answered[k] === 0) continue;
+    counted++;
+    const d = delivered[k] - handoff[k];
+    e2d.push(d);
+    due2d.push(delivered[k] - due[k]);
+    gen.push(handoff[k] - due[k]);
+    enq.push(answered[k] - handoff[k]);
+    sockWait.push(gotSocket[k] - handoff[k]);
+    ans2d.push(delivered[k] - answered[k]);
+    if (ackDone[k] !== 0) e2a.push(ackDone[k] - handoff[k]);
+    (recvSent[k] < answered[k] ? waitingRecv : laterRecv).push(d);
+  }
+  // The slowest 1%: what their time was made of.
+  const idx = [];
+  for (let k = from; k < total; k++) if (delivered[k] !== 0 && answered[k] !== 0) idx.push(k);
+  idx.sort((a, b) => (delivered[b] - handoff[b]) - (delivered[a] - handoff[a]));
+  const tail = idx.slice(0, Math.max(1, Math.floor(idx.length / 100)));
+  const mean = (f) => tail.length ? round(tail.reduce((s, k) => s + f(k), 0) / tail.length) : null;
+  return { counted, e2d, due2d, gen, enq, sockWait, ans2d, e2a, waitingRecv, laterRecv, tail, mean };
+}
+
+// Over 80 lines: the run in its order (queue, consumers, load, drain, scrape), then the report as
+// one object literal, its fields in the order they are printed.
+async function main() {
+  await createQueue();
   const before = await scrape();
 
   for (let i = 0; i < o.consumers; i++) {
@@ -364,30 +400,7 @@ async function main() {
   if (!o.keep) await call(producerAgent, "DELETE", qpath("")).catch(() => {});
   producerAgent.destroy();
 
-  // Per message, the messages due after the warm-up and delivered.
-  const from = Math.min(total, Math.round(o.rate * o["warmup-s"]));
-  const e2d = [], due2d = [], gen = [], enq = [], sockWait = [], ans2d = [], e2a = [];
-  const waitingRecv = [], laterRecv = [];  // delivered by a receive sent before / after the enqueue answer
-  let counted = 0;
-  for (let k = from; k < total; k++) {
-    if (delivered[k] === 0 || answered[k] === 0) continue;
-    counted++;
-    const d = delivered[k] - handoff[k];
-    e2d.push(d);
-    due2d.push(delivered[k] - due[k]);
-    gen.push(handoff[k] - due[k]);
-    enq.push(answered[k] - handoff[k]);
-    sockWait.push(gotSocket[k] - handoff[k]);
-    ans2d.push(delivered[k] - answered[k]);
-    if (ackDone[k] !== 0) e2a.push(ackDone[k] - handoff[k]);
-    (recvSent[k] < answered[k] ? waitingRecv : laterRecv).push(d);
-  }
-  // The slowest 1%: what their time was made of.
-  const idx = [];
-  for (let k = from; k < total; k++) if (delivered[k] !== 0 && answered[k] !== 0) idx.push(k);
-  idx.sort((a, b) => (delivered[b] - handoff[b]) - (delivered[a] - handoff[a]));
-  const tail = idx.slice(0, Math.max(1, Math.floor(idx.length / 100)));
-  const mean = (f) => tail.length ? round(tail.reduce((s, k) => s + f(k), 0) / tail.length) : null;
+  const { counted, e2d, due2d, gen, enq, sockWait, ans2d, e2a, waitingRecv, laterRecv, tail, mean } = analyze();
   const wall = (tEnd - tStart) / 1000;
 
   const report = {

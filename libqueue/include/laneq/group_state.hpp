@@ -242,7 +242,7 @@ class group_state {
   /// Messages of the lease's ordered batch acked so far: the head's `batch_index`.
   std::uint32_t batch_acked() const { return lease_ ? lease_->acked : 0; }
   /// When the lease in flight is due back (0 when none is held).
-  timestamp lease_deadline() const { return lease() ? lease_->deadline : timestamp{}; }
+  timestamp lease_deadline() const { return leased() ? lease_->deadline : timestamp{}; }
   /// Messages ever added (enqueued, or counted as stored at recovery); the unit tests compare it
   /// with what they routed.
   std::uint64_t received_total() const { return received_; }
@@ -252,6 +252,8 @@ class group_state {
   void check_invariants() const;
 
  private:
+  /// A lease is in flight (without copying its token, as `lease()` does).
+  bool leased() const { return lease_ && lease_->current; }
   result<ok_t> check_lease(const lease_token& lease) const;
   void start_lease(const lease_token& lease, timestamp deadline, timestamp now, std::size_t count,
                    std::uint32_t acked);
