@@ -175,17 +175,22 @@ const json::value& deref(const json::object& doc, const json::value& v) {
 
 std::string example_target(const json::object& doc, const operation& o) {
   auto target = o.path;
-  const auto* params = o.path_item->if_contains("parameters");
-  if (params == nullptr) return target;
-  for (const auto& p : params->as_array()) {
-    const auto& param = deref(doc, p).as_object();
-    if (param.at("in").as_string() != "path") continue;
-    auto slot = "{" + std::string{param.at("name").as_string()} + "}";
-    auto at = target.find(slot);
-    if (at != std::string::npos)
-      target.replace(at, slot.size(), std::string{param.at("example").as_string()});
+  std::string query;
+  for (const auto* owner : {o.path_item, o.op}) {
+    const auto* params = owner->if_contains("parameters");
+    if (params == nullptr) continue;
+    for (const auto& p : params->as_array()) {
+      const auto& param = deref(doc, p).as_object();
+      auto name = std::string{param.at("name").as_string()};
+      const auto& ex = param.at("example");
+      auto value = ex.is_string() ? std::string{ex.as_string()} : json::serialize(ex);
+      if (param.at("in").as_string() == "query")
+        query += (query.empty() ? "?" : "&") + name + "=" + value;
+      else if (auto at = target.find("{" + name + "}"); at != std::string::npos)
+        target.replace(at, name.size() + 2, value);
+    }
   }
-  return target;
+  return target + query;
 }
 
 std::vector<named_example> examples_of(const json::object& doc, const json::object& content) {

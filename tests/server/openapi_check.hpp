@@ -32,7 +32,8 @@ std::vector<operation> operations(const json::object& doc);
 /// What the `$ref` of `v` points to (`#/components/...`, followed until there is none), or `v`.
 const json::value& deref(const json::object& doc, const json::value& v);
 
-/// The operation's path with each path parameter replaced by its documented example.
+/// The operation's path with each path parameter replaced by its documented example, and every
+/// query parameter set to its example (none needs percent-encoding).
 std::string example_target(const json::object& doc, const operation& o);
 
 /// A request or response body's examples (`example`, or each value of `examples`), with names.
