@@ -141,6 +141,18 @@ TEST(openapi, the_bearer_scheme_guards_every_operation_but_those_documented_open
   }
 }
 
+TEST(openapi, every_operation_documents_the_400_of_an_unknown_query_parameter) {
+  in_process_server srv;
+  for (const auto& o : all_operations()) {
+    auto target = openapi::example_target(document(), o);
+    target += (target.find('?') == std::string::npos ? "?" : "&") + std::string{"bogus=1"};
+    client c{srv.port()};
+    auto r = c.call(http::string_to_verb(o.method), target);
+    EXPECT_EQ(r.status, 400u) << o.name() << ": " << r.body;
+    EXPECT_TRUE(o.op->at("responses").as_object().contains("400")) << o.name();
+  }
+}
+
 /// A fresh laneqd in process holding what the examples name: the queue (made with the first
 /// example of `PUT /v1/queues/{name}`), one dead letter in it (id 1), two messages ready, the
 /// topic's queues and the topic (the first example of `PUT /v1/topics/{name}`). An operation
