@@ -156,7 +156,8 @@ TEST(openapi, every_operation_documents_the_400_of_an_unknown_query_parameter) {
 /// A fresh laneqd in process holding what the examples name: the queue (made with the first
 /// example of `PUT /v1/queues/{name}`), one dead letter in it (id 1), two messages ready, the
 /// topic's queues and the topic (the first example of `PUT /v1/topics/{name}`). An operation
-/// that creates one of them is tested without it.
+/// that creates one of them is tested without it. Its messages carry an `account` header, which
+/// the queue example's ordering key reads (a change there shows as "setting up: 400").
 class sandbox {
  public:
   explicit sandbox(const operation& testing) {
