@@ -2,6 +2,7 @@
 #include "laneq/server/router.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <map>
 #include <string>
@@ -126,89 +127,116 @@ error bad(std::string what) {
   return error{errc::invalid_argument, std::move(what)};
 }
 
+/// The endpoints (`routes()`), one per method and path; a path's methods in the order of its
+/// 405's `Allow`.
+constexpr std::array<route_entry, route_count - 1> route_table{{
+    {"GET", "/healthz", route::healthz, false},
+    {"GET", "/metrics", route::metrics, false},
+    {"POST", "/v1/admin/checkpoint", route::checkpoint, true},
+    {"GET", "/v1/queues", route::list_queues, false},
+    {"PUT", "/v1/queues/{name}", route::put_queue, true},
+    {"GET", "/v1/queues/{name}", route::get_queue, false},
+    {"DELETE", "/v1/queues/{name}", route::delete_queue, false},
+    {"POST", "/v1/queues/{name}/messages", route::enqueue, true},
+    {"POST", "/v1/queues/{name}/receive", route::receive, true},
+    {"POST", "/v1/queues/{name}/ack", route::ack, true},
+    {"POST", "/v1/queues/{name}/nack", route::nack, true},
+    {"POST", "/v1/queues/{name}/extend", route::extend, true},
+    {"GET", "/v1/queues/{name}/dead-letters", route::dead_letters, false},
+    {"POST", "/v1/queues/{name}/dead-letters/redrive", route::redrive, true},
+    {"GET", "/v1/queues/{name}/groups", route::groups, false},
+    {"GET", "/v1/topics", route::list_topics, false},
+    {"PUT", "/v1/topics/{name}", route::put_topic, true},
+    {"GET", "/v1/topics/{name}", route::get_topic, false},
+    {"DELETE", "/v1/topics/{name}", route::delete_topic, false},
+    {"POST", "/v1/topics/{name}/messages", route::publish, true},
+}};
+
+/// Whether every route but `unknown` has exactly one entry in the table.
+constexpr bool every_route_once() {
+  for (std::size_t r = 0; r + 1 < route_count; ++r) {
+    std::size_t n = 0;
+    for (const auto& e : route_table) n += static_cast<std::size_t>(e.what) == r ? 1 : 0;
+    if (n != 1) return false;
+  }
+  return true;
+}
+static_assert(every_route_once(), "route_table lists each route once");
+
 /// The route, the queue or topic it names (percent-decoded) and the query string.
 struct match {
   route what = route::unknown;
   std::string queue;  ///< the queue's or, when `topic`, the topic's name
   bool topic = false;
   std::string query;
-  std::string_view allowed;  ///< methods of the path, for 405
+  std::string allowed;  ///< methods of the path, for 405 (set only then)
 };
 
+/// Whether `path` (from its leading '/') has the template's segments, any one where it has
+/// `{name}`: that one goes to `name`, still percent-encoded.
+bool fits(std::string_view tmpl, std::string_view path, std::string_view& name) {
+  std::string_view named;
+  while (!tmpl.empty() && !path.empty()) {
+    tmpl.remove_prefix(1);  // the '/' before each segment
+    path.remove_prefix(1);
+    auto t = tmpl.substr(0, tmpl.find('/'));
+    auto p = path.substr(0, path.find('/'));
+    if (t == "{name}")
+      named = p;
+    else if (t != p)
+      return false;
+    tmpl.remove_prefix(t.size());
+    path.remove_prefix(p.size());
+  }
+  if (!tmpl.empty() || !path.empty()) return false;
+  name = named;
+  return true;
+}
+
+/// The methods of the entries whose template `path` fits, as 405's `Allow` lists them.
+std::string allowed_methods(std::string_view path) {
+  std::string out;
+  std::string_view name;
+  for (const auto& e : route_table)
+    if (fits(e.path, path, name)) out += (out.empty() ? "" : ", ") + std::string{e.method};
+  return out;
+}
+
+/// Matches `target` against the table: the route (`unknown` when the path is served with other
+/// methods only: 405), the name it carries decoded, and the query string.
 result<match> match_route(std::string_view method, std::string_view target) {
   match m;
   auto q = target.find('?');
   auto path = target.substr(0, q);
   if (q != std::string_view::npos) m.query = std::string{target.substr(q + 1)};
-  std::vector<std::string_view> seg;
-  if (path.empty() || path.front() != '/')
-    return error{errc::route_not_found, "no endpoint " + std::string{target.substr(0, 200)}};
-  path.remove_prefix(1);
-  while (true) {
-    auto slash = path.find('/');
-    seg.push_back(path.substr(0, slash));
-    if (slash == std::string_view::npos) break;
-    path.remove_prefix(slash + 1);
-  }
   auto not_found = [&] {
     return error{errc::route_not_found,
                  "no endpoint " + std::string{method} + " " + std::string{target.substr(0, 200)}};
   };
-  for (auto s : seg)
-    if (s.empty()) return not_found();
-  auto is = [&](std::string_view want) { return method == want; };
-  auto pick =
-      [&](std::string_view allowed,
-          std::initializer_list<std::pair<std::string_view, route>> by_method) -> result<match> {
-    m.allowed = allowed;
-    for (auto [verb, r] : by_method)
-      if (is(verb)) {
-        m.what = r;
-        return m;
-      }
-    m.what = route::unknown;  // the path exists, the method does not: 405
-    return m;
-  };
-  if (seg.size() == 1 && seg[0] == "metrics") return pick("GET", {{"GET", route::metrics}});
-  if (seg.size() == 1 && seg[0] == "healthz") return pick("GET", {{"GET", route::healthz}});
-  if (seg.size() == 3 && seg[0] == "v1" && seg[1] == "admin" && seg[2] == "checkpoint")
-    return pick("POST", {{"POST", route::checkpoint}});
-  if (seg.size() >= 2 && seg[0] == "v1" && seg[1] == "topics") {
-    if (seg.size() == 2) return pick("GET", {{"GET", route::list_topics}});
-    auto topic = percent_decode(seg[2]);
-    if (!topic) return bad("the topic name in the path has a malformed percent escape");
-    if (topic->empty()) return bad("the topic name in the path is empty");
-    m.queue = std::move(*topic);
-    m.topic = true;
-    if (seg.size() == 3)
-      return pick(
-          "PUT, GET, DELETE",
-          {{"PUT", route::put_topic}, {"GET", route::get_topic}, {"DELETE", route::delete_topic}});
-    if (seg.size() == 4 && seg[3] == "messages") return pick("POST", {{"POST", route::publish}});
+  // Every segment must be non-empty: no "//", no trailing '/'.
+  if (path.empty() || path.front() != '/' || path.back() == '/' ||
+      path.find("//") != std::string_view::npos)
     return not_found();
-  }
-  if (seg.size() < 2 || seg[0] != "v1" || seg[1] != "queues") return not_found();
-  if (seg.size() == 2) return pick("GET", {{"GET", route::list_queues}});
-  auto name = percent_decode(seg[2]);
-  if (!name) return bad("the queue name in the path has a malformed percent escape");
-  if (name->empty()) return bad("the queue name in the path is empty");
-  m.queue = std::move(*name);
-  if (seg.size() == 3)
-    return pick(
-        "PUT, GET, DELETE",
-        {{"PUT", route::put_queue}, {"GET", route::get_queue}, {"DELETE", route::delete_queue}});
-  if (seg.size() == 4) {
-    if (seg[3] == "messages") return pick("POST", {{"POST", route::enqueue}});
-    if (seg[3] == "receive") return pick("POST", {{"POST", route::receive}});
-    if (seg[3] == "ack") return pick("POST", {{"POST", route::ack}});
-    if (seg[3] == "nack") return pick("POST", {{"POST", route::nack}});
-    if (seg[3] == "extend") return pick("POST", {{"POST", route::extend}});
-    if (seg[3] == "dead-letters") return pick("GET", {{"GET", route::dead_letters}});
-    if (seg[3] == "groups") return pick("GET", {{"GET", route::groups}});
-  }
-  if (seg.size() == 5 && seg[3] == "dead-letters" && seg[4] == "redrive")
-    return pick("POST", {{"POST", route::redrive}});
-  return not_found();
+  const route_entry* found = nullptr;
+  std::string_view name;
+  for (const auto& e : route_table)
+    if (fits(e.path, path, name) && (found == nullptr || e.method == method)) {
+      found = &e;
+      if (e.method == method) break;
+    }
+  if (found == nullptr) return not_found();
+  if (found->method == method)
+    m.what = found->what;
+  else
+    m.allowed = allowed_methods(path);  // the path exists, the method does not: 405
+  if (found->path.find("{name}") == std::string_view::npos) return m;
+  m.topic = found->path.starts_with("/v1/topics/");
+  auto what = std::string{m.topic ? "topic" : "queue"};
+  auto decoded = percent_decode(name);
+  if (!decoded) return bad("the " + what + " name in the path has a malformed percent escape");
+  if (decoded->empty()) return bad("the " + what + " name in the path is empty");
+  m.queue = std::move(*decoded);
+  return m;
 }
 
 /// The query parameters, percent-decoded; only `allowed` names may appear.
@@ -256,19 +284,13 @@ result<groups_query> groups_query_from(
   return q;
 }
 
-/// Whether a route refuses a request body (the listings, reads and deletes).
+/// Whether a route refuses a request body: those that take none, except the probes, which
+/// ignore what they are sent.
 bool takes_no_body(route r) {
-  switch (r) {
-    case route::list_queues:
-    case route::get_queue:
-    case route::delete_queue:
-    case route::dead_letters:
-    case route::groups:
-    case route::list_topics:
-    case route::get_topic:
-    case route::delete_topic: return true;
-    default: return false;
-  }
+  if (r == route::healthz || r == route::metrics) return false;
+  for (const auto& e : route_table)
+    if (e.what == r) return !e.body;
+  return false;
 }
 
 caf::timespan call_timeout(const call& c) {
@@ -464,6 +486,10 @@ json::array ids_to_json(const std::vector<message_id>& ids) {
 
 }  // namespace
 
+std::span<const route_entry> routes() {
+  return route_table;
+}
+
 http_response error_response(const error& e) {
   http_response r;
   r.status = http_status(e.code);
@@ -579,11 +605,11 @@ bool router::admit(const http_request& req, routed& r) const {
   r.m = std::move(matched.value());
   const auto& m = r.m;
   if (m.what == route::unknown) {
-    auto resp = error_response(error{errc::route_not_found, req.method.substr(0, 16) +
-                                                                " is not allowed here (allowed: " +
-                                                                std::string{m.allowed} + ")"});
+    auto resp = error_response(
+        error{errc::route_not_found,
+              req.method.substr(0, 16) + " is not allowed here (allowed: " + m.allowed + ")"});
     resp.status = 405;
-    resp.headers.emplace_back("Allow", std::string{m.allowed});
+    resp.headers.emplace_back("Allow", m.allowed);
     c->finish(std::move(resp));
     return false;
   }

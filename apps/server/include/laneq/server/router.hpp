@@ -8,6 +8,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +48,21 @@ struct http_response {
   /// The body: `render`'s text when it is set, else `body`. Call once.
   std::string take_body() { return render ? render() : std::move(body); }
 };
+
+/// One endpoint of the HTTP API, as the router matches it and docs/openapi.json documents it.
+struct route_entry {
+  std::string_view method;  ///< "GET", "PUT", "POST" or "DELETE"
+  /// The path template: literal segments and `{name}`, one segment naming the queue (under
+  /// `/v1/queues/`) or the topic (under `/v1/topics/`), percent-encoded in a request.
+  std::string_view path;
+  route what;
+  bool body;  ///< whether it takes a JSON body (the others refuse one, the probes ignore it)
+};
+
+/// Every endpoint the router serves, one entry per method and path: the table `handle` matches
+/// requests against, in order (a path's methods in the order its 405 `Allow` lists them).
+/// tests/server/openapi_test.cpp compares it with docs/openapi.json.
+std::span<const route_entry> routes();
 
 /// An error as a response (status from `http_status`).
 http_response error_response(const error& e);
