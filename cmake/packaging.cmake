@@ -17,8 +17,11 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "durable message queue on CAF: laneqd, lan
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # laneq_<version>_<arch>.deb
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
+# The long description (CPack puts CPACK_PACKAGE_DESCRIPTION_SUMMARY first and indents these).
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
-  "durable message queue runtime on CAF 0.17\n laneqd serves queues (unordered, ordered per queue or per key, leases, retries,\n dead letters, delays, fairness, throttles) over HTTP/JSON and CAF remote actors,\n stored in RocksDB; laneq is its command line. The package also holds the headers,\n static libraries, CMake package config (find_package(laneq)) and laneq.pc for\n CAF programs that embed the broker.")
+  "laneqd serves queues (unordered, ordered per queue or per key, leases, retries,\ndead letters, delays, fairness, throttles) over HTTP/JSON and CAF remote actors,\nstored in RocksDB; laneq is its command line. The package also holds the headers,\nstatic libraries, CMake package config (find_package(laneq)) and laneq.pc for\nCAF programs that embed the broker.")
+# Binaries without their line tables (static libraries are never stripped by CMake's install).
+set(CPACK_STRIP_FILES ON)
 # One package from three install components: runtime (binaries, unit, docs), dev (headers,
 # libraries, package config) and config (/etc/laneq/laneqd.json, left out of `cmake --install`).
 set(CPACK_DEB_COMPONENT_INSTALL ON)
@@ -36,5 +39,4 @@ set(CPACK_DEBIAN_PACKAGE_SUGGESTS
 file(WRITE "${PROJECT_BINARY_DIR}/package/conffiles" "/etc/laneq/laneqd.json\n")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA "${PROJECT_BINARY_DIR}/package/conffiles")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
-set(CPACK_OUTPUT_FILE_PREFIX "${PROJECT_BINARY_DIR}/package")
 include(CPack)

@@ -3,13 +3,14 @@
 # with CPack (cmake/packaging.cmake) and checks it: its control fields (name, version, the
 # runtime libraries in Depends, the conffile), that it holds the binaries, the systemd unit, the
 # config and the package config, and that the laneqd and laneq extracted from it (dpkg-deb -x
-# into a scratch directory) print the version; the unit is verified with systemd-analyze when
-# it is installed. Installs nothing on the system. Exits non-zero naming the first failed check.
+# into a scratch directory) print the version, that a CAF program builds with its laneq.pc and
+# runs; the unit is verified with systemd-analyze when it is installed. Installs nothing on the
+# system. Exits non-zero naming the first failed check.
 #
-#   check_deb.sh BUILD_DIR WORK_DIR VERSION
+#   check_deb.sh BUILD_DIR WORK_DIR VERSION CONSUMER_CPP CXX [LAUNCHER]
 set -euo pipefail
 
-build_dir="$1" work="$2" version="$3"
+build_dir="$1" work="$2" version="$3" consumer_cpp="$4" cxx="$5" launcher="${6:-}"
 
 fail() { echo "DEB TEST FAILED: $*" >&2; exit 1; }
 
@@ -29,10 +30,11 @@ field() { dpkg-deb --field "$deb" "$1"; }
 [ "$(field Version)" = "$version" ] || fail "Version is '$(field Version)', not $version"
 [ "$(field Architecture)" = "$arch" ] || fail "Architecture is '$(field Architecture)'"
 depends=$(field Depends)
+depends_names=$(tr ',' '\n' <<< "$depends" | sed 's/^ *//; s/ .*//')
 # The shared libraries laneqd and laneq load on Debian 12 (dpkg-shlibdeps).
 for lib in libcaf-core0.17 libcaf-io0.17 librocksdb7.8 libboost-json1.81.0 libssl3 \
            libjemalloc2 libstdc++6 libc6; do
-  grep -Eq "(^|, )$lib( |,|$)" <<< "$depends" || fail "Depends lacks $lib: $depends"
+  grep -qxF "$lib" <<< "$depends_names" || fail "Depends lacks $lib: $depends"
 done
 dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles > "$work/conffiles" \
   || fail "the package has no conffiles"
@@ -74,4 +76,14 @@ if command -v systemd-analyze > /dev/null; then
 else
   echo "systemd-analyze not installed: unit syntax not verified"
 fi
+# The package's development files work where they were extracted (laneq.pc is relative to its
+# own directory): the CAF program of run_consumer_test.sh, built with pkg-config, must run.
+echo "== tests/package/consumer.cpp against the extracted package (pkg-config)"
+export PKG_CONFIG_PATH="$work/root/usr/lib/pkgconfig"
+# shellcheck disable=SC2046
+${launcher:+"$launcher"} "$cxx" -std=c++20 -O1 -o "$work/consumer" "$consumer_cpp" \
+  $(pkg-config --cflags --libs laneq) > "$work/consumer-build.log" 2>&1 \
+  || { cat "$work/consumer-build.log"; fail "building against the extracted package failed"; }
+out=$("$work/consumer" "$work/data") || { echo "$out"; fail "the consumer built against the package failed"; }
+grep -qx "package consumer: ok" <<< "$out" || fail "the consumer built against the package did not finish"
 echo "deb test: OK ($(basename "$deb"))"
