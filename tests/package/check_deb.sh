@@ -3,9 +3,10 @@
 # with CPack (cmake/packaging.cmake) and checks it: its control fields (name, version, the
 # runtime libraries in Depends, the conffile), that it holds the binaries, the systemd unit, the
 # config and the package config, and that the laneqd and laneq extracted from it (dpkg-deb -x
-# into a scratch directory) print the version, that a CAF program builds with its laneq.pc and
-# runs; the unit is verified with systemd-analyze when it is installed. Installs nothing on the
-# system. Exits non-zero naming the first failed check.
+# into a scratch directory) print the version, that laneqd serves with the packaged config and
+# stops on SIGTERM, and that a CAF program builds with its laneq.pc and runs; the unit is
+# verified with systemd-analyze when it is installed. Installs nothing on the system. Exits
+# non-zero naming the first failed check.
 #
 #   check_deb.sh BUILD_DIR WORK_DIR VERSION CONSUMER_CPP CXX [LAUNCHER]
 set -euo pipefail
@@ -62,6 +63,23 @@ done
 # laneqd accepts it).
 cmp "$work/root/etc/laneq/laneqd.json" "$work/root/usr/share/doc/laneq/laneqd.json" \
   || fail "/etc/laneq/laneqd.json differs from the documented sample"
+# The extracted laneqd serves with the packaged config (its data directory and ports moved into
+# the test's reach) and stops with exit 0 on SIGTERM, as the unit stops it.
+"$work/root/usr/bin/laneqd" --config "$work/root/etc/laneq/laneqd.json" --data-dir "$work/data-laneqd" \
+  --http-port 0 --caf-port 0 > "$work/laneqd.out" 2> "$work/laneqd.err" &
+laneqd_pid=$!
+for _ in $(seq 1 300); do
+  grep -qx "laneqd ready" "$work/laneqd.out" && break
+  kill -0 "$laneqd_pid" 2> /dev/null || break
+  sleep 0.1
+done
+grep -qx "laneqd ready" "$work/laneqd.out" \
+  || { kill -KILL "$laneqd_pid" 2> /dev/null || true; cat "$work/laneqd.out" "$work/laneqd.err"
+       fail "the extracted laneqd did not get ready with /etc/laneq/laneqd.json"; }
+kill -TERM "$laneqd_pid"
+laneqd_rc=0
+wait "$laneqd_pid" || laneqd_rc=$?
+[ "$laneqd_rc" -eq 0 ] || { cat "$work/laneqd.err"; fail "laneqd exited $laneqd_rc on SIGTERM"; }
 unit="$work/root/usr/lib/systemd/system/laneqd.service"
 for line in "User=laneq" "StateDirectory=laneq" "KillSignal=SIGTERM" "Restart=on-failure" \
             "LoadCredential=laneqd.json:/etc/laneq/laneqd.json" \
