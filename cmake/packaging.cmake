@@ -4,7 +4,7 @@
 # `cpack --config build/release/CPackConfig.cmake` (README.md "Install"); the ctest test
 # package.deb_has_the_daemon_unit_config_and_package_config checks it (tests/package/check_deb.sh).
 
-if(NOT TARGET laneq_actors OR NOT TARGET laneqd)
+if(NOT TARGET laneq_persistence OR NOT TARGET laneq_actors OR NOT TARGET laneqd)
   return()
 endif()
 
