@@ -81,7 +81,7 @@ laneqd_rc=0
 wait "$laneqd_pid" || laneqd_rc=$?
 [ "$laneqd_rc" -eq 0 ] || { cat "$work/laneqd.err"; fail "laneqd exited $laneqd_rc on SIGTERM"; }
 unit="$work/root/usr/lib/systemd/system/laneqd.service"
-for line in "User=laneq" "StateDirectory=laneq" "KillSignal=SIGTERM" "Restart=on-failure" \
+for line in "User=laneq" "StateDirectory=laneq laneq-checkpoints" "KillSignal=SIGTERM" "Restart=on-failure" \
             "LoadCredential=laneqd.json:/etc/laneq/laneqd.json" \
             "ExecStart=/usr/bin/laneqd --config %d/laneqd.json"; do
   grep -qx "$line" "$unit" || fail "laneqd.service lacks '$line'"
