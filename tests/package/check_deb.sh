@@ -104,4 +104,6 @@ ${launcher:+"$launcher"} "$cxx" -std=c++20 -O1 -o "$work/consumer" "$consumer_cp
   || { cat "$work/consumer-build.log"; fail "building against the extracted package failed"; }
 out=$("$work/consumer" "$work/data") || { echo "$out"; fail "the consumer built against the package failed"; }
 grep -qx "package consumer: ok" <<< "$out" || fail "the consumer built against the package did not finish"
+# Passed: drop the staging and extracted trees (about 130 MB; kept when a check fails).
+rm -rf "$work/out/_CPack_Packages" "$work/root" "$work/data" "$work/data-laneqd"
 echo "deb test: OK ($(basename "$deb"))"

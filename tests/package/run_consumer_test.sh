@@ -69,4 +69,6 @@ ${launcher:+"$launcher"} "$cxx" -std=c++20 -O1 -o "$work/consumer-pc" \
 out=$("$work/consumer-pc" "$work/data-pc") || { echo "$out"; fail "the consumer built with pkg-config failed"; }
 grep -qx "package consumer: ok" <<< "$out" || fail "the consumer (pkg-config) did not finish"
 
+# Passed: drop the installed tree and the stores (kept when a check fails).
+rm -rf "$prefix" "$work/data-cmake" "$work/data-pc"
 echo "package test: OK (installed, found by CMake and pkg-config, the embedded broker works)"
