@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian package laneq needs to build, test and benchmark (Debian 12, as root).
+# Installs every Debian package laneq needs to build, test, benchmark and package (Debian 12, as
+# root); dpkg-dev brings dpkg-shlibdeps, which the Debian package (cmake/packaging.cmake) needs.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 SUDO=""
@@ -13,4 +14,5 @@ $SUDO apt-get install -y -q --no-install-recommends \
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
   libssl-dev libjemalloc-dev \
-  python3 procps curl jq nodejs
+  python3 procps curl jq nodejs \
+  dpkg-dev

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "laneq/limits.hpp"
+#include "laneq/version.hpp"
 
 namespace laneq::cli {
 
@@ -608,6 +609,7 @@ const std::vector<option_spec>& global_options() {
       opt("json", false, "print the server's JSON answer instead of text"),
       opt("timeout-ms", true, "per-request timeout (default 30000)"),
       opt("help", false, "show help"),
+      opt("version", false, "print laneq's version and exit"),
   };
   return g;
 }
@@ -1029,6 +1031,8 @@ std::optional<usage_error> apply_global(parsed& p, const std::string& name,
     p.json = true;
   else if (name == "help")
     p.help = true;
+  else if (name == "version")
+    p.version = true;
   else if (name == "timeout-ms") {
     auto n = parse_int("--timeout-ms", value, 1, 3'600'000);
     if (auto* e = std::get_if<usage_error>(&n)) return *e;
@@ -1310,6 +1314,10 @@ int run(const std::vector<std::string>& argv, const std::map<std::string, std::s
     return exit_usage;
   }
   auto& p = std::get<parsed>(r);
+  if (p.version) {
+    out << "laneq " << laneq::version_string << "\n";
+    return exit_ok;
+  }
   if (p.help || p.command == nullptr) {
     out << render_help(p.command);
     return exit_ok;

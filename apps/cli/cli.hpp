@@ -67,6 +67,7 @@ struct parsed {
   std::map<std::string, std::vector<std::string>> values;  ///< options with values
   std::map<std::string, bool> flags;                       ///< options without values
   bool help = false;
+  bool version = false;  ///< --version: print the version (laneq/version.hpp) and exit 0
   bool json = false;
   std::string url = "http://127.0.0.1:7070";
   std::string token;

@@ -3,6 +3,7 @@
 // SIGTERM/SIGINT (docs/operations.md).
 //
 //   laneqd [--config FILE] [--data-dir DIR] [--http-host IP] [--http-port N] [--caf-port N|any]
+//   laneqd --version | --help
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -25,6 +26,7 @@
 #include "laneq/server/descriptors.hpp"
 #include "laneq/server/http_server.hpp"
 #include "laneq/server/router.hpp"
+#include "laneq/version.hpp"
 
 namespace {
 
@@ -34,7 +36,8 @@ constexpr const char* usage_text =
     "  no config: data directory ./laneq-data, HTTP on 127.0.0.1:7070, CAF on 127.0.0.1:7071\n"
     "  --http-port 0 and --caf-port any pick a free port; --caf-port 0 disables the CAF remote "
     "actors\n"
-    "  prints 'laneqd http_port=N', 'laneqd caf_port=N' and 'laneqd ready' once serving\n";
+    "  prints 'laneqd http_port=N', 'laneqd caf_port=N' and 'laneqd ready' once serving\n"
+    "  --version prints 'laneqd VERSION' and exits\n";
 
 int usage(const std::string& why) {
   std::cerr << "laneqd: " << why << "\n" << usage_text;
@@ -106,6 +109,10 @@ int main(int argc, char** argv) {
     std::string_view arg{argv[i]};
     if (arg == "--help" || arg == "-h") {
       std::cout << usage_text;
+      return 0;
+    }
+    if (arg == "--version") {
+      std::cout << "laneqd " << laneq::version_string << "\n";
       return 0;
     }
     if (i + 1 >= argc) return usage("missing value after " + std::string{arg});

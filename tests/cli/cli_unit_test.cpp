@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "cli.hpp"
+#include "laneq/version.hpp"
 
 namespace json = boost::json;
 using namespace laneq;
@@ -199,6 +200,23 @@ TEST(cli_run, batch_count_and_from_are_checked_before_anything_is_sent) {
   err.str("");
   EXPECT_EQ(run({"--url", url, "nack", "q", "L1", "--from", "x"}, {}, out, err, in), exit_usage);
   EXPECT_NE(err.str().find("--from wants"), std::string::npos) << err.str();
+}
+
+// --version prints the project version (laneq/version.hpp) and sends nothing, even after a
+// command; --help lists it.
+TEST(cli_run, version_prints_the_project_version_and_sends_nothing) {
+  std::ostringstream out, err;
+  std::istringstream in;
+  const std::string url = "http://127.0.0.1:1";  // were anything sent, the exit code would be 3
+  EXPECT_EQ(run({"--version"}, {}, out, err, in), exit_ok);
+  EXPECT_EQ(out.str(), std::string{"laneq "} + LANEQ_VERSION + "\n");
+  EXPECT_EQ(err.str(), "");
+  out.str("");
+  EXPECT_EQ(run({"--url", url, "stats", "--version"}, {}, out, err, in), exit_ok);
+  EXPECT_EQ(out.str(), std::string{"laneq "} + laneq::version_string + "\n");
+  out.str("");
+  EXPECT_EQ(run({"--help"}, {}, out, err, in), exit_ok);
+  EXPECT_NE(out.str().find("--version"), std::string::npos) << out.str();
 }
 
 TEST(cli_render, groups_and_dead_letters_are_aligned_tables) {

@@ -2,7 +2,11 @@
 // and every broken rule reported at once, each naming its field.
 #include "laneq/server/config.hpp"
 
+#include <fstream>
+#include <sstream>
+
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 namespace laneq::server {
 namespace {
@@ -188,6 +192,88 @@ TEST(config, a_published_caf_port_beyond_loopback_is_exposed_even_with_tokens) {
     EXPECT_FALSE(anonymous_caf_listener(c, true).has_value()) << host;
   }
   EXPECT_TRUE(names(parse_config(R"({"caf": {"allow_anonymous": 1}})"), "caf.allow_anonymous"));
+}
+
+// A config may say what it is for: // and /* */ comments are skipped, anything else still fails.
+TEST(config, comments_are_allowed) {
+  auto p = parse_config(
+      "// laneqd for the tests\n{\n  /* where */ \"data_dir\": \"/tmp/q\", // data\n"
+      "  \"sync\": false\n}\n");
+  ASSERT_TRUE(p.errors.empty()) << all(p);
+  EXPECT_EQ(p.config.data_dir, "/tmp/q");
+  EXPECT_FALSE(p.config.sync);
+  EXPECT_TRUE(names(parse_config("# not a comment\n{}"), "not valid JSON"));
+}
+
+std::string read_source_file(const std::string& relative) {
+  std::ifstream in{std::string{LANEQ_SOURCE_DIR} + "/" + relative};
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// Every field path of `v` ("http.port", "limits.batch", "tokens"), objects walked into.
+void field_paths(const boost::json::object& o, const std::string& prefix,
+                 std::vector<std::string>& out) {
+  for (const auto& kv : o) {
+    auto path = prefix + std::string{kv.key()};
+    if (const auto* inner = kv.value().if_object(); inner != nullptr && !inner->empty())
+      field_paths(*inner, path + ".", out);
+    else
+      out.push_back(path);
+  }
+}
+
+// packaging/laneqd.json, installed as /etc/laneq/laneqd.json by the Debian package, is valid,
+// keeps the data in the systemd unit's state directory and holds every other field at its default
+// (so the sample documents the defaults and cannot drift from them).
+TEST(config, the_packaged_sample_holds_the_defaults) {
+  auto text = read_source_file("packaging/laneqd.json");
+  ASSERT_FALSE(text.empty());
+  auto p = parse_config(text);
+  ASSERT_TRUE(p.errors.empty()) << all(p);
+  server_config d;
+  const auto& c = p.config;
+  EXPECT_EQ(c.data_dir, "/var/lib/laneq");
+  EXPECT_EQ(c.http_host, d.http_host);
+  EXPECT_EQ(c.http_port, d.http_port);
+  EXPECT_EQ(c.http_threads, d.http_threads);
+  EXPECT_EQ(c.caf_host, d.caf_host);
+  EXPECT_EQ(c.caf_port, d.caf_port);
+  EXPECT_EQ(c.actor_threads, d.actor_threads);
+  EXPECT_EQ(c.caf_allow_anonymous, d.caf_allow_anonymous);
+  EXPECT_EQ(c.sync, d.sync);
+  EXPECT_EQ(c.reclaim_grace, d.reclaim_grace);
+  EXPECT_EQ(c.group_window, d.group_window);
+  EXPECT_EQ(c.group_window_max, d.group_window_max);
+  EXPECT_EQ(c.window_budget_bytes, d.window_budget_bytes);
+  EXPECT_EQ(c.limits.target_bytes, d.limits.target_bytes);
+  EXPECT_EQ(c.limits.header_count, d.limits.header_count);
+  EXPECT_EQ(c.limits.header_bytes, d.limits.header_bytes);
+  EXPECT_EQ(c.limits.body_bytes, d.limits.body_bytes);
+  EXPECT_EQ(c.limits.batch, d.limits.batch);
+  EXPECT_EQ(c.limits.head_timeout_ms, d.limits.head_timeout_ms);
+  EXPECT_EQ(c.limits.connections, d.limits.connections);
+  EXPECT_EQ(c.limits.connections_reserve, d.limits.connections_reserve);
+  EXPECT_EQ(c.limits.answer_bytes, d.limits.answer_bytes);
+  EXPECT_TRUE(c.tokens.empty());
+  EXPECT_EQ(c.allow_anonymous, d.allow_anonymous);
+  EXPECT_TRUE(c.queues.empty());
+  EXPECT_TRUE(c.topics.empty());
+}
+
+// Every field the sample sets is named in docs/operations.md ("Configuration"), in backticks.
+TEST(config, every_field_of_the_packaged_sample_is_documented) {
+  boost::json::parse_options options;
+  options.allow_comments = true;
+  auto sample = boost::json::parse(read_source_file("packaging/laneqd.json"), {}, options);
+  std::vector<std::string> paths;
+  field_paths(sample.as_object(), "", paths);
+  EXPECT_GE(paths.size(), 25u);
+  auto docs = read_source_file("docs/operations.md");
+  for (const auto& path : paths)
+    EXPECT_NE(docs.find("`" + path + "`"), std::string::npos)
+        << path << " is not documented in docs/operations.md";
 }
 
 }  // namespace

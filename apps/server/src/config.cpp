@@ -275,7 +275,11 @@ std::size_t actor_threads_for(std::size_t configured, unsigned cores) {
 
 parsed_config parse_config(std::string_view text) {
   boost::system::error_code ec;
-  auto v = json::parse(text, ec);
+  // Comments (// and /* */) are allowed, so a config file can say what it is for
+  // (packaging/laneqd.json does, field by field).
+  json::parse_options options;
+  options.allow_comments = true;
+  auto v = json::parse(text, ec, {}, options);
   if (ec) {
     parsed_config out;
     out.errors.push_back(

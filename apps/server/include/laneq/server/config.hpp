@@ -66,9 +66,10 @@ struct parsed_config {
   std::vector<error> errors;
 };
 
-/// Parses and validates a config document. Errors are invalid_argument (invalid_spec for a
-/// queue or topic), each naming its field path (`http.port`, `tokens[1].tenant`,
-/// `queues.orders: queue 'orders': lease_ms: ...`, `topics.orders: topic 'orders': queues: ...`).
+/// Parses and validates a config document (JSON; `//` and `/* */` comments allowed). Errors are
+/// invalid_argument (invalid_spec for a queue or topic), each naming its field path (`http.port`,
+/// `tokens[1].tenant`, `queues.orders: queue 'orders': lease_ms: ...`, `topics.orders: topic
+/// 'orders': queues: ...`).
 parsed_config parse_config(std::string_view text);
 parsed_config config_from_json(const boost::json::value& v);
 
