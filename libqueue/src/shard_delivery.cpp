@@ -143,6 +143,9 @@ std::vector<delivery> shard_engine::take(std::uint32_t max, std::uint32_t batch,
     }
   }
   counters_.delivered += out.size();
+  // Short: a class with nothing ready in memory whose read is under way may have the rest.
+  if (!waits && out.size() < max)
+    for (auto id : fetching_) waits = waits || find_class(id)->ready() == 0;
   return out;
 }
 

@@ -617,6 +617,9 @@ void shard_engine::check_invariants() const {
     bytes += c->bytes;
   }
   LANEQ_ASSERT(class_by_id_.size() == classes_.size(), "one id per class");
+  for (auto id : fetching_)
+    LANEQ_ASSERT(class_by_id_.count(id) == 1 && class_by_id_.at(id)->fetching,
+                 "the classes whose read is under way are listed");
   LANEQ_ASSERT(queued == sched_.size() - scheduled.size(),
                "every unordered message in the scheduler counts in its class");
   LANEQ_ASSERT(in_flight == leases_.size(),

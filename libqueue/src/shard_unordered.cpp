@@ -115,6 +115,7 @@ void shard_engine::fetch_class(unordered_class& c) {
       class_retries_.deadline(c.id))
     return;
   c.fetching = true;
+  fetching_.insert(c.id);
   c.fetch_max = std::min({c.stored_only, std::max<std::size_t>(window - c.ready(), 1),
                           static_cast<std::size_t>(limits::store_scan_max)});
   auto [from, to] = codec::lane_range(cfg_.uid, c.lane, c.loaded);
@@ -127,11 +128,13 @@ void shard_engine::on_class_fetched(std::uint64_t id, result<std::vector<store_e
   auto* c = find_class(id);
   LANEQ_ASSERT(c && c->fetching, "a class lives while its read is under way");
   c->fetching = false;
+  fetching_.erase(id);
   if (!page) {
     class_retries_.set(id, t + class_read_retry);  // the store is degraded: again shortly
     return resume_reading(t);
   }
   ++counters_.window_reads;
+  ++counters_.class_reads;
   counters_.window_read_messages += page.value().size();
   bool cut = false;
   for (auto& e : page.value()) {
@@ -161,8 +164,10 @@ void shard_engine::on_class_fetched(std::uint64_t id, result<std::vector<store_e
   c->ahead.erase(c->ahead.begin(), c->ahead.upper_bound(c->loaded));
   fetch_class(*c);
   maybe_drop_class(*c);
-  serve_pending(t);
+  // The receives that waited for it take on first: they took their share before the messages
+  // that came meanwhile.
   resume_reading(t);
+  serve_pending(t);
   notify_watchers(t);
 }
 

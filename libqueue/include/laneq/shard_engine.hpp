@@ -122,6 +122,7 @@ struct shard_counters {
   std::uint64_t recovered = 0;
   std::uint64_t window_reads = 0;
   std::uint64_t window_read_messages = 0;
+  std::uint64_t class_reads = 0;  ///< of `window_reads`, those of classes of unordered messages
   std::uint64_t corrupt_records = 0;
   std::vector<std::uint64_t> first_delivery =
       std::vector<std::uint64_t>(latency_bounds_s.size() + 1);
@@ -403,8 +404,9 @@ class shard_engine {
 
   // deliveries and leases (shard_delivery.cpp)
   void catch_up(timestamp t);
-  /// Up to `max` deliveries. Sets `waits` if it stopped at a class of unordered messages whose
-  /// next ones are being read back (memory held none of them), so that the receive waits for them.
+  /// Up to `max` deliveries. Sets `waits` if it stopped at, or came short with, a class of
+  /// unordered messages whose next ones are being read back (memory holds none of its ready
+  /// ones), so that the receive waits for them.
   std::vector<delivery> take(std::uint32_t max, std::uint32_t batch, duration lease, timestamp t,
                              bool& waits);
   /// Delivers group `g`'s picked head, and up to `room - 1` messages behind it as an ordered
@@ -499,6 +501,7 @@ class shard_engine {
   /// delayed until then), by the class's id.
   std::multimap<timestamp, std::uint64_t> delayed_;
   deadline_heap<std::uint64_t> class_retries_;  // reads back to try again after a failed one
+  std::set<std::uint64_t> fetching_;            // classes whose read is under way
   std::deque<reading_receive> reading_;
 
   std::uint64_t dead_count_ = 0;  // dead letters in the store (they are not held in memory)
