@@ -11,6 +11,7 @@ namespace laneq {
 void shard_engine::catch_up(timestamp t) {
   last_now_ = std::max(last_now_, t);
   t = last_now_;
+  ready_delayed(t);
   writes_.on_tick(t);
   expire_leases(t);
   holds_.pop_due(t, [this, t](group_id id, std::monostate) {
@@ -24,7 +25,6 @@ void shard_engine::catch_up(timestamp t) {
   class_retries_.pop_due(t, [this](std::uint64_t id, std::monostate) {
     if (auto* c = find_class(id)) fetch_class(*c);
   });
-  ready_delayed(t);
   sched_.on_tick(t);
   serve_pending(t);
   end_polls(t);
@@ -99,6 +99,7 @@ std::vector<delivery> shard_engine::take(std::uint32_t max, std::uint32_t batch,
                                          timestamp t, bool& waits) {
   std::vector<delivery> out;
   waits = false;
+  ready_delayed(t);  // the scheduler moves what is due as it picks
   while (out.size() < max) {
     auto picked = sched_.pick(t);
     if (!picked) break;
@@ -213,7 +214,7 @@ void shard_engine::serve_pending(timestamp t) {
     pending_deadlines_.erase(pending_deadlines_.find(p.deadline));
     pending_.pop_front();
     if (waits && rr.out.size() < rr.max)
-      reading_.push_back(std::move(rr));  // takes on once its class is read back
+      wait_for_read(std::move(rr), t);  // takes on once its class is read back
     else
       hand_out(rr.r, std::move(rr.out));
   }

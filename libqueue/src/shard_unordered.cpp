@@ -19,6 +19,9 @@ namespace {
 /// How long a class waits before it reads back again after a failed read.
 constexpr duration class_read_retry = 200ms;
 
+/// A held group lease's deadline in its group (no timer watches it): past any time a shard sees.
+constexpr duration held_lease = std::chrono::hours{24 * 365 * 100};
+
 }  // namespace
 
 shard_engine::unordered_class& shard_engine::class_for(const message& m) {
@@ -191,12 +194,45 @@ void shard_engine::resume_reading(timestamp t) {
     // those deliveries go no further (their leases are no longer theirs to record or answer).
     std::erase_if(rr.out, [this](const delivery& d) { return !still_leased(d.lease); });
     for (auto& d : more) rr.out.push_back(std::move(d));
-    if (waits && rr.out.size() < rr.max)
+    if (waits && rr.out.size() < rr.max) {
+      hold_leases(rr.out);
       still.push_back(std::move(rr));
-    else
+    } else {
+      start_leases(rr.out, rr.lease, t);  // the lease runs from the answer
       finish_receive(std::move(rr), t);
+    }
   }
   reading_ = std::move(still);
+}
+
+void shard_engine::hold_leases(const std::vector<delivery>& out) {
+  for (const auto& d : out) {
+    if (d.batch_index != 0) continue;  // a batch has one lease, its first message's
+    if (!d.lease.group) {
+      leases_.hold(d.lease);
+    } else if (auto* g = find_group(d.lease.group)) {
+      (void)g->state.on_extend(d.lease, held_lease, last_now_);
+      group_leases_.erase(g->state.id());  // no timer while held (check_invariants knows)
+    }
+  }
+}
+
+void shard_engine::start_leases(std::vector<delivery>& out, duration lease, timestamp t) {
+  for (auto& d : out) {
+    d.deadline = t + lease;
+    if (d.batch_index != 0) continue;
+    if (!d.lease.group) {
+      (void)leases_.extend(d.lease, lease, t);
+    } else if (auto* g = find_group(d.lease.group)) {
+      if (g->state.on_extend(d.lease, lease, t)) group_leases_.set(g->state.id(), d.deadline);
+    }
+  }
+}
+
+void shard_engine::wait_for_read(reading_receive rr, timestamp t) {
+  (void)t;
+  hold_leases(rr.out);
+  reading_.push_back(std::move(rr));
 }
 
 bool shard_engine::still_leased(const lease_token& l) {

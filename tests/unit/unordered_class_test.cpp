@@ -102,6 +102,24 @@ TEST(unordered_class, arrivals_after_one_is_left_in_the_store_wait_behind_it) {
   EXPECT_EQ(d.engine().stats(d.now).backlog, 0u);
 }
 
+TEST(unordered_class, a_receive_waits_for_a_read_back_and_no_lease_runs_out_meanwhile) {
+  engine_driver d{unordered(2)};
+  d.enqueue(numbered(1, 6));
+  d.hold_reads = true;
+  auto r = d.receive(6, 1s);
+  EXPECT_EQ(d.reply(r), nullptr) << "answered before the rest was read back";
+  ASSERT_FALSE(d.pending_reads.empty());
+  d.advance(10s);  // a slow store: the leases of what it took must not run out meanwhile
+  EXPECT_EQ(d.reply(r), nullptr);
+  EXPECT_EQ(d.engine().stats(d.now).lease_expired, 0u);
+  d.answer_reads();
+  auto got = deliveries(d, r);
+  EXPECT_EQ(bodies(got), names(1, 6));
+  for (const auto& x : got) EXPECT_EQ(x.deadline, d.now + 1s) << "the lease runs from the answer";
+  d.advance(2s);
+  EXPECT_EQ(d.engine().stats(d.now).lease_expired, 6u);
+}
+
 TEST(unordered_class, a_fairness_key_whose_backlog_fills_its_window_holds_back_no_other_key) {
   // F1: each fairness key is a class of its own, with a window of its own.
   engine_driver d{unordered(2)};

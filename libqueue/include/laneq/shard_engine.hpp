@@ -384,6 +384,13 @@ class shard_engine {
   void resume_reading(timestamp t);
   /// Whether lease `l`, handed out to a receive that waits, is still in flight.
   bool still_leased(const lease_token& l);
+  /// Takes the deadlines of the leases in `out` away while their receive waits for a read-back:
+  /// no attempt runs out before its consumer has the message, however long the store takes.
+  void hold_leases(const std::vector<delivery>& out);
+  /// Gives the leases in `out` their deadline, `t + lease`, as their receive is answered.
+  void start_leases(std::vector<delivery>& out, duration lease, timestamp t);
+  /// A receive that took `rr.out` waits for a class's read-back.
+  void wait_for_read(reading_receive rr, timestamp t);
   /// Answers a receive with `out`, or lets it wait (a long poll that found nothing yet).
   void finish_receive(reading_receive rr, timestamp t);
   /// A recovered unordered message of `c`: in flight again under its durable lease, or queued.

@@ -125,7 +125,7 @@ inline std::vector<minimum> minimums_of(episode_class c) {
                          {event::write_failures, 8.0},
                          {event::read_failures, 0.15},
                          {event::window_reads, 25.0},
-                         {event::class_reads, 20.0},
+                         {event::class_reads, 2.0},
                          {event::polls_answered_by_enqueue, 0.1},
                          {event::acks_racing_expiry, 0.4},
                          {event::batches, 30.0},
