@@ -153,7 +153,7 @@ void shard_engine::settle_dedupe(const admitted& a, bool committed) {
 }
 
 codec::lane_id shard_engine::lane_of(const placement& where, const message& m) const {
-  if (!where.ordered) return class_lane(sched_.class_of(m));
+  if (!where.ordered) return class_lane_of(m);
   if (auto it = group_by_key_.find(where.group_key); it != group_by_key_.end())
     return it->second->lane;  // a live group knows its lane: one hash per group
   return codec::make_lane_id(cfg_.spec.name(), where.group_key);

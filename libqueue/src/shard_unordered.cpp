@@ -25,7 +25,12 @@ constexpr duration held_lease = std::chrono::hours{24 * 365 * 100};
 }  // namespace
 
 shard_engine::unordered_class& shard_engine::class_for(const message& m) {
+  // Most unordered queues have one class, or a few: the last one used, without a key to build,
+  // when the queue has no throttles (the class is then the fairness key alone).
+  if (last_class_ && last_class_->fairness_key == m.fairness_key && cfg_.spec.throttles().empty())
+    return *last_class_;
   auto key = sched_.class_of(m);
+  if (auto it = classes_.find(key); it != classes_.end()) return *(last_class_ = it->second.get());
   if (auto it = classes_.find(key); it != classes_.end()) return *it->second;
   auto c = std::make_unique<unordered_class>();
   c->id = next_class_++;
@@ -33,12 +38,19 @@ shard_engine::unordered_class& shard_engine::class_for(const message& m) {
   c->fairness_key = m.fairness_key;
   c->key = key;
   class_by_id_.emplace(c->id, c.get());
+  last_class_ = c.get();
   return *classes_.emplace(std::move(key), std::move(c)).first->second;
 }
 
 shard_engine::unordered_class* shard_engine::find_class(std::uint64_t id) {
   auto it = class_by_id_.find(id);
   return it == class_by_id_.end() ? nullptr : it->second;
+}
+
+codec::lane_id shard_engine::class_lane_of(const message& m) const {
+  if (last_class_ && last_class_->fairness_key == m.fairness_key && cfg_.spec.throttles().empty())
+    return last_class_->lane;
+  return class_lane(sched_.class_of(m));
 }
 
 codec::lane_id shard_engine::class_lane(const std::string& key) const {
@@ -50,7 +62,7 @@ codec::lane_id shard_engine::class_lane(const std::string& key) const {
 
 bool shard_engine::is_class_lane(const message& m, const codec::lane_id& lane) const {
   auto where = place(cfg_.spec, m);
-  return where && !where.value().ordered && class_lane(sched_.class_of(m)) == lane;
+  return where && !where.value().ordered && class_lane_of(m) == lane;
 }
 
 std::size_t shard_engine::class_window(const unordered_class& c) const {
@@ -178,6 +190,7 @@ void shard_engine::maybe_drop_class(unordered_class& c) {
   if (c.live()) return;
   class_retries_.erase(c.id);
   class_by_id_.erase(c.id);
+  if (last_class_ == &c) last_class_ = nullptr;
   classes_.erase(classes_.find(c.key));  // `c` is gone
 }
 

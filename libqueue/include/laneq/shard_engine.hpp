@@ -363,6 +363,8 @@ class shard_engine {
   unordered_class* find_class(std::uint64_t id);
   /// The store lane of a class: a hash of the queue and the class, never a group's lane.
   codec::lane_id class_lane(const std::string& key) const;
+  /// The store lane of `m`'s class.
+  codec::lane_id class_lane_of(const message& m) const;
   /// Whether `lane`, whose first message is `m`, holds a class of unordered messages.
   bool is_class_lane(const message& m, const codec::lane_id& lane) const;
   /// Messages of `c` that may wait in memory to be delivered (the rest stay in the store).
@@ -504,6 +506,7 @@ class shard_engine {
   std::unordered_map<std::string, std::unique_ptr<unordered_class>> classes_;
   std::unordered_map<std::uint64_t, unordered_class*> class_by_id_;
   std::uint64_t next_class_ = 1;
+  unordered_class* last_class_ = nullptr;  // the class used last (class_for's shortcut)
   /// When each delayed unordered message in the scheduler becomes ready (its class counts it as
   /// delayed until then), by the class's id.
   std::multimap<timestamp, std::uint64_t> delayed_;
