@@ -336,6 +336,20 @@ void fair_scheduler::on_head(const message& head, group_id group, timestamp now)
   impl_->add(impl_->entry_for(head, group, now), head.not_before, now, ready_count_);
 }
 
+std::string fair_scheduler::class_of(const message& m) const {
+  // Each part with its length (4 bytes, big-endian) before it: no two classes share a key.
+  std::string out;
+  auto add = [&out](std::string_view part) {
+    auto n = static_cast<std::uint32_t>(part.size());
+    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(n >> shift));
+    out.append(part);
+  };
+  add(m.fairness_key);
+  if (!impl_->throttles.empty())
+    for (const auto& bucket : impl_->bucket_keys(m)) add(bucket);
+  return out;
+}
+
 void fair_scheduler::on_tick(timestamp now) {
   auto& s = *impl_;
   while (!s.delayed.empty() && s.delayed.front().wake <= now) {

@@ -37,8 +37,16 @@ result<timestamp> lease_table::extend(const lease_token& lease, duration by, tim
   if (!e) return e.err();
   auto* x = e.value();
   x->deadline = now + by;
+  x->held = false;
   deadlines_.set(lease.msg, x->deadline);
   return x->deadline;
+}
+
+void lease_table::hold(const lease_token& lease) {
+  auto e = find(lease);
+  LANEQ_ASSERT(static_cast<bool>(e), "a lease to hold is in flight");
+  e.value()->held = true;
+  deadlines_.erase(lease.msg);
 }
 
 std::vector<message> lease_table::expire_due(timestamp now) {
@@ -63,12 +71,15 @@ std::optional<std::pair<timestamp, timestamp>> lease_table::window(message_id id
 
 void lease_table::check_invariants() const {
   deadlines_.check_invariants();
-  LANEQ_ASSERT(deadlines_.size() == leases_.size(), "every lease has a deadline");
+  std::size_t held = 0;
   for (const auto& [id, e] : leases_) {
-    LANEQ_ASSERT(deadlines_.deadline(id) == e.deadline, "the heap has the lease's deadline");
+    held += e.held ? 1 : 0;
+    LANEQ_ASSERT(e.held ? !deadlines_.deadline(id) : deadlines_.deadline(id) == e.deadline,
+                 "the heap has the lease's deadline, unless the lease is held");
     LANEQ_ASSERT(e.lease.msg == id && e.msg.id == id, "lease, message and key agree");
     LANEQ_ASSERT(e.lease.attempt == e.msg.attempts, "the lease is the message's latest attempt");
   }
+  LANEQ_ASSERT(deadlines_.size() + held == leases_.size(), "every lease not held has a deadline");
 }
 
 const message* lease_table::leased(const lease_token& lease) const {

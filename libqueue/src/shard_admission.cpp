@@ -128,7 +128,7 @@ result<shard_engine::admitted> shard_engine::admit(std::vector<outgoing_message>
       out.new_keys.push_back(std::move(*dkey));
     }
     out.ids.push_back(m.id);
-    auto lane = lane_of(where.value());
+    auto lane = lane_of(where.value(), m);
     out.batch.push_back(placed{std::move(m), std::move(where).value(), lane});
     ++stored;
   }
@@ -152,18 +152,18 @@ void shard_engine::settle_dedupe(const admitted& a, bool committed) {
   }
 }
 
-codec::lane_id shard_engine::lane_of(const placement& where) const {
-  if (!where.ordered) return codec::lane_id{};
+codec::lane_id shard_engine::lane_of(const placement& where, const message& m) const {
+  if (!where.ordered) return class_lane_of(m);
   if (auto it = group_by_key_.find(where.group_key); it != group_by_key_.end())
     return it->second->lane;  // a live group knows its lane: one hash per group
   return codec::make_lane_id(cfg_.spec.name(), where.group_key);
 }
 
 placement shard_engine::stored_placement(const message& m, const codec::lane_id& lane) const {
-  if (lane.unordered()) return placement{};
+  if (lane.unordered()) return placement{};  // stored before classes of unordered messages
   auto where = place(cfg_.spec, m);
-  if (where && where.value().ordered && lane_of(where.value()) == lane)
-    return std::move(where).value();
+  if (where && lane_of(where.value(), m) == lane)
+    return std::move(where).value();  // its group's lane, or its class's (unordered)
   // A key function that answers otherwise now, or read a header the queue does not store: the
   // message keeps its lane, named by a key no placement produces ("\xFE" + lane id).
   std::string key(1, '\xFE');

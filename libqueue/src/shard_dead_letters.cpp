@@ -189,7 +189,7 @@ void shard_engine::redrive_taken(redrive_state& s) {
         err.message = "redrive of message " + std::to_string(m.id.value) + ": " + err.message;
         return end_redrive(s, std::move(err));  // a key function that no longer finds the key
       }
-      lane = lane_of(where.value());
+      lane = lane_of(where.value(), m);
     }
     w.ops.push_back(erase(codec::dead_key(cfg_.uid, order)));
     w.ops.push_back(erase(codec::dead_index_key(cfg_.uid, m.id)));
@@ -197,6 +197,8 @@ void shard_engine::redrive_taken(redrive_state& s) {
     m.attempts = 0;
     m.not_before = m.delay_until;
     auto where = stored_placement(m, lane);
+    // An unordered one goes to its class's lane (from lane 0, if it died before classes).
+    if (!where.ordered) lane = lane_of(where, m);
     w.ops.push_back(put_message(cfg_.uid, lane, m));
     batch->push_back(placed{std::move(m), std::move(where), lane});
   }

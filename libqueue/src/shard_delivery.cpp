@@ -11,6 +11,7 @@ namespace laneq {
 void shard_engine::catch_up(timestamp t) {
   last_now_ = std::max(last_now_, t);
   t = last_now_;
+  ready_delayed(t);
   writes_.on_tick(t);
   expire_leases(t);
   holds_.pop_due(t, [this, t](group_id id, std::monostate) {
@@ -20,6 +21,9 @@ void shard_engine::catch_up(timestamp t) {
   fetch_retries_.pop_due(t, [this, t](group_id id, std::monostate) {
     if (auto* g = find_group(id))
       write_for(*g, apply(*g, g->state.retry_fetch(window_for(*g))), nullptr, t);
+  });
+  class_retries_.pop_due(t, [this](std::uint64_t id, std::monostate) {
+    if (auto* c = find_class(id)) fetch_class(*c);
   });
   sched_.on_tick(t);
   serve_pending(t);
@@ -60,15 +64,20 @@ void shard_engine::expire_leases(timestamp t) {
 std::vector<store_op> shard_engine::retry_or_dead_letter(message m, duration retry_after,
                                                          bool force_dead, timestamp t,
                                                          bool& moved) {
+  auto& c = class_for(m);
+  --c.in_flight;
   if (force_dead || m.attempts >= cfg_.spec.attempts_max()) {
     auto reason = force_dead ? dead_letter_reason::requested : dead_letter_reason::max_attempts;
     moved = true;
     std::vector<dead_letter> dl{dead_letter{std::move(m), reason, t}};
-    return move_dead(std::move(dl), codec::lane_id{});  // stored unordered (lanes.md L7)
+    auto ops = move_dead(std::move(dl), c.lane);  // from its class's lane (lanes.md L7)
+    maybe_drop_class(c);
+    return ops;
   }
+  // Back in memory, where it was (in flight), whatever the window: it keeps its seq (O1).
   m.not_before = t + retry_after;
-  std::vector<store_op> ops{put_message(cfg_.uid, codec::lane_id{}, m)};
-  sched_.on_ready(ready_item{std::move(m), group_id{}}, t);
+  std::vector<store_op> ops{put_message(cfg_.uid, c.lane, m)};
+  queue_unordered(c, std::move(m), t);
   return ops;
 }
 
@@ -87,8 +96,10 @@ void shard_engine::count_first_delivery(const message& m, timestamp t) {
 }
 
 std::vector<delivery> shard_engine::take(std::uint32_t max, std::uint32_t batch, duration lease,
-                                         timestamp t) {
+                                         timestamp t, bool& waits) {
   std::vector<delivery> out;
+  waits = false;
+  ready_delayed(t);  // the scheduler moves what is due as it picks
   while (out.size() < max) {
     auto picked = sched_.pick(t);
     if (!picked) break;
@@ -118,13 +129,24 @@ std::vector<delivery> shard_engine::take(std::uint32_t max, std::uint32_t batch,
       continue;
     }
     // An unordered message is never batched: its own lease, batch_index 0.
+    auto& c = class_for(item.msg);
+    picked_unordered(c, item.msg);
     auto token = lease_for(group_id{}, item.msg, 1);
     item.msg.attempts = token.attempt;
     count_first_delivery(item.msg, t);
     leases_.grant(token, item.msg, t + lease, t);
     out.push_back(delivery{std::move(item.msg), token, t + lease, {}, 0});
+    // Its class's next ones are on their way from the store: the rotation waits for them, as
+    // if they had been in memory (F1, F2).
+    if (c.ready() == 0 && c.fetching) {
+      waits = true;
+      break;
+    }
   }
   counters_.delivered += out.size();
+  // Short: a class with nothing ready in memory whose read is under way may have the rest.
+  if (!waits && out.size() < max)
+    for (auto id : fetching_) waits = waits || find_class(id)->ready() == 0;
   return out;
 }
 
@@ -185,12 +207,16 @@ void shard_engine::hand_out(request_id r, std::vector<delivery> out) {
 void shard_engine::serve_pending(timestamp t) {
   while (!pending_.empty() && sched_.ready_size() > 0) {
     auto& p = pending_.front();
-    auto out = take(p.max, p.batch, p.lease, t);
-    if (out.empty()) break;  // everything ready was throttled
-    auto r = p.r;
+    bool waits = false;
+    auto out = take(p.max, p.batch, p.lease, t, waits);
+    if (out.empty() && !waits) break;  // everything ready was throttled
+    reading_receive rr{p.r, p.max, p.batch, p.lease, p.deadline, std::move(out)};
     pending_deadlines_.erase(pending_deadlines_.find(p.deadline));
     pending_.pop_front();
-    hand_out(r, std::move(out));
+    if (waits && rr.out.size() < rr.max)
+      wait_for_read(std::move(rr), t);  // takes on once its class is read back
+    else
+      hand_out(rr.r, std::move(rr.out));
   }
 }
 
@@ -210,7 +236,10 @@ result<std::vector<store_op>> shard_engine::ack_unordered(const lease_token& l) 
   auto m = leases_.release(l);
   if (!m) return m.err();
   ++counters_.acked;
-  return end_attempt(l, {erase_message(cfg_.uid, codec::lane_id{}, m.value().seq)}, durable());
+  auto& c = class_for(m.value());
+  auto ops = end_attempt(l, {erase_message(cfg_.uid, c.lane, m.value().seq)}, durable());
+  left_unordered(c);
+  return ops;
 }
 
 void shard_engine::ack_one(const lease_token& l, timestamp t, std::vector<store_op>& ops,

@@ -139,19 +139,13 @@ void shard_engine::receive(request_id r, const receive_request& req, timestamp n
     return reply(r, std::move(*err));
   auto t = last_now_;
   auto lease = req.lease_us == 0 ? cfg_.spec.lease_duration() : duration{req.lease_us};
-  auto out = take(req.max, req.batch, lease, t);
-  if (!out.empty() || req.wait_us == 0) {
-    hand_out(r, std::move(out));
-    return;
-  }
-  if (pending_.size() >= limits::pending_receives_max) {
-    reply(r, error{errc::limit_exceeded,
-                   "receive: more than " + std::to_string(limits::pending_receives_max) +
-                       " receives are already waiting on queue '" + cfg_.spec.name() + "'"});
-    return;
-  }
-  pending_.push_back(pending_receive{r, req.max, lease, t + duration{req.wait_us}, req.batch});
-  pending_deadlines_.insert(pending_.back().deadline);
+  bool waits = false;
+  auto out = take(req.max, req.batch, lease, t, waits);
+  reading_receive rr{r, req.max, req.batch, lease, t + duration{req.wait_us}, std::move(out)};
+  if (waits && rr.out.size() < rr.max)
+    wait_for_read(std::move(rr), t);  // takes on once its class is read back
+  else
+    finish_receive(std::move(rr), t);
 }
 
 void shard_engine::ack(request_id r, const std::vector<lease_token>& leases, timestamp now) {
@@ -402,6 +396,7 @@ void shard_engine::on_read(std::uint64_t read, result<std::vector<store_entry>> 
     case read_kind::redrive_index:
       return on_redrive_index(slot.request, slot.index, std::move(page));
     case read_kind::redrive_dead: return on_redrive_dead(slot.request, std::move(page));
+    case read_kind::unordered: return on_class_fetched(slot.index, std::move(page), last_now_);
     case read_kind::recovery: break;
   }
   if (!page) {
@@ -421,6 +416,8 @@ void shard_engine::stop(const error& why) {
   stopped_ = true;
   for (auto& p : pending_) reply(p.r, why);
   pending_.clear();
+  for (auto& rr : reading_) reply(rr.r, why);
+  reading_.clear();
   pending_deadlines_.clear();
   for (auto& h : held_) reply(h.r, why);
   held_.clear();
@@ -448,6 +445,7 @@ engine_effects shard_engine::take_effects() {
     consider(group_leases_.next());
     consider(holds_.next());
     consider(fetch_retries_.next());
+    consider(class_retries_.next());
     if (!pending_deadlines_.empty()) consider(*pending_deadlines_.begin());
     for (const auto& w : watchers_) consider(w.deadline);
   }
@@ -485,12 +483,13 @@ queue_stats shard_engine::stats(timestamp now) const {
   s.in_flight = leases_.size() + group_leases_.size();
   s.live_groups = groups_.size();
   s.dead_letters = dead_count_;
-  s.waiting_receives = pending_.size();
+  s.waiting_receives = pending_.size() + reading_.size();
   s.window_bytes = window_bytes_;
   // The largest backlogs by name, the rest summed: a bounded number of metric series.
   std::vector<fairness_backlog> all;
-  for (auto& [k, n] : sched_.backlog_by_fairness_key())
-    all.push_back(fairness_backlog{k, n, false});
+  auto backlog = sched_.backlog_by_fairness_key();
+  for (const auto& [key, cls] : classes_) backlog[cls->fairness_key] += cls->stored_only;
+  for (auto& [k, n] : backlog) all.push_back(fairness_backlog{k, n, false});
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
     return a.backlog != b.backlog ? a.backlog > b.backlog : a.key < b.key;
   });
@@ -566,6 +565,10 @@ void shard_engine::check_invariants() const {
   group_leases_.check_invariants();
   std::size_t bytes = 0;
   const auto scheduled = sched_.groups();
+  std::unordered_set<group_id> held;  // heads taken by a receive that waits for a read-back
+  for (const auto& rr : reading_)
+    for (const auto& d : rr.out)
+      if (d.lease.group) held.insert(d.lease.group);
   LANEQ_ASSERT(std::all_of(scheduled.begin(), scheduled.end(),
                            [this](group_id id) { return groups_.count(id) == 1; }),
                "the scheduler offers heads of live groups only");
@@ -598,12 +601,37 @@ void shard_engine::check_invariants() const {
         break;
       case group_state::phase::in_flight:
         LANEQ_ASSERT(places == 0, "a head in flight is offered nowhere");
-        LANEQ_ASSERT(group_leases_.deadline(id) == s.lease_deadline(),
-                     "a head in flight has its deadline watched");
+        LANEQ_ASSERT(held.count(id) == 1 ? !group_leases_.deadline(id)
+                                         : group_leases_.deadline(id) == s.lease_deadline(),
+                     "a head in flight has its deadline watched, unless a receive holds it");
         break;
     }
   }
-  LANEQ_ASSERT(bytes == window_bytes_, "the window budget counts every group's memory");
+  std::size_t queued = 0;
+  std::size_t in_flight = 0;
+  std::size_t delayed = 0;
+  for (const auto& [key, c] : classes_) {
+    LANEQ_ASSERT(c->live(), "a class lives while it has messages");
+    LANEQ_ASSERT(c->key == key && class_by_id_.at(c->id) == c.get(), "a class is filed as it is");
+    LANEQ_ASSERT(c->delayed <= c->queued, "a class's delayed messages are queued");
+    LANEQ_ASSERT(c->stored_only == 0 || c->told > c->loaded,
+                 "a class's messages in the store come after those in memory");
+    queued += c->queued;
+    in_flight += c->in_flight;
+    delayed += c->delayed;
+    bytes += c->bytes;
+  }
+  LANEQ_ASSERT(class_by_id_.size() == classes_.size(), "one id per class");
+  for (auto id : fetching_)
+    LANEQ_ASSERT(class_by_id_.count(id) == 1 && class_by_id_.at(id)->fetching,
+                 "the classes whose read is under way are listed");
+  LANEQ_ASSERT(queued == sched_.size() - scheduled.size(),
+               "every unordered message in the scheduler counts in its class");
+  LANEQ_ASSERT(in_flight == leases_.size(),
+               "every unordered message in flight counts in its class");
+  LANEQ_ASSERT(delayed == delayed_.size(), "every delayed unordered message is watched");
+  LANEQ_ASSERT(bytes == window_bytes_,
+               "the window budget counts every group's and every class's memory");
   LANEQ_ASSERT(group_by_lane_.size() == groups_.size(), "one lane per group");
   for (const auto& [key, g] : group_by_key_) {
     auto live = groups_.find(g->state.id());

@@ -65,12 +65,15 @@ bool shard_engine::window_for(group_slot& g) {
 }
 
 std::size_t shard_engine::budget_share(const group_slot& g) const {
-  // The budget over the live groups, in messages of the group's own average size (a group with
-  // none in memory: the size of an empty message). set_window keeps it at 2 at least.
+  // In messages of the group's own average size (a group with none in memory: the size of an
+  // empty message). set_window keeps it at 2 at least.
   auto held = g.state.in_memory();
   auto each = held > 0 ? g.state.memory_bytes() / held : sizeof(message);
-  auto share = cfg_.window_budget_bytes / std::max<std::size_t>(groups_.size(), 1);
-  return share / std::max<std::size_t>(each, 1);
+  return budget_share_bytes() / std::max<std::size_t>(each, 1);
+}
+
+std::size_t shard_engine::budget_share_bytes() const {
+  return cfg_.window_budget_bytes / std::max<std::size_t>(groups_.size() + classes_.size(), 1);
 }
 
 void shard_engine::route(std::vector<placed> batch, timestamp t) {
@@ -78,7 +81,7 @@ void shard_engine::route(std::vector<placed> batch, timestamp t) {
   std::vector<std::pair<group_slot*, std::vector<message>>> arrivals;
   for (auto& p : batch) {
     if (!p.where.ordered) {
-      sched_.on_ready(ready_item{std::move(p.msg), group_id{}}, t);
+      arrive_unordered(std::move(p.msg), t);
       continue;
     }
     auto& g = group_for(p.where, p.lane);

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -90,11 +91,41 @@ struct shard_engine::redrive_state {
   std::optional<error> failed;
 };
 
+/// A class of unordered messages (shard_unordered.cpp, docs/design/persistence.md P12): those the
+/// scheduler treats alike (fair_scheduler::class_of), kept in one store lane in arrival order.
+/// Every message of the lane up to `loaded` is in memory, and those in `ahead`; the rest,
+/// `stored_only`, are read back in order as the ready ones in memory drain.
+struct shard_engine::unordered_class {
+  std::uint64_t id = 0;
+  std::string key;           ///< its key in `classes_` (fair_scheduler::class_of)
+  std::string fairness_key;  ///< the backlog by fairness key counts what is in the store too
+  codec::lane_id lane;
+  std::size_t queued = 0;       ///< in the scheduler: ready, throttled or delayed
+  std::size_t delayed = 0;      ///< of those, waiting for their not-before time (in `delayed_`)
+  std::size_t in_flight = 0;    ///< leased (in the lease table)
+  std::size_t stored_only = 0;  ///< counted, left in the store, past `loaded`
+  std::size_t bytes = 0;        ///< memory_footprint of the queued ones (the window budget)
+  message_seq loaded;           ///< the last seq read into memory (or passed by a read)
+  message_seq told;             ///< the last seq counted as stored only
+  std::size_t fetch_max = 0;    ///< what the read under way asked for
+  bool fetching = false;
+  bool corrupt = false;  ///< a record failed its checks: the class reads no further (fail-stop)
+  /// In memory past `loaded`: recovered under a lease beyond the window; a read skips them.
+  std::set<message_seq> ahead;
+
+  /// Queued messages that may be delivered now or when a token comes: what the window counts.
+  std::size_t ready() const { return queued - delayed; }
+  bool live() const { return queued + in_flight + stored_only > 0 || fetching; }
+};
+
 /// A lane as recovery found it.
 struct shard_engine::recovered_lane {
   std::vector<message> window;  ///< the first messages, payloads decoded
   std::uint64_t beyond = 0;     ///< the rest: counted, left in the store
   std::size_t room = 0;         ///< messages to decode: the window, or a leased batch's size
+  bool unordered = false;       ///< a class of unordered messages (its head says so)
+  std::vector<message> ahead;   ///< a class's messages beyond the window under a lease
+  message_seq last;             ///< the lane's last seq
 };
 
 /// The ranges a recovery reads, in order.
@@ -105,7 +136,7 @@ struct shard_engine::recovery {
   recovery_phase at = recovery_phase::counters;
   std::string to;  ///< end of the range being read
   std::map<std::array<std::uint8_t, 16>, recovered_lane> lanes;
-  std::vector<message> unordered;
+  std::vector<message> lane_zero;  ///< unordered messages stored before classes had lanes
   /// By the seq of the (first still leased) message each names (seqs are unique in a shard);
   /// taken out as messages take them up: what is left at the end is stale, and erased.
   std::unordered_map<std::uint64_t, codec::lease_record> leases;

@@ -146,27 +146,45 @@ std::optional<error> shard_engine::take_message(recovery& r, const store_entry& 
   auto key = codec::parse_message_key(e.key);
   if (!key) return key.err();
   ++r.messages;
+  auto seq = key.value().seq;
   if (key.value().lane.unordered()) {
+    // Stored before classes of unordered messages had lanes: each moves to its class's lane.
     auto m = codec::decode_message(e.value);
     if (!m) return named(m.err(), e.key);
-    r.unordered.push_back(std::move(m).value());
+    r.lane_zero.push_back(std::move(m).value());
     return std::nullopt;
   }
   auto& lane = r.lanes[key.value().lane.bytes];
-  if (lane.window.empty() && lane.beyond == 0) {
-    // The lane's head: its window (once the window budget is used up, a head and one behind
-    // it: persistence.md), or the whole ordered batch a lease of it covers (O12).
-    bool spare = cfg_.window_budget_bytes == 0 || r.decoded_bytes < cfg_.window_budget_bytes;
-    lane.room = group_state::window_of(spare ? cfg_.window : 2);
-    if (auto it = r.leases.find(key.value().seq.value); it != r.leases.end())
-      lane.room = std::max<std::size_t>(lane.room, it->second.count);
-  }
-  if (lane.beyond > 0 || lane.window.size() >= lane.room) {
-    ++lane.beyond;  // memory follows live groups: the payload stays in the store
+  auto lease = r.leases.find(seq.value);
+  bool head = lane.window.empty() && lane.beyond == 0;
+  bool room = lane.beyond == 0 && lane.window.size() < lane.room;
+  // Memory follows live groups and classes: past the window the payload stays in the store,
+  // but for a class's message under a lease (it is in flight).
+  if (!head && !room && !(lane.unordered && lease != r.leases.end())) {
+    ++lane.beyond;
+    lane.last = seq;
     return std::nullopt;
   }
   auto m = codec::decode_message(e.value);
   if (!m) return named(m.err(), e.key);
+  lane.last = seq;
+  if (head) {
+    // The head says what the lane is, and so how much to decode: a group's window (once the
+    // window budget is used up, a head and one behind it: persistence.md) or the whole ordered
+    // batch a lease of it covers (O12); a class's window.
+    bool spare = cfg_.window_budget_bytes == 0 || r.decoded_bytes < cfg_.window_budget_bytes;
+    lane.unordered = is_class_lane(m.value(), key.value().lane);
+    lane.room = lane.unordered ? (spare ? cfg_.window_max : 2)
+                               : group_state::window_of(spare ? cfg_.window : 2);
+    if (!lane.unordered && lease != r.leases.end())
+      lane.room = std::max<std::size_t>(lane.room, lease->second.count);
+  } else if (!room) {
+    if (lease->second.lease.msg == m.value().id)
+      lane.ahead.push_back(std::move(m).value());
+    else
+      ++lane.beyond;  // a stale lease record
+    return std::nullopt;
+  }
   r.decoded_bytes += memory_footprint(m.value());
   lane.window.push_back(std::move(m).value());
   return std::nullopt;
@@ -175,17 +193,13 @@ std::optional<error> shard_engine::take_message(recovery& r, const store_entry& 
 void shard_engine::finish_recovery(timestamp t) {
   auto r = std::move(recovery_);
   counters_.recovered += r->messages;
-  for (auto& [bytes, lane] : r->lanes) recover_group(*r, codec::lane_id{bytes}, lane, t);
-  for (auto& m : r->unordered) {
-    auto it = r->leases.find(m.seq.value);
-    if (it != r->leases.end() && it->second.lease.msg == m.id) {
-      m.attempts = it->second.lease.attempt;
-      leases_.grant(it->second.lease, std::move(m), it->second.deadline, t);
-      r->leases.erase(it);
-    } else {
-      sched_.on_ready(ready_item{std::move(m), group_id{}}, t);
-    }
+  for (auto& [bytes, lane] : r->lanes) {
+    if (lane.unordered)
+      recover_class(*r, codec::lane_id{bytes}, lane, t);
+    else
+      recover_group(*r, codec::lane_id{bytes}, lane, t);
   }
+  recover_lane_zero(*r, t);
   // Records no message took up are stale (the rest of a batch nobody took back before a
   // crash): they go.
   for (const auto& [seq, rec] : r->leases)

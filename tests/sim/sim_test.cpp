@@ -460,8 +460,9 @@ class queue_model {
     expect("in_flight", v.in_flight, in_flight);
     expect("dead_letters", v.dead_letters, dead);
     expect("live_groups", v.live_groups, live_by_group_.size());
-    // Window budget accounting: groups without messages hold (and have charged) nothing.
-    if (live_by_group_.empty()) expect("window_bytes", v.window_bytes, 0);
+    // Window budget accounting: with no group live and nothing waiting, nothing is held (or
+    // charged): unordered messages in flight are not, those waiting are (persistence.md P12).
+    if (live_by_group_.empty() && pending == 0) expect("window_bytes", v.window_bytes, 0);
     expect("enqueued", v.enqueued, ctr_.enqueued);
     expect("delivered", v.delivered, ctr_.delivered);
     expect("acked", v.acked, ctr_.acked);
@@ -830,6 +831,11 @@ class queue_model {
   /// answer, or is still deliverable; b then held fewer tokens than their number, and has
   /// refilled by less than one since: fewer than 2 more than the others now. And at least 1
   /// token after the answer means that b had one whenever the message was tried during it.
+  /// Of unordered messages, only the oldest deliverable one of each class (fairness key and
+  /// buckets, persistence.md P12) is judged: a class beyond its window waits in the store in
+  /// arrival order, so while its older messages are parked on a bucket the younger ones wait
+  /// behind them, where a queue holding all in memory would let a younger one take a token the
+  /// parked ones have not been released to yet (they go at the bucket's next release instead).
   std::set<std::string> surely_ready_keys(timestamp t) const {
     auto entered = [](const model_msg& m) { return std::max(m.ready_from, m.not_before); };
     std::vector<const model_msg*> ready;
@@ -839,8 +845,12 @@ class queue_model {
       for (auto b : m.buckets)
         if (entered(m) < dry_until(b)) ++early[b];
     });
+    std::sort(ready.begin(), ready.end(),
+              [](const model_msg* a, const model_msg* b) { return a->position < b->position; });
+    std::set<std::pair<std::string, std::vector<std::uint32_t>>> classes;
     std::set<std::string> keys;
     for (const auto* m : ready) {
+      if (m->group.empty() && !classes.emplace(m->fairness_key, m->buckets).second) continue;
       if (keys.count(m->fairness_key)) continue;
       auto clear = [&](std::uint32_t b) {
         auto tokens = broker_tokens_at_least(b, t);

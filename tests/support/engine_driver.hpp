@@ -59,10 +59,12 @@ class engine_driver {
   /// Log lines and the failure, if the engine stopped.
   std::vector<std::string> log;
   std::optional<error> failed;
-  /// When true, writes wait in `pending_writes` until answered by hand; reads are answered at
-  /// once either way.
+  /// When true, writes wait in `pending_writes` until answered by hand.
   bool hold_writes = false;
   std::deque<engine_write> pending_writes;
+  /// When true, reads wait in `pending_reads` until `answer_reads`.
+  bool hold_reads = false;
+  std::deque<engine_read> pending_reads;
   std::optional<timestamp> wake;
 
   request_id next_request() { return next_request_++; }
@@ -85,11 +87,27 @@ class engine_driver {
           engine_->on_written(w.id, std::nullopt, now);
         }
       }
-      for (auto& r : fx.reads) engine_->on_read(r.id, scan(store, r.from, r.to, r.max), now);
+      for (auto& r : fx.reads) {
+        if (hold_reads)
+          pending_reads.push_back(std::move(r));
+        else
+          engine_->on_read(r.id, scan(store, r.from, r.to, r.max), now);
+      }
       engine_->check_invariants();
       if (!any) return;
     }
     ADD_FAILURE() << "the engine kept asking for work";
+  }
+
+  /// Answers the held reads from the store as it is now, and every read they lead to.
+  void answer_reads() {
+    hold_reads = false;
+    while (!pending_reads.empty()) {
+      auto r = std::move(pending_reads.front());
+      pending_reads.pop_front();
+      engine_->on_read(r.id, scan(store, r.from, r.to, r.max), now);
+    }
+    settle();
   }
 
   /// Answers the oldest held write: committed (applied, then answered), failed, or lost (never

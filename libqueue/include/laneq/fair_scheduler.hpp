@@ -73,6 +73,12 @@ class fair_scheduler {
   /// batch ends before `m`). One token per message, as if each were picked (throttling.md T2).
   bool try_charge(const message& m, timestamp now);
 
+  /// The class of an unordered message: what the scheduler tells such messages apart by (their
+  /// fairness key and the throttle buckets they take tokens from). Messages of one class differ
+  /// only in arrival seq and not-before time, so the shard keeps each class in one store lane in
+  /// arrival order and reads it back from there (docs/design/persistence.md, P12).
+  std::string class_of(const message& m) const;
+
   /// Moves items whose not-before time or throttle wake time has come into the ready set.
   void on_tick(timestamp now);
 

@@ -26,6 +26,9 @@ class lease_table {
 
   /// Moves the deadline to `now + by`.
   result<timestamp> extend(const lease_token& lease, duration by, timestamp now);
+  /// Takes the lease's deadline away until `extend` gives it one: its message was taken by a
+  /// receive that waits for a read-back, and no attempt runs out before its consumer has it.
+  void hold(const lease_token& lease);
 
   /// Removes and returns every lease whose deadline is at or before `now` (oldest first).
   std::vector<message> expire_due(timestamp now);
@@ -47,6 +50,7 @@ class lease_table {
     message msg;
     timestamp since;
     timestamp deadline;
+    bool held = false;  ///< no deadline (`hold`)
   };
   result<entry*> find(const lease_token& lease);
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -54,6 +55,9 @@ struct shard_config {
   /// unique across a queue's shards and a lease names its shard.
   std::uint32_t shard = 0;
   bool sync = true;  ///< writes synced before they are answered
+  /// A group's window, and how far it grows while the window budget has room; a class of
+  /// unordered messages holds `window_max` of them in memory, or its share of the budget once the
+  /// budget is used up (docs/design/persistence.md, P12).
   std::size_t window = limits::group_window_default;
   std::size_t window_max = limits::group_window_max_default;
   /// Bytes of messages the shard's group windows may hold before groups stop growing past
@@ -118,6 +122,7 @@ struct shard_counters {
   std::uint64_t recovered = 0;
   std::uint64_t window_reads = 0;
   std::uint64_t window_read_messages = 0;
+  std::uint64_t class_reads = 0;  ///< of `window_reads`, those of classes of unordered messages
   std::uint64_t corrupt_records = 0;
   std::vector<std::uint64_t> first_delivery =
       std::vector<std::uint64_t>(latency_bounds_s.size() + 1);
@@ -240,6 +245,8 @@ class shard_engine {
   };
   struct recovery;
   struct group_write;
+  struct unordered_class;
+  struct recovered_lane;
   struct pending_receive {
     request_id r = 0;
     std::uint32_t max = 1;
@@ -261,6 +268,16 @@ class shard_engine {
     /// Dedupe keys of duplicates whose original's write is not durable yet: the answer waits.
     std::vector<std::string> waits_on;
   };
+  /// A receive that took what memory held of a class of unordered messages whose next ones are
+  /// being read back from the store: it waits for the read, then takes on (P12).
+  struct reading_receive {
+    request_id r = 0;
+    std::uint32_t max = 1;
+    std::uint32_t batch = 1;
+    duration lease{0};
+    timestamp deadline;  ///< a long poll's; or when it came (it waits for nothing else)
+    std::vector<delivery> out;
+  };
   /// A request that waits for recovery to finish.
   struct held_request {
     request_id r = 0;
@@ -272,13 +289,14 @@ class shard_engine {
     dead_list,      ///< a listing of dead letters
     redrive_index,  ///< a redrive's lookup of a message's dead-letter order
     redrive_dead,   ///< a redrive's dead-letter records
+    unordered,      ///< a class of unordered messages read back
   };
   /// What a read is for.
   struct read_slot {
     read_kind kind = read_kind::fetch;
     group_id group{};        ///< fetch
     request_id request = 0;  ///< dead_list
-    std::size_t index = 0;   ///< redrive_index: which id
+    std::size_t index = 0;   ///< redrive_index: which id; unordered: the class's id
   };
   struct redrive_state;
 
@@ -288,7 +306,8 @@ class shard_engine {
   void settle_dedupe(const admitted& a, bool committed);
   /// A duplicate in `a` names an original whose write failed (its answer must not claim it).
   std::optional<error> original_failed(const admitted& a) const;
-  codec::lane_id lane_of(const placement& where) const;
+  /// The store lane of a message placed at `where`: its group's, or its class's (unordered).
+  codec::lane_id lane_of(const placement& where, const message& m) const;
   placement stored_placement(const message& m, const codec::lane_id& lane) const;
   store_op counters_op() const;
 
@@ -307,6 +326,8 @@ class shard_engine {
   void offer_when_settled(group_slot& g, timestamp t);
   void maybe_drop(group_slot& g);
   bool may_grow() const;
+  /// The window budget's share of one live group or class of unordered messages, in bytes.
+  std::size_t budget_share_bytes() const;
   /// Before an input to `g`: sets the window it fills without growing (the configured window,
   /// or once the window budget is used up its share of it) and answers whether it may grow.
   bool window_for(group_slot& g);
@@ -336,6 +357,50 @@ class shard_engine {
   codec::lease_record record_of(const group_slot& g) const;
   std::vector<store_op> move_dead(std::vector<dead_letter> dls, const codec::lane_id& lane);
 
+  // unordered messages, by class (shard_unordered.cpp)
+  /// The class of `m`, made if it has none yet.
+  unordered_class& class_for(const message& m);
+  unordered_class* find_class(std::uint64_t id);
+  /// The store lane of a class: a hash of the queue and the class, never a group's lane.
+  codec::lane_id class_lane(const std::string& key) const;
+  /// The store lane of `m`'s class.
+  codec::lane_id class_lane_of(const message& m) const;
+  /// Whether `lane`, whose first message is `m`, holds a class of unordered messages.
+  bool is_class_lane(const message& m, const codec::lane_id& lane) const;
+  /// Messages of `c` that may wait in memory to be delivered (the rest stay in the store).
+  std::size_t class_window(const unordered_class& c) const;
+  /// A routed unordered message (its write is durable): into memory, or counted in the store.
+  void arrive_unordered(message m, timestamp t);
+  /// Hands `m` of class `c` to the scheduler.
+  void queue_unordered(unordered_class& c, message m, timestamp t);
+  /// `m`, picked from the scheduler, goes in flight.
+  void picked_unordered(unordered_class& c, const message& m);
+  /// A message of `c` in flight is gone (acked or dead-lettered).
+  void left_unordered(unordered_class& c);
+  /// Delayed unordered messages whose time has come count as ready.
+  void ready_delayed(timestamp t);
+  void fetch_class(unordered_class& c);
+  void on_class_fetched(std::uint64_t id, result<std::vector<store_entry>> page, timestamp t);
+  void maybe_drop_class(unordered_class& c);
+  /// Takes on for the receives that waited for a read-back.
+  void resume_reading(timestamp t);
+  /// Whether lease `l`, handed out to a receive that waits, is still in flight.
+  bool still_leased(const lease_token& l);
+  /// Takes the deadlines of the leases in `out` away while their receive waits for a read-back:
+  /// no attempt runs out before its consumer has the message, however long the store takes.
+  void hold_leases(const std::vector<delivery>& out);
+  /// Gives the leases in `out` their deadline, `t + lease`, as their receive is answered.
+  void start_leases(std::vector<delivery>& out, duration lease, timestamp t);
+  /// A receive that took `rr.out` waits for a class's read-back.
+  void wait_for_read(reading_receive rr, timestamp t);
+  /// Answers a receive with `out`, or lets it wait (a long poll that found nothing yet).
+  void finish_receive(reading_receive rr, timestamp t);
+  /// A recovered unordered message of `c`: in flight again under its durable lease, or queued.
+  void recover_unordered(recovery& r, unordered_class& c, message m, timestamp t);
+  void recover_class(recovery& r, const codec::lane_id& stored, recovered_lane& lane, timestamp t);
+  /// Unordered messages stored before classes (lane 0) move to their class's lane.
+  void recover_lane_zero(recovery& r, timestamp t);
+
   // dead letters (shard_dead_letters.cpp)
   void on_dead_list(request_id r, result<std::vector<store_entry>> page);
   void read_dead_letters(redrive_state& s);
@@ -348,7 +413,11 @@ class shard_engine {
 
   // deliveries and leases (shard_delivery.cpp)
   void catch_up(timestamp t);
-  std::vector<delivery> take(std::uint32_t max, std::uint32_t batch, duration lease, timestamp t);
+  /// Up to `max` deliveries. Sets `waits` if it stopped at, or came short with, a class of
+  /// unordered messages whose next ones are being read back (memory holds none of its ready
+  /// ones), so that the receive waits for them.
+  std::vector<delivery> take(std::uint32_t max, std::uint32_t batch, duration lease, timestamp t,
+                             bool& waits);
   /// Delivers group `g`'s picked head, and up to `room - 1` messages behind it as an ordered
   /// batch, into `out`.
   void deliver_group(group_slot& g, message head, std::size_t room, duration lease, timestamp t,
@@ -374,7 +443,6 @@ class shard_engine {
   std::optional<error> take_record(recovery& r, const store_entry& e, timestamp t);
   std::optional<error> take_message(recovery& r, const store_entry& e);
   void finish_recovery(timestamp t);
-  struct recovered_lane;
   void recover_group(recovery& r, const codec::lane_id& stored, recovered_lane& lane, timestamp t);
   void fail_recovery(error e);
   /// Keeps a request that came while recovery runs, for after it.
@@ -432,6 +500,19 @@ class shard_engine {
     timestamp deadline;
   };
   std::vector<watcher> watchers_;
+
+  /// The classes of unordered messages that have messages (docs/design/persistence.md, P12), by
+  /// key (fair_scheduler::class_of) and by id.
+  std::unordered_map<std::string, std::unique_ptr<unordered_class>> classes_;
+  std::unordered_map<std::uint64_t, unordered_class*> class_by_id_;
+  std::uint64_t next_class_ = 1;
+  unordered_class* last_class_ = nullptr;  // the class used last (class_for's shortcut)
+  /// When each delayed unordered message in the scheduler becomes ready (its class counts it as
+  /// delayed until then), by the class's id.
+  std::multimap<timestamp, std::uint64_t> delayed_;
+  deadline_heap<std::uint64_t> class_retries_;  // reads back to try again after a failed one
+  std::set<std::uint64_t> fetching_;            // classes whose read is under way
+  std::deque<reading_receive> reading_;
 
   std::uint64_t dead_count_ = 0;  // dead letters in the store (they are not held in memory)
   /// Dead-letter listings and redrives under way, by request.

@@ -28,6 +28,7 @@ enum class event : std::size_t {
   write_failures,             // store writes answered with a failure
   read_failures,              // window fetches answered with a failure
   window_reads,               // group windows read back from the store
+  class_reads,                // of those, classes of unordered messages (persistence.md P12)
   polls_answered_by_enqueue,  // a long poll that waited, answered by an enqueue's commit
   acks_racing_expiry,
   receives_racing_enqueues,
@@ -58,6 +59,7 @@ inline constexpr std::array<const char*, event_count> event_names = {
     "store write failures",
     "window fetch failures",
     "window read-backs",
+    "unordered class read-backs",
     "long polls answered by an enqueue",
     "acks racing their lease's expiry",
     "receives sent during an enqueue",
@@ -123,6 +125,7 @@ inline std::vector<minimum> minimums_of(episode_class c) {
                          {event::write_failures, 8.0},
                          {event::read_failures, 0.15},
                          {event::window_reads, 25.0},
+                         {event::class_reads, 2.0},
                          {event::polls_answered_by_enqueue, 0.1},
                          {event::acks_racing_expiry, 0.4},
                          {event::batches, 30.0},

@@ -150,6 +150,7 @@ void engine_episode::count_coverage() {
     cov_.bump(event::dead_letters, c.dead_lettered);
     cov_.bump(event::redriven, c.redriven);
     cov_.bump(event::window_reads, c.window_reads);
+    cov_.bump(event::class_reads, c.class_reads);
     cov_.bump(event::deduplicated, c.deduplicated);
     const auto& n = clients_[q].checker->counts();
     cov_.bump(event::reclaims, n.reclaims + n.old_durable_leases);

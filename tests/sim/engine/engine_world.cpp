@@ -17,6 +17,7 @@ void add_counters(shard_counters& a, const shard_counters& b) {
   a.rejected += b.rejected;
   a.recovered += b.recovered;
   a.window_reads += b.window_reads;
+  a.class_reads += b.class_reads;
   a.window_read_messages += b.window_read_messages;
   a.corrupt_records += b.corrupt_records;
 }
