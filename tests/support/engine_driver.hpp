@@ -237,6 +237,14 @@ class engine_driver {
   std::unique_ptr<shard_engine> engine_;
 };
 
+/// The message records in the store of the shard `test_config` makes (uid 42).
+inline std::size_t message_records(const engine_driver& d) {
+  auto [from, to] = codec::queue_range(codec::tag::message, 42);
+  std::size_t n = 0;
+  for (auto it = d.store.lower_bound(from); it != d.store.end() && it->first < to; ++it) ++n;
+  return n;
+}
+
 /// A shard of queue `spec` as the unit tests make it: uid 42, epoch 3, fixed nonce keys, no
 /// reclaim grace.
 inline shard_config test_config(queue_spec spec) {

@@ -20,6 +20,7 @@ using namespace std::chrono_literals;
 using test::bodies;
 using test::deliveries;
 using test::engine_driver;
+using test::message_records;
 using test::test_config;
 
 shard_config by_account(std::string name = "orders") {
@@ -31,13 +32,6 @@ outgoing_message msg(std::string body, std::string account = {}) {
   m.body = std::move(body);
   if (!account.empty()) m.headers.push_back(header_field{"account", std::move(account)});
   return m;
-}
-
-std::size_t message_records(const engine_driver& d) {
-  auto [from, to] = codec::queue_range(codec::tag::message, 42);
-  std::size_t n = 0;
-  for (auto it = d.store.lower_bound(from); it != d.store.end() && it->first < to; ++it) ++n;
-  return n;
 }
 
 TEST(shard_engine, an_enqueue_is_answered_once_its_write_is_durable_and_then_deliverable) {

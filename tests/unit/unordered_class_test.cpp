@@ -19,6 +19,7 @@ using namespace std::chrono_literals;
 using test::bodies;
 using test::deliveries;
 using test::engine_driver;
+using test::message_records;
 using test::test_config;
 
 /// An unordered queue whose classes hold `window` ready messages in memory.
@@ -46,13 +47,6 @@ std::vector<std::string> names(int from, int to) {
   std::vector<std::string> out;
   for (int i = from; i <= to; ++i) out.push_back("m" + std::to_string(i));
   return out;
-}
-
-std::size_t message_records(const engine_driver& d) {
-  auto [from, to] = codec::queue_range(codec::tag::message, 42);
-  std::size_t n = 0;
-  for (auto it = d.store.lower_bound(from); it != d.store.end() && it->first < to; ++it) ++n;
-  return n;
 }
 
 /// Receives and acks until nothing comes: the bodies in the order they came.
