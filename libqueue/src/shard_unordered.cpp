@@ -24,14 +24,17 @@ constexpr duration held_lease = std::chrono::hours{24 * 365 * 100};
 
 }  // namespace
 
+bool shard_engine::of_last_class(const message& m) const {
+  // Most unordered queues have one class, or a few: the last one used is found without building
+  // a key when the queue has no throttles (a class is then its fairness key alone).
+  return last_class_ && cfg_.spec.throttles().empty() &&
+         last_class_->fairness_key == m.fairness_key;
+}
+
 shard_engine::unordered_class& shard_engine::class_for(const message& m) {
-  // Most unordered queues have one class, or a few: the last one used, without a key to build,
-  // when the queue has no throttles (the class is then the fairness key alone).
-  if (last_class_ && last_class_->fairness_key == m.fairness_key && cfg_.spec.throttles().empty())
-    return *last_class_;
+  if (of_last_class(m)) return *last_class_;
   auto key = sched_.class_of(m);
   if (auto it = classes_.find(key); it != classes_.end()) return *(last_class_ = it->second.get());
-  if (auto it = classes_.find(key); it != classes_.end()) return *it->second;
   auto c = std::make_unique<unordered_class>();
   c->id = next_class_++;
   c->lane = class_lane(key);
@@ -48,9 +51,7 @@ shard_engine::unordered_class* shard_engine::find_class(std::uint64_t id) {
 }
 
 codec::lane_id shard_engine::class_lane_of(const message& m) const {
-  if (last_class_ && last_class_->fairness_key == m.fairness_key && cfg_.spec.throttles().empty())
-    return last_class_->lane;
-  return class_lane(sched_.class_of(m));
+  return of_last_class(m) ? last_class_->lane : class_lane(sched_.class_of(m));
 }
 
 codec::lane_id shard_engine::class_lane(const std::string& key) const {

@@ -360,6 +360,8 @@ class shard_engine {
   // unordered messages, by class (shard_unordered.cpp)
   /// The class of `m`, made if it has none yet.
   unordered_class& class_for(const message& m);
+  /// Whether `m` is of the class used last (known without building its key).
+  bool of_last_class(const message& m) const;
   unordered_class* find_class(std::uint64_t id);
   /// The store lane of a class: a hash of the queue and the class, never a group's lane.
   codec::lane_id class_lane(const std::string& key) const;
