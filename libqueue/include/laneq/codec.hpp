@@ -7,7 +7,8 @@
 //   'A' name                   broker metadata (nonce key, boot epoch, next queue uid)
 //   'Q' uid                    queue record: the spec (without its hook)
 //   'C' uid                    counters: next message id, next arrival seq, next dead-letter order
-//   'M' uid lane(16) seq       message record; one lane per ordering group, lane 0 = unordered
+//   'M' uid lane(16) seq       message record; one lane per ordering group or class of unordered
+//                              messages (persistence.md P12; lane 0: unordered, before classes)
 //   'D' uid order              dead letter (dead-letter list order), with its stored lane
 //   'I' uid message-id         the order of a message's dead letter (redrive by id)
 //   'E' uid message-id         lease record (durable delivery; a partly acked ordered batch)
@@ -40,7 +41,8 @@ std::uint32_t crc32c(std::string_view bytes, std::uint32_t crc = 0);
 
 // -- lanes ------------------------------------------------------------------------------------
 
-/// A lane: the store's fixed-width name for an ordering group. All zero: unordered messages.
+/// A lane: the store's fixed-width name for an ordering group or a class of unordered messages.
+/// All zero: unordered messages stored before classes (recovery moves them to their class's).
 struct lane_id {
   std::array<std::uint8_t, 16> bytes{};
   bool unordered() const;

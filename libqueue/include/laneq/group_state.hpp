@@ -35,9 +35,10 @@ struct dead_letter {
   message msg;
   dead_letter_reason reason = dead_letter_reason::max_attempts;
   timestamp at;
-  /// The store lane the message was stored under (`codec::lane_id`'s bytes; all zero:
-  /// unordered). The dead-letter move and a redrive use it, never a lane worked out again from
-  /// the message (docs/design/lanes.md L7).
+  /// The store lane the message was stored under (`codec::lane_id`'s bytes; all zero: an
+  /// unordered message that died before classes of unordered messages had lanes). The dead-letter
+  /// move and a redrive use it, never a lane worked out again from the message
+  /// (docs/design/lanes.md L7).
   std::array<std::uint8_t, 16> lane{};
   /// False only for a record written before dead letters kept their lane (codec.hpp).
   bool lane_known = false;
