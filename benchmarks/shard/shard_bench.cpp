@@ -26,6 +26,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,6 +86,27 @@ std::uint64_t rss_bytes() {
   while (std::getline(in, line))
     if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
   return 0;
+}
+
+}  // namespace
+
+// jemalloc's control interface, when the program is linked against jemalloc (cmake/allocator.cmake;
+// not under the sanitizers): null otherwise.
+extern "C" int mallctl(const char*, void*, std::size_t*, void*, std::size_t) __attribute__((weak));
+
+namespace {
+
+/// Bytes the program's live allocations hold, by jemalloc's count (`stats.allocated`); nullopt
+/// without jemalloc. Unlike the RSS, it leaves out what the allocator keeps of freed memory.
+std::optional<std::uint64_t> allocated_bytes() {
+  if (mallctl == nullptr) return std::nullopt;
+  std::uint64_t epoch = 1;
+  auto size = sizeof(epoch);
+  mallctl("epoch", &epoch, &size, &epoch, size);  // refreshes the statistics
+  std::size_t allocated = 0;
+  size = sizeof(allocated);
+  if (mallctl("stats.allocated", &allocated, &size, nullptr, 0) != 0) return std::nullopt;
+  return allocated;
 }
 
 shard_config config(const options& o) {
@@ -187,20 +209,31 @@ void fill_groups(driver& d, const options& o) {
 
 int idle_groups(const options& o) {
   auto rss0 = rss_bytes();
+  auto allocated0 = allocated_bytes();
   auto d = std::make_unique<driver>(o);
   fill_groups(*d, o);
   auto rss1 = rss_bytes();
+  auto allocated1 = allocated_bytes();
   auto live = d->engine().live_groups();
+  auto per_group = [&](std::uint64_t bytes) {
+    return static_cast<double>(bytes) / static_cast<double>(live ? live : 1);
+  };
+  std::string allocated = "null";
+  if (allocated0 && allocated1) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f", per_group(*allocated1 - *allocated0));
+    allocated = text;
+  }
   auto t0 = steady::now();
   d.reset();
   auto teardown = std::chrono::duration<double>(steady::now() - t0).count();
   std::printf(
       "{\"scenario\": \"idle_groups\", \"groups\": %llu, \"live_groups\": %zu, "
       "\"body_bytes\": %u, \"rss_delta_bytes\": %llu, \"bytes_per_group\": %.1f, "
-      "\"teardown_seconds\": %.3f}\n",
+      "\"allocated_bytes_per_group\": %s, \"teardown_seconds\": %.3f}\n",
       static_cast<unsigned long long>(o.groups), live, o.body_bytes,
-      static_cast<unsigned long long>(rss1 - rss0),
-      static_cast<double>(rss1 - rss0) / static_cast<double>(live ? live : 1), teardown);
+      static_cast<unsigned long long>(rss1 - rss0), per_group(rss1 - rss0), allocated.c_str(),
+      teardown);
   return live == o.groups ? 0 : 1;
 }
 
