@@ -96,6 +96,9 @@ test('console.without_a_token_or_with_a_wrong_one_shows_the_token_state', async 
     assert.match(await token_state(page, 'needed'), /token needed/);
     await enter_token(page, 'not-the-right-token-0000');
     assert.match(await token_state(page, 'invalid'), /token invalid/);
+    // The API's error is shown with its status, code, number and message.
+    await page.locator('#error-text', {hasText: '401 unauthorized (15): '})
+        .waitFor({timeout: wait_ms});
     // The token stays out of the URL; the right one connects.
     assert.ok(!page.url().includes('not-the-right-token'));
     await enter_token(page, token);
