@@ -4,8 +4,9 @@
 # console.test.mjs with node's test runner against a laneqd started from LANEQD, in Debian's
 # chromium (LANEQ_CHROMIUM, default /usr/bin/chromium).
 set -euo pipefail
+laneqd="${1:?usage: run.sh path/to/laneqd}"
+export LANEQD_BINARY="$(realpath -e "$laneqd")"
 cd "$(dirname "${BASH_SOURCE[0]}")"
-export LANEQD_BINARY="${1:?usage: run.sh path/to/laneqd}"
 browser="${LANEQ_CHROMIUM:-/usr/bin/chromium}"
 if [ ! -x "$browser" ]; then
   echo "console tests: $browser is missing; bash scripts/install-deps.sh installs Debian's chromium" >&2
