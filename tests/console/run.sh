@@ -15,4 +15,4 @@ fi
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund --loglevel=error
 fi
-exec node --test --test-concurrency=1 --test-timeout=180000 console.test.mjs
+exec node --test --test-concurrency=1 --test-timeout=180000 units.test.mjs console.test.mjs
