@@ -59,7 +59,8 @@ function route() {
   }
   current = made;
   fill(view, made.root);
-  tick();
+  // At once, even while the last view's refresh is still running (the timer's next tick waits).
+  made.refresh();
 }
 
 /** Refreshes the current view, unless the last refresh is still running. */
