@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Installs every Debian package laneq needs to build, test, benchmark and package (Debian 12, as
 # root); dpkg-dev brings dpkg-shlibdeps, which the Debian package (cmake/packaging.cmake) needs.
+# chromium (/usr/bin/chromium) and fonts-dejavu-core are for the web console's browser tests
+# (tests/console, ctest label console); npm installs their one npm package, playwright-core, from
+# tests/console/package-lock.json (no browser download). npm comes with the machines' nodejs 20
+# build, which provides and conflicts with Debian's npm package (naming npm here would replace
+# it); with Debian's own nodejs 18, add npm.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 SUDO=""
@@ -15,4 +20,5 @@ $SUDO apt-get install -y -q --no-install-recommends \
   libgtest-dev libgmock-dev libbenchmark-dev \
   libssl-dev libjemalloc-dev \
   python3 procps curl jq nodejs \
+  chromium fonts-dejavu-core \
   dpkg-dev

@@ -2,7 +2,8 @@
 # test.sh: what CI runs (via .ci/run). Installs the Debian packages, then builds and
 # runs every ctest test twice, and the threaded ones a third time:
 #   1. preset dev     (Debug, ASan + UBSan; leaks and UB abort the test)
-#   2. preset release (RelWithDebInfo -O2 -g1)
+#   2. preset release (RelWithDebInfo -O2 -g1), with the web console's tests in headless
+#      chromium (tests/console: `npm ci` first)
 #   3. preset tsan    (ThreadSanitizer): libqueue's unit tests, the actor tests, the
 #      persistence actor's tests (RocksDB on disk) and the HTTP server's tests (laneqd in
 #      process and as a process); the first report fails the run (tests/README.md says
@@ -60,6 +61,9 @@ run "dev: test"      ctest --preset dev -j 2
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
 # ---- release: RelWithDebInfo -O2 ----
+# The console's browser tests (ctest label console, release only) need playwright-core from
+# tests/console/package-lock.json; tests/console/run.sh would install it too, this step times it.
+run "console: npm ci" npm ci --prefix tests/console --no-audit --no-fund --loglevel=error
 run "release: configure" cmake --preset release
 run "release: build"     cmake --build --preset release -j 2
 run "release: test"      ctest --preset release -j 2

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "laneq/actors/actor_base.hpp"
+#include "laneq/server/console.hpp"
 #include "laneq/server/json_mapping.hpp"
 #include "laneq/spec_json.hpp"
 
@@ -566,6 +567,8 @@ struct router::routed {
 };
 
 void router::handle(http_request req, respond_fn done) {
+  // The web console's static files: no token, no broker, not an API route (console.hpp).
+  if (console_target(req.target)) return done(console_response(req.method, req.target));
   routed r;
   r.c = std::make_shared<call>(call{state_, route::unknown, steady::now(), std::move(done)});
   if (!admit(req, r)) return;
