@@ -3,9 +3,9 @@
 # root); dpkg-dev brings dpkg-shlibdeps, which the Debian package (cmake/packaging.cmake) needs.
 # chromium (/usr/bin/chromium) and fonts-dejavu-core are for the web console's browser tests
 # (tests/console, ctest label console); npm installs their one npm package, playwright-core, from
-# tests/console/package-lock.json (no browser download). npm comes with the machines' nodejs 20
-# build, which provides and conflicts with Debian's npm package (naming npm here would replace
-# it); with Debian's own nodejs 18, add npm.
+# tests/console/package-lock.json (no browser download). Debian's npm package is installed when
+# no npm is on the machine: a nodejs build that brings its own npm (such as nodejs 20 from
+# NodeSource) conflicts with Debian's npm, which would replace it.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 SUDO=""
@@ -22,3 +22,6 @@ $SUDO apt-get install -y -q --no-install-recommends \
   python3 procps curl jq nodejs \
   chromium fonts-dejavu-core \
   dpkg-dev
+if ! command -v npm >/dev/null 2>&1; then
+  $SUDO apt-get install -y -q --no-install-recommends npm
+fi
