@@ -106,6 +106,14 @@ struct bucket_wait {
   }
 };
 
+/// Hashes fairness keys so the keys' map is found by a string_view (a held message's key).
+struct name_hash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept {
+    return std::hash<std::string_view>{}(s);
+  }
+};
+
 /// What `pick` hands out for an entry: an unordered message whole; a group's head as its id and
 /// seq (its group holds the message).
 picked_item picked(entry e) {
@@ -125,7 +133,7 @@ picked_item picked(entry e) {
 
 struct fair_scheduler::impl {
   std::vector<throttle_spec> throttles;
-  std::unordered_map<std::string, std::unique_ptr<key_state>> keys;
+  std::unordered_map<std::string, std::unique_ptr<key_state>, name_hash, std::equal_to<>> keys;
   rotation_set rotation;  // the keys with ready entries, least recently served first
   std::uint64_t stamp_clock = 0;
   std::vector<entry> delayed;  // min-heap by wake
@@ -149,13 +157,20 @@ struct fair_scheduler::impl {
   }
 
   entry entry_for(const message& m, group_id group, timestamp now) {
-    entry e;
-    e.id = m.id;
-    e.seq = m.seq;
-    e.group = group;
-    e.ks = &key_of(m.fairness_key);
-    e.since = now;
+    auto e = entry_for(m.id, m.seq, m.fairness_key, group, now);
     e.throttle = throttle_of(m);
+    return e;
+  }
+
+  /// An entry without its throttle state (the caller adds it when there are throttles).
+  entry entry_for(message_id id, message_seq seq, std::string_view fairness_key, group_id group,
+                  timestamp now) {
+    entry e;
+    e.id = id;
+    e.seq = seq;
+    e.group = group;
+    e.ks = &key_of(fairness_key);
+    e.since = now;
     return e;
   }
 
@@ -214,13 +229,14 @@ struct fair_scheduler::impl {
     buckets_pruned_at = std::max<std::size_t>(64, buckets.size() * 2);
   }
 
-  key_state& key_of(const std::string& name) {
-    auto& slot = keys[name];
-    if (!slot) {
-      slot = std::make_unique<key_state>();
-      slot->name = name;
+  key_state& key_of(std::string_view name) {
+    auto it = keys.find(name);
+    if (it == keys.end()) {
+      auto ks = std::make_unique<key_state>();
+      ks->name = name;
+      it = keys.emplace(ks->name, std::move(ks)).first;
     }
-    return *slot;
+    return *it->second;
   }
 
   void enter_rotation(key_state& ks) {
@@ -336,6 +352,15 @@ void fair_scheduler::on_head(const message& head, group_id group, timestamp now)
   impl_->add(impl_->entry_for(head, group, now), head.not_before, now, ready_count_);
 }
 
+void fair_scheduler::on_head(const held_message& head, group_id group, timestamp now) {
+  auto& s = *impl_;
+  // Throttle keys are worked out over the whole message (key sources read headers, the body's
+  // JSON or a function of the message): only a throttled queue unpacks its heads.
+  if (!s.throttles.empty()) return on_head(head.unpack(), group, now);
+  s.add(s.entry_for(head.id, head.seq, head.fairness_key(), group, now), head.not_before, now,
+        ready_count_);
+}
+
 std::string fair_scheduler::class_of(const message& m) const {
   // Each part with its length (4 bytes, big-endian) before it: no two classes share a key.
   std::string out;
@@ -402,6 +427,10 @@ std::optional<picked_item> fair_scheduler::pick(timestamp now) {
     s.maybe_drop(ks);
   }
   return std::nullopt;
+}
+
+bool fair_scheduler::try_charge(const held_message& m, timestamp now) {
+  return impl_->throttles.empty() || try_charge(m.unpack(), now);
 }
 
 bool fair_scheduler::try_charge(const message& m, timestamp now) {

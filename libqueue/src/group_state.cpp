@@ -119,12 +119,12 @@ void group_state::maybe_fetch(group_effects& fx, bool grow) {
 
 void group_state::push(message m) {
   loaded_ = m.seq;
-  memory_bytes_ += memory_footprint(m);
-  messages_.push_back(std::move(m));
+  messages_.push_back(held_message{std::move(m)});
+  memory_bytes_ += messages_.back().footprint();
 }
 
 void group_state::pop_head() {
-  memory_bytes_ -= memory_footprint(messages_.front());
+  memory_bytes_ -= messages_.front().footprint();
   messages_.pop_front();
 }
 
@@ -322,7 +322,7 @@ group_effects group_state::fail_head(group_effects fx, timestamp now, duration r
                "only an in-flight head, alone in flight, can fail");
   auto& head = messages_.front();
   if (force_dead_letter || head.attempts >= max_attempts_) {
-    fx.dead_letters.push_back(dead_letter{head, reason, now});
+    fx.dead_letters.push_back(dead_letter{head.unpack(), reason, now});
     return advance(std::move(fx), now, grow);
   }
   // The lease ends; its token is remembered until the head leaves (lease_expired).
@@ -338,7 +338,7 @@ group_effects group_state::fail_head(group_effects fx, timestamp now, duration r
 #endif
   head.not_before = now + retry_after;
   since_ = now;
-  fx.updated = head;
+  fx.updated = head.unpack();
 #ifdef LANEQ_CANARY_REORDER
   // Canary build (tests/sim): a retried head swaps places with the message behind it, so the
   // group delivers out of order (breaks G3). The places keep their seq and attempts, so the
@@ -420,7 +420,7 @@ void group_state::check_invariants() const {
     LANEQ_ASSERT(messages_.back().seq == loaded_, "the last loaded message is the window's last");
   std::size_t bytes = 0;
   for (std::size_t i = 0; i < messages_.size(); ++i) {
-    bytes += memory_footprint(messages_[i]);
+    bytes += messages_[i].footprint();
     if (i == 0) {
       LANEQ_ASSERT(acked == 0 || messages_[0].attempts == 1,
                    "a batch's message behind its first was delivered once");

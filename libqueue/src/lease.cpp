@@ -115,11 +115,12 @@ std::uint64_t nonce_source::lease_nonce(const lease_subject& s) const {
 }
 
 bool issued_before_restart(const nonce_source& nonces, std::uint64_t uid, std::uint64_t epoch,
-                           const lease_token& lease, const message& m) {
-  if (lease.msg != m.id || lease.attempt != m.attempts + 1) return false;
+                           const lease_token& lease, message_id id, message_seq seq,
+                           std::uint32_t attempts) {
+  if (lease.msg != id || lease.attempt != attempts + 1) return false;
   for (std::uint64_t back = 1; back <= reclaim_epochs && back < epoch; ++back)
-    if (lease.nonce == nonces.lease_nonce(lease_subject{uid, m.id, m.seq, lease.attempt,
-                                                        epoch - back, lease.batch}))
+    if (lease.nonce ==
+        nonces.lease_nonce(lease_subject{uid, id, seq, lease.attempt, epoch - back, lease.batch}))
       return true;
   return false;
 }

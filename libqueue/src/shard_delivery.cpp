@@ -81,7 +81,8 @@ std::vector<store_op> shard_engine::retry_or_dead_letter(message m, duration ret
   return ops;
 }
 
-lease_token shard_engine::lease_for(group_id group, const message& m, std::uint32_t batch) const {
+template <class M>
+lease_token shard_engine::lease_for(group_id group, const M& m, std::uint32_t batch) const {
   auto attempt = m.attempts + 1;
   auto nonce =
       cfg_.nonces.lease_nonce(lease_subject{cfg_.uid, m.id, m.seq, attempt, cfg_.epoch, batch});
@@ -114,7 +115,7 @@ std::vector<delivery> shard_engine::take(std::uint32_t max, std::uint32_t batch,
       auto first = out.size();
 #endif
       // The scheduler kept only the group's id: the group has its head.
-      deliver_group(*g, *g->state.head(), room, lease, t, out);
+      deliver_group(*g, room, lease, t, out);
 #if LANEQ_CANARY_TWO_IN_FLIGHT
       // Canary build (tests/sim, tests/sim/engine): a group's head is handed out twice in one
       // answer, under two leases, so its group has two in flight (breaks G4).
@@ -150,25 +151,23 @@ std::vector<delivery> shard_engine::take(std::uint32_t max, std::uint32_t batch,
   return out;
 }
 
-void shard_engine::deliver_group(group_slot& g, message head, std::size_t room, duration lease,
-                                 timestamp t, std::vector<delivery>& out) {
+void shard_engine::deliver_group(group_slot& g, std::size_t room, duration lease, timestamp t,
+                                 std::vector<delivery>& out) {
   // The head, then the messages behind it that are due, each with a token of its throttles
   // (one per message; the batch ends at the first without one), within the group's window.
   auto n = room > 1 ? g.state.batchable(room, t) : 1;
   std::size_t count = 1;
   while (count < n && sched_.try_charge(g.state.at(count), t)) ++count;
-  auto token = lease_for(g.state.id(), head, static_cast<std::uint32_t>(count));
+  auto token = lease_for(g.state.id(), *g.state.head(), static_cast<std::uint32_t>(count));
   auto deadline = t + lease;
   g.state.on_delivered(token, deadline, t, count);
   group_leases_.set(g.state.id(), deadline);
-  head.attempts = token.attempt;
-  count_first_delivery(head, t);
-  out.push_back(delivery{std::move(head), token, deadline, std::string{g.label()}, 0});
-  for (std::size_t i = 1; i < count; ++i) {
-    const auto& m = g.state.at(i);
+  // The group keeps its messages until they are acked: each delivery carries a copy, whole.
+  for (std::size_t i = 0; i < count; ++i) {
+    auto m = g.state.at(i).unpack();
     count_first_delivery(m, t);
-    out.push_back(
-        delivery{m, token, deadline, std::string{g.label()}, static_cast<std::uint32_t>(i)});
+    out.push_back(delivery{std::move(m), token, deadline, std::string{g.label()},
+                           static_cast<std::uint32_t>(i)});
   }
 }
 

@@ -239,7 +239,8 @@ void shard_engine::reclaim(group_slot& g, const lease_token& lease, timestamp t)
   }
   // A batch whose messages a restart with a smaller window left in the store is not taken back
   // (its holder's calls fail; fast delivery may then deliver them twice, recovery.md R6).
-  if (issued_before_restart(cfg_.nonces, cfg_.uid, cfg_.epoch, lease, *head) &&
+  if (issued_before_restart(cfg_.nonces, cfg_.uid, cfg_.epoch, lease, head->id, head->seq,
+                            head->attempts) &&
       lease.batch <= g.state.in_memory())
     restore_lease(g, lease, deadline, t, lease.batch, 0);
 }

@@ -452,7 +452,7 @@ TEST_F(recovery, a_group_grows_past_its_window_while_the_budget_has_room) {
   auto& h = boot(growing(1 << 20));
   auto q = make(by_account());
   auto expected = fill_windowed(h, q);
-  EXPECT_GE(stats_of(h, q).window_bytes, 112 * sizeof(message)) << "all 112 messages are held";
+  EXPECT_GE(stats_of(h, q).window_bytes, 112 * sizeof(held_message)) << "all 112 messages are held";
   auto got = drain(q);
   for (const auto& [key, order] : expected) EXPECT_EQ(bodies_in(got, key), order) << key;
   EXPECT_EQ(got.size(), 112u);
@@ -483,7 +483,7 @@ TEST_F(recovery, a_recovered_deep_group_reads_back_in_few_reads_while_the_budget
 // may hold the whole of it; once three more queues exist, each holds a quarter, and a deep group
 // grows only while its shard's share has room, reading the rest back in order.
 TEST_F(recovery, the_window_budget_is_split_evenly_over_the_queues) {
-  auto& h = boot(growing(64 << 10));  // more than A's 100 messages hold, less than 4 times it
+  auto& h = boot(growing(32 << 10));  // more than A's 100 messages hold, less than 4 times it
   auto q = make(by_account());
   auto expected = fill_windowed(h, q);
   auto got = drain(q);

@@ -12,6 +12,7 @@
 
 #include "laneq/actors/actor_base.hpp"
 #include "laneq/actors/remote_admin.hpp"
+#include "laneq/held_message.hpp"
 #include "laneq/message.hpp"
 #include "laneqd_process.hpp"
 #include "server_test_support.hpp"
@@ -128,7 +129,9 @@ std::uint64_t window_bytes_after_ten(const std::string& windows) {
 // The window settings reach the broker: with room in the budget the group holds up to
 // group_window_max; with a budget of 0, only group_window.
 TEST(laneqd_process, group_window_settings_reach_the_broker) {
-  const auto each = sizeof(laneq::message) + 1000;  // memory_footprint of a 1,000-byte body
+  laneq::message m;
+  m.body = std::string(1000, 'x');
+  const auto each = laneq::held_message{m}.footprint();  // as a group's window holds it
   EXPECT_EQ(window_bytes_after_ten(R"("group_window": 2, "group_window_max": 5)"), 5 * each);
   EXPECT_EQ(
       window_bytes_after_ten(R"("group_window": 2, "group_window_max": 5, "window_budget_mb": 0)"),

@@ -557,7 +557,7 @@ class example_broker {
 
  private:
   void offer(std::uint64_t group, const group_effects& fx, timestamp now) {
-    if (fx.offer) sched_.on_ready(ready_item{*fx.offer, group_id{group}}, now);
+    if (fx.offer) sched_.on_head(*fx.offer, group_id{group}, now);
   }
 
   lease_token take_lease(int worker) {

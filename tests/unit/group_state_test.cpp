@@ -31,7 +31,7 @@ std::vector<message> messages(std::initializer_list<std::uint64_t> ns, timestamp
 }
 
 /// The lease the shard engine would issue for `offered`: its next attempt.
-lease_token lease_for(const message& offered, std::uint64_t nonce = 1) {
+lease_token lease_for(const held_message& offered, std::uint64_t nonce = 1) {
   return lease_token{gid, offered.id, offered.attempts + 1, nonce};
 }
 
@@ -56,7 +56,7 @@ TEST(group_state, enqueue_offers_only_the_head) {
   auto fx = g.on_enqueue(messages({1, 2, 3}), t0);
   g.check_invariants();
   ASSERT_TRUE(fx.offer != nullptr);
-  EXPECT_EQ(*fx.offer, test::make_message(1, t0));
+  EXPECT_EQ(fx.offer->unpack(), test::make_message(1, t0));
   EXPECT_TRUE(fx.dead_letters.empty());
   EXPECT_TRUE(fx.removed.empty());
   EXPECT_FALSE(fx.idle);
@@ -507,7 +507,7 @@ TEST(group_state, retry_reports_the_head_with_its_new_attempts_and_not_before_to
   EXPECT_EQ(fx.value().updated->attempts, 1u);
   EXPECT_EQ(fx.value().updated->not_before, t0 + 6s);
   ASSERT_NE(fx.value().offer, nullptr);
-  EXPECT_EQ(*fx.value().updated, *fx.value().offer) << "what is stored is what is offered";
+  EXPECT_EQ(*fx.value().updated, fx.value().offer->unpack()) << "what is stored is what is offered";
   EXPECT_TRUE(fx.value().removed.empty());
 
   // An expired lease is a failed attempt too.
@@ -643,17 +643,18 @@ TEST(group_state, growing_stops_at_window_max_and_window_max_below_the_window_is
 }
 
 TEST(group_state, memory_bytes_is_the_footprint_of_the_messages_held) {
-  EXPECT_EQ(memory_footprint(message{}), sizeof(message));
+  // The window holds messages packed (held_message.hpp): each counts what it takes so.
+  auto footprint = [](const message& m) { return held_message{m}.footprint(); };
+  EXPECT_EQ(footprint(message{}), sizeof(held_message) + 3) << "three empty counts packed";
   group_state g{gid, 5, 3};
   auto msgs = range_of(1, 5);
   msgs[0].body = std::string(1000, 'x');
   msgs[1].headers.push_back({"account", "A"});
   msgs[2].fairness_key = "tenant-1";
-  EXPECT_EQ(memory_footprint(msgs[0]), memory_footprint(msgs[3]) + 1000 - msgs[3].body.size());
-  EXPECT_EQ(memory_footprint(msgs[1]),
-            memory_footprint(msgs[3]) + sizeof(header_field) + std::string_view{"accountA"}.size());
-  const auto first = memory_footprint(msgs[0]);
-  const auto held = first + memory_footprint(msgs[1]) + memory_footprint(msgs[2]);
+  EXPECT_EQ(footprint(msgs[0]), footprint(msgs[3]) + 1000 - msgs[3].body.size());
+  EXPECT_EQ(footprint(msgs[1]), footprint(msgs[3]) + std::string_view{"\7account\1A"}.size());
+  const auto first = footprint(msgs[0]);
+  const auto held = first + footprint(msgs[1]) + footprint(msgs[2]);
   const auto later = std::vector<message>{msgs[3], msgs[4]};
   (void)g.on_enqueue(msgs, t0);
   EXPECT_EQ(g.memory_bytes(), held) << "the three in the window, not the two in the store";
@@ -663,8 +664,7 @@ TEST(group_state, memory_bytes_is_the_footprint_of_the_messages_held) {
   ASSERT_TRUE(fx.fetch.has_value());
   (void)g.on_fetched(later, t0 + 3s);
   g.check_invariants();
-  EXPECT_EQ(g.memory_bytes(),
-            memory_footprint(msgs[2]) + memory_footprint(msgs[3]) + memory_footprint(msgs[4]));
+  EXPECT_EQ(g.memory_bytes(), footprint(msgs[2]) + footprint(msgs[3]) + footprint(msgs[4]));
   for (int i = 0; i < 3; ++i) (void)ack_head(g, t0 + 4s);
   EXPECT_EQ(g.in_memory(), 0u);
   EXPECT_EQ(g.memory_bytes(), 0u);
@@ -1251,9 +1251,9 @@ class window_driver {
       if (live_.empty() || fx.offer->seq.value != live_.front())
         return fail("offered seq " + std::to_string(fx.offer->seq.value) +
                     " is not the oldest live message");
-      if (store_.at(fx.offer->seq.value) != *fx.offer)
+      if (store_.at(fx.offer->seq.value) != fx.offer->unpack())
         return fail("the offered message differs from the stored one");
-      offered_ = *fx.offer;
+      offered_ = fx.offer->unpack();
     }
     if (fx.fetch) {
       if (fetch_) return fail("a second fetch while one is outstanding");

@@ -15,6 +15,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "laneq/held_message.hpp"
 #include "laneq/ids.hpp"
 #include "laneq/message.hpp"
 #include "laneq/queue_spec.hpp"
@@ -62,6 +63,8 @@ class fair_scheduler {
   void on_ready(ready_item item, timestamp now);
   /// Adds a group's head, read but not copied (its group keeps it). Precondition as above.
   void on_head(const message& head, group_id group, timestamp now);
+  /// The same for a head as its group's window holds it (held_message.hpp).
+  void on_head(const held_message& head, group_id group, timestamp now);
 
   /// The next item to deliver at `now`, or nullopt. Takes a token from every throttle bucket
   /// the item belongs to.
@@ -72,6 +75,7 @@ class fair_scheduler {
   /// no released waiter is owed, and returns true; otherwise takes nothing and returns false (the
   /// batch ends before `m`). One token per message, as if each were picked (throttling.md T2).
   bool try_charge(const message& m, timestamp now);
+  bool try_charge(const held_message& m, timestamp now);
 
   /// The class of an unordered message: what the scheduler tells such messages apart by (their
   /// fairness key and the throttle buckets they take tokens from). Messages of one class differ

@@ -15,6 +15,7 @@
 
 #include "laneq/compact_fifo.hpp"
 #include "laneq/error.hpp"
+#include "laneq/held_message.hpp"
 #include "laneq/ids.hpp"
 #include "laneq/lease.hpp"
 #include "laneq/limits.hpp"
@@ -98,7 +99,7 @@ struct fetch_request {
 struct group_effects {
   /// The head, when the group hands it on for delivery. It stays in the group: the pointer holds
   /// until the group's next input (the engine only notes that it is offered).
-  const message* offer = nullptr;
+  const held_message* offer = nullptr;
   std::vector<dead_letter> dead_letters;  ///< messages that left the group
   std::vector<message_seq> removed;       ///< acked messages (delete from the store)
   std::optional<message> updated;         ///< the head after a failed attempt (store it again)
@@ -232,11 +233,11 @@ class group_state {
   std::size_t backlog() const { return messages_.size() + stored_only_; }
   /// Messages whose payload is in memory (at most `window_max`).
   std::size_t in_memory() const { return messages_.size(); }
-  /// Their memory_footprint, summed.
+  /// What they take packed (held_message::footprint), summed.
   std::size_t memory_bytes() const { return memory_bytes_; }
-  const message* head() const { return messages_.empty() ? nullptr : &messages_.front(); }
+  const held_message* head() const { return messages_.empty() ? nullptr : &messages_.front(); }
   /// The `i`-th message in memory, the head being 0. Precondition: `i < in_memory()`.
-  const message& at(std::size_t i) const { return messages_[i]; }
+  const held_message& at(std::size_t i) const { return messages_[i]; }
   std::optional<lease_token> lease() const { return lease_ ? lease_->current : std::nullopt; }
   /// Messages in flight under the lease, from the head on (0 when none is held).
   std::uint32_t batch_left() const { return lease_ ? lease_->batch : 0; }
@@ -300,12 +301,12 @@ class group_state {
   // In an order that leaves no padding between members, and narrow where the bounds allow: a
   // live group's size counts.
   group_id id_;
-  compact_fifo<message> messages_;
+  compact_fifo<held_message> messages_;  // packed (held_message.hpp)
   /// Null unless the head is in flight or its last lease failed (freed when the head leaves).
   std::unique_ptr<lease_state> lease_;
   timestamp since_;  // start of the current phase
   std::uint64_t received_ = 0;
-  std::size_t memory_bytes_ = 0;  // memory_footprint of the messages in memory
+  std::size_t memory_bytes_ = 0;  // footprint of the messages in memory
   std::size_t stored_only_ = 0;   // messages beyond the window: counted, payload in the store
   message_seq loaded_;            // seq of the last message whose payload was in memory
   message_seq told_;              // seq of the last message counted as stored only

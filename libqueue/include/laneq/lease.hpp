@@ -71,10 +71,12 @@ class nonce_source {
 /// a reclaim grace must not cost the old holder its claim).
 inline constexpr std::uint64_t reclaim_epochs = 4;
 
-/// True if `lease` was issued for `m` (of the queue or shard `uid`) in one of the last
-/// `reclaim_epochs` runs before run `epoch`: fast delivery's reclaim (recovery.md R6). Only the
-/// holder of `nonces`' key makes such a nonce; a batch's size is part of what it vouches for.
+/// True if `lease` was issued for the message `id` at `seq` with `attempts` so far (of the queue
+/// or shard `uid`) in one of the last `reclaim_epochs` runs before run `epoch`: fast delivery's
+/// reclaim (recovery.md R6). Only the holder of `nonces`' key makes such a nonce; a batch's size
+/// is part of what it vouches for.
 bool issued_before_restart(const nonce_source& nonces, std::uint64_t uid, std::uint64_t epoch,
-                           const lease_token& lease, const message& m);
+                           const lease_token& lease, message_id id, message_seq seq,
+                           std::uint32_t attempts);
 
 }  // namespace laneq

@@ -422,9 +422,11 @@ class shard_engine {
                              bool& waits);
   /// Delivers group `g`'s picked head, and up to `room - 1` messages behind it as an ordered
   /// batch, into `out`.
-  void deliver_group(group_slot& g, message head, std::size_t room, duration lease, timestamp t,
+  void deliver_group(group_slot& g, std::size_t room, duration lease, timestamp t,
                      std::vector<delivery>& out);
-  lease_token lease_for(group_id group, const message& m, std::uint32_t batch) const;
+  /// The lease of `m`'s next attempt (`M`: a message, or a group's held_message).
+  template <class M>
+  lease_token lease_for(group_id group, const M& m, std::uint32_t batch) const;
   void count_first_delivery(const message& m, timestamp t);
   void hand_out(request_id r, std::vector<delivery> out);
   void serve_pending(timestamp t);
