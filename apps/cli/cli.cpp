@@ -16,10 +16,6 @@ namespace laneq::cli {
 
 namespace json = boost::json;
 
-namespace {
-
-constexpr std::size_t any_count = SIZE_MAX;
-
 int fail(command_context& c, const client::api_error& e) {
   c.err << "laneq: " << to_string(e) << "\n";
   return exit_code_for(e);
@@ -31,6 +27,10 @@ int usage(command_context& c, const usage_error& e) {
         << c.args.command->words << " --help)\n";
   return exit_usage;
 }
+
+namespace {
+
+constexpr std::size_t any_count = SIZE_MAX;
 
 void print_json(command_context& c, const json::value& v) {
   c.out << json::serialize(v) << "\n";
@@ -728,6 +728,23 @@ const std::vector<command_spec>& commands() {
        any_count,
        {},
        cmd_stats},
+      {"consume",
+       "QUEUE -- CMD [ARG...]",
+       "run CMD once per message, one at a time: the body on its standard input, the message's "
+       "fields in LANEQ_* variables (LANEQ_MESSAGE_ID, LANEQ_LEASE, LANEQ_ATTEMPT, "
+       "LANEQ_ORDERING_KEY, LANEQ_FAIRNESS_KEY, LANEQ_ENQUEUED_AT_MS, LANEQ_HEADER_<NAME>); "
+       "exit 0 acks, an exit code given with --dead-letter-on dead-letters, anything else gives "
+       "the message back for a retry; the lease is extended while CMD runs; SIGINT or SIGTERM "
+       "stop after the message in hand",
+       2,
+       any_count,
+       {opt("lease-ms", true, "lease of each message (default: the queue's)"),
+        opt("wait-ms", true, "long-poll for the next message this long, 0 to 20000 (default 5000)"),
+        opt("retry-after-ms", true, "a failed message's retry waits this long (default 0)"),
+        opt("dead-letter-on", true, "an exit code (1 to 255) that dead-letters (repeatable)", true),
+        opt("max-messages", true, "stop after this many messages"),
+        opt("until-empty", false, "stop when a receive finds no message")},
+       cmd_consume},
       {"health", "", "check that laneqd is up (GET /healthz)", 0, 0, {}, cmd_health},
       {"metrics", "", "print laneqd's Prometheus metrics", 0, 0, {}, cmd_metrics},
       {"backup",

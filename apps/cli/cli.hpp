@@ -127,6 +127,14 @@ struct command_context {
   std::istream& in;
 };
 
+/// Prints a failed call's error on stderr; returns its exit code.
+int fail(command_context& c, const client::api_error& e);
+/// Prints a usage error and the command's usage line on stderr; returns exit_usage.
+int usage(command_context& c, const usage_error& e);
+
+/// `laneq consume` (consume.cpp).
+int cmd_consume(command_context& c);
+
 /// Runs the command line: parses, connects, runs, prints. Returns the exit code.
 int run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
         std::ostream& out, std::ostream& err, std::istream& in);

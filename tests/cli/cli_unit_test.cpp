@@ -272,6 +272,15 @@ TEST(cli_run, usage_errors_exit_2_and_send_nothing) {
   err.str("");
   EXPECT_EQ(run({"--url", "http://127.0.0.1:1", "send", "q"}, {}, out, err, in), exit_usage);
   EXPECT_NE(err.str().find("nothing to send"), std::string::npos) << err.str();
+  err.str("");
+  EXPECT_EQ(run({"--url", "http://127.0.0.1:1", "consume", "q"}, {}, out, err, in), exit_usage);
+  EXPECT_NE(err.str().find("QUEUE -- CMD"), std::string::npos) << err.str();
+  err.str("");
+  EXPECT_EQ(
+      run({"--url", "http://127.0.0.1:1", "consume", "q", "--dead-letter-on", "0", "--", "true"},
+          {}, out, err, in),
+      exit_usage);
+  EXPECT_NE(err.str().find("--dead-letter-on wants"), std::string::npos) << err.str();
 }
 
 TEST(cli_run, an_unreachable_server_exits_3_naming_the_address) {

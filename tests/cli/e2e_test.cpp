@@ -179,6 +179,59 @@ TEST_F(cli_e2e, a_batch_is_received_acked_in_part_and_nacked_from_a_message) {
   EXPECT_EQ(stats.at("pay").at("acked").as_int64(), 3);
 }
 
+// `laneq consume` (issue 25 §2): one command per message, in order per group, with the message
+// in its input and environment; exit 0 acks, another code retries, --dead-letter-on dead-letters.
+TEST_F(cli_e2e, consume_runs_a_command_per_message_and_acks_or_retries_by_its_exit_status) {
+  ASSERT_EQ(cli({"queue", "create", "pay", "--key", "header:account", "--max-attempts", "3"}).rc,
+            0);
+  ASSERT_EQ(cli({"send", "pay", "--header", "account=a", "--header", "X-Trace=t1", "a1", "a2"}).rc,
+            0);
+  ASSERT_EQ(cli({"send", "pay", "--header", "account=b", "b1"}).rc, 0);
+  auto log = (d_->dir().path() / "handled").string();
+  // Each run appends "key attempt trace body"; the second run of all fails once.
+  auto script =
+      "line=\"$LANEQ_ORDERING_KEY $LANEQ_ATTEMPT $LANEQ_HEADER_X_TRACE $(cat)\"; "
+      "echo \"$line\" >> " +
+      log + "; [ \"$(wc -l < " + log + ")\" -ne 2 ]";
+  auto r = cli({"consume", "pay", "--until-empty", "--wait-ms", "200", "--", "sh", "-c", script});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  auto lines = laneq::test::slurp(log);
+  // a2 failed once and came back before anything behind it in its group; b is apart.
+  std::regex a_order{"a 1 t1 a1\n(b 1  b1\n)?a 1 t1 a2\n(b 1  b1\n)?a 2 t1 a2\n(b 1  b1\n)?"};
+  EXPECT_TRUE(std::regex_match(lines, a_order)) << lines;
+  EXPECT_NE(lines.find("b 1  b1"), std::string::npos) << lines;
+  EXPECT_NE(r.err.find("gave 2 back for a retry in 0 ms (exit 1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("4 messages handled"), std::string::npos) << r.err;
+  auto stats = cli_json({"stats", "pay"});
+  EXPECT_EQ(stats.at("pay").at("acked").as_int64(), 3);
+  EXPECT_EQ(stats.at("pay").at("backlog").as_int64(), 0);
+}
+
+TEST_F(cli_e2e, consume_extends_the_lease_of_a_slow_command_and_dead_letters_on_request) {
+  ASSERT_EQ(cli({"queue", "create", "jobs", "--lease-ms", "600"}).rc, 0);
+  ASSERT_EQ(cli({"send", "jobs", "slow"}).rc, 0);
+  auto r = cli(
+      {"consume", "jobs", "--max-messages", "1", "--", "sh", "-c", "cat > /dev/null; sleep 1.5"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("acked 1 (exit 0"), std::string::npos) << r.err;
+  auto stats = cli_json({"stats", "jobs"});
+  EXPECT_EQ(stats.at("jobs").at("lease_expired").as_int64(), 0) << "the lease was extended";
+  EXPECT_EQ(stats.at("jobs").at("delivered").as_int64(), 1);
+
+  ASSERT_EQ(cli({"send", "jobs", "poison"}).rc, 0);
+  r = cli({"consume", "jobs", "--until-empty", "--wait-ms", "0", "--dead-letter-on", "100", "--",
+           "sh", "-c", "exit 100"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("dead-lettered 2 (exit 100"), std::string::npos) << r.err;
+  auto dead = cli_json({"dlq", "list", "jobs"});
+  ASSERT_EQ(dead.at("dead_letters").as_array().size(), 1u);
+  EXPECT_EQ(str(dead.at("dead_letters").as_array()[0].at("body")), "poison");
+
+  r = cli({"consume", "nosuch", "--", "true"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("queue_not_found"), std::string::npos) << r.err;
+}
+
 TEST_F(cli_e2e, errors_name_the_problem_with_distinct_exit_codes) {
   auto r = cli({"send", "nowhere", "x"});
   EXPECT_EQ(r.rc, 1);
