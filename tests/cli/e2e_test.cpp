@@ -1,11 +1,14 @@
 // End-to-end: the `laneq` binary, the CAF examples and the README demo against a real laneqd
 // process on loopback ports it binds itself (issue 4 §2, §4, §5).
+#include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <regex>
 #include <set>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
@@ -230,6 +233,27 @@ TEST_F(cli_e2e, consume_extends_the_lease_of_a_slow_command_and_dead_letters_on_
   r = cli({"consume", "nosuch", "--", "true"});
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("queue_not_found"), std::string::npos) << r.err;
+}
+
+TEST_F(cli_e2e, consume_stops_on_sigterm_after_the_message_in_hand) {
+  ASSERT_EQ(cli({"queue", "create", "jobs"}).rc, 0);
+  ASSERT_EQ(cli({"send", "jobs", "one", "two"}).rc, 0);
+  const auto& dir = d_->dir().path();
+  auto started = dir / "started";
+  auto pid = laneq::test::spawn({LANEQ_CLI_BIN, "--url", d_->url(), "consume", "jobs", "--", "sh",
+                                 "-c", "touch " + started.string() + "; sleep 1; cat"},
+                                dir / "consume.out", dir / "consume.err");
+  for (int i = 0; i < 500 && !std::filesystem::exists(started); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  ASSERT_TRUE(std::filesystem::exists(started)) << laneq::test::slurp(dir / "consume.err");
+  kill(pid, SIGTERM);  // while the first message's command runs
+  EXPECT_EQ(laneq::test::wait_exit(pid), 0);
+  auto err = laneq::test::slurp(dir / "consume.err");
+  EXPECT_NE(err.find("acked 1 (exit 0"), std::string::npos) << err;
+  EXPECT_NE(err.find("1 message handled"), std::string::npos) << err;
+  auto stats = cli_json({"stats", "jobs"});
+  EXPECT_EQ(stats.at("jobs").at("acked").as_int64(), 1);
+  EXPECT_EQ(stats.at("jobs").at("backlog").as_int64(), 1) << "the second was not taken";
 }
 
 TEST_F(cli_e2e, errors_name_the_problem_with_distinct_exit_codes) {
