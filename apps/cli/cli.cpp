@@ -2,8 +2,11 @@
 #include "cli.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -58,6 +61,24 @@ std::string field(const json::object& o, std::string_view key) {
   return p == nullptr ? std::string("-") : text_of(*p);
 }
 
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// A field's text for people: a point in time (is_time_field) as render_time shows it.
+std::string shown(std::string_view key, const json::value& v) {
+  if (is_time_field(key) && v.is_number())
+    return render_time(v.to_number<std::int64_t>(), now_ms());
+  return text_of(v);
+}
+
+/// A column's or a line's name: a point in time's without its `_ms`.
+std::string label(std::string_view key) {
+  return std::string(is_time_field(key) ? key.substr(0, key.size() - 3) : key);
+}
+
 /// A table: the columns that occur in the rows, in the preferred order, then any others.
 std::string render_table(const json::array& rows, std::vector<std::string> preferred) {
   std::vector<std::string> cols;
@@ -77,7 +98,7 @@ std::string render_table(const json::array& rows, std::vector<std::string> prefe
   std::vector<std::vector<std::string>> cells;
   cells.emplace_back();
   for (const auto& c : cols) {
-    std::string h = c;
+    std::string h = label(c);
     std::transform(h.begin(), h.end(), h.begin(), [](char ch) {
       return ch >= 'a' && ch <= 'z' ? static_cast<char>(ch - 'a' + 'A') : ch;
     });
@@ -86,7 +107,8 @@ std::string render_table(const json::array& rows, std::vector<std::string> prefe
   for (const auto& r : rows) {
     cells.emplace_back();
     for (const auto& c : cols) {
-      std::string v = r.is_object() ? field(r.as_object(), c) : text_of(r);
+      const auto* x = r.is_object() ? r.as_object().if_contains(c) : &r;
+      std::string v = x == nullptr ? "-" : shown(c, *x);
       v = one_line(v);
       if (v.size() > 60) v = v.substr(0, 57) + "...";
       cells.back().push_back(std::move(v));
@@ -119,7 +141,7 @@ void render_tree_into(const json::value& v, int depth, std::string& out) {
         out += pad + std::string(kv.key()) + ":\n";
         render_tree_into(x, depth + 1, out);
       } else {
-        out += pad + std::string(kv.key()) + ": " + one_line(text_of(x)) + "\n";
+        out += pad + label(kv.key()) + ": " + one_line(shown(kv.key(), x)) + "\n";
       }
     }
   } else if (auto* a = v.if_array()) {
@@ -521,12 +543,7 @@ int cmd_stats(command_context& c) {
   } else if (all.empty()) {
     c.out << "no queues\n";
   } else {
-    for (const auto& kv : all) {
-      c.out << kv.key() << ":\n";
-      std::string body;
-      render_tree_into(kv.value(), 1, body);
-      c.out << body;
-    }
+    c.out << render_stats(all, c.args.flag("wide"));
   }
   return exit_ok;
 }
@@ -723,10 +740,10 @@ const std::vector<command_spec>& commands() {
        cmd_groups},
       {"stats",
        "[QUEUE...]",
-       "counters and gauges of the given queues (default: every queue)",
+       "counters and gauges of the given queues (default: every queue), one row each",
        0,
        any_count,
-       {},
+       {opt("wide", false, "every counter and gauge, not only the main ones")},
        cmd_stats},
       {"consume",
        "QUEUE -- CMD [ARG...]",
@@ -1308,6 +1325,54 @@ std::string render_tree(const json::value& v) {
   std::string out;
   render_tree_into(v, 0, out);
   return out;
+}
+
+bool is_time_field(std::string_view key) {
+  return key.ends_with("_at_ms") || key.ends_with("_deadline_ms") || key == "at_ms" ||
+         key == "since_ms" || key == "until_ms";
+}
+
+std::string render_time(std::int64_t unix_ms, std::int64_t now) {
+  if (unix_ms <= 0) return "-";
+  auto secs = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm utc{};
+  gmtime_r(&secs, &utc);
+  char text[40];
+  auto n = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
+  std::snprintf(text + n, sizeof text - n, ".%03dZ", static_cast<int>(unix_ms % 1000));
+  auto delta = unix_ms - now;
+  auto away = delta < 0 ? -delta : delta;
+  if (away < 1000) return std::string(text) + " (now)";
+  struct unit {
+    std::int64_t ms;
+    const char* name;
+  };
+  static constexpr unit units[] = {{86'400'000, "d"}, {3'600'000, "h"}, {60'000, "m"}, {1000, "s"}};
+  std::string amount;
+  for (const auto& u : units)
+    if (away >= u.ms || u.ms == 1000) {
+      amount = std::to_string(away / u.ms) + u.name;
+      break;
+    }
+  return std::string(text) + (delta > 0 ? " (in " + amount + ")" : " (" + amount + " ago)");
+}
+
+std::string render_stats(const json::object& by_queue, bool wide) {
+  static const std::vector<std::string> main = {
+      "queue",     "backlog", "in_flight", "dead_letters",  "live_groups",  "enqueued",
+      "delivered", "acked",   "nacked",    "lease_expired", "dead_lettered"};
+  json::array rows;
+  for (const auto& [name, stats] : by_queue) {
+    json::object row{{"queue", name}};
+    if (const auto* o = stats.if_object())
+      for (const auto& [key, value] : *o) {
+        bool keep = wide ? !value.is_array() && !value.is_object()
+                         : std::find(main.begin(), main.end(), key) != main.end();
+        if (keep) row[key] = value;
+      }
+    rows.push_back(std::move(row));
+  }
+  return render_table(rows, main);
 }
 
 std::string render_queue_list(const json::value& answer) {

@@ -115,6 +115,15 @@ std::string render_dead_letters(const boost::json::value& answer);
 std::string render_tree(const boost::json::value& v);
 /// A queue list, one name per line.
 std::string render_queue_list(const boost::json::value& answer);
+/// Whether an answer's field is a point in time in Unix milliseconds (docs/api.md: `*_at_ms`,
+/// `*_deadline_ms`, and a group's `since_ms` and `until_ms`), which the text output shows with
+/// render_time and names without its `_ms`.
+bool is_time_field(std::string_view key);
+/// A point in time as ISO 8601 UTC with milliseconds and how far it is from `now_ms`:
+/// `2026-12-06T17:13:32.210Z (in 4s)`, `... (2m ago)`, `... (now)`; `-` for 0 (none).
+std::string render_time(std::int64_t unix_ms, std::int64_t now_ms);
+/// `laneq stats`: one row per queue; the main counters and gauges, or with `wide` every one.
+std::string render_stats(const boost::json::object& by_queue, bool wide);
 /// Escapes control characters and backslashes so a value stays on one line.
 std::string one_line(std::string_view s);
 

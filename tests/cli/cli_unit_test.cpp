@@ -224,8 +224,16 @@ TEST(cli_render, groups_and_dead_letters_are_aligned_tables) {
       {"key": "a", "backlog": 3, "state": "retry_wait", "since_ms": 1, "until_ms": 2, "head": "9"},
       {"key": "bbbbbb", "backlog": 1, "state": "idle", "since_ms": 1, "until_ms": 0, "head": "10"}]})");
   auto t = render_groups(g);
-  EXPECT_EQ(t.substr(0, t.find('\n')), "KEY     STATE       BACKLOG  HEAD  SINCE_MS  UNTIL_MS");
-  EXPECT_NE(t.find("a       retry_wait  3        9     1         2"), std::string::npos) << t;
+  auto header = t.substr(0, t.find('\n'));
+  EXPECT_EQ(header.substr(0, header.find("SINCE")), "KEY     STATE       BACKLOG  HEAD  ") << t;
+  EXPECT_NE(t.find("a       retry_wait  3        9     1970-01-01T00:00:00.001Z ("),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("bbbbbb  idle        1        10    1970-01-01T00:00:00.001Z ("),
+            std::string::npos)
+      << t;
+  EXPECT_EQ(t.find("UNTIL_MS"), std::string::npos) << "times are named without their unit";
+  EXPECT_TRUE(t.ends_with("  -\n")) << "until 0 is none: " << t;
   EXPECT_EQ(render_groups(json::parse(R"({"groups": []})")), "no groups\n");
   auto more = render_groups(json::parse(R"({"groups": [], "next_cursor": "00ff"})"));
   EXPECT_EQ(more, "no groups\nmore groups: --cursor 00ff\n") << "a short page says how to go on";
@@ -233,6 +241,32 @@ TEST(cli_render, groups_and_dead_letters_are_aligned_tables) {
       R"({"dead_letters": [{"id": "4", "reason": "nacked", "attempts": 1, "body": "x"}]})"));
   EXPECT_NE(d.find("ID  REASON  ATTEMPTS  BODY"), std::string::npos) << d;
   EXPECT_EQ(render_dead_letters(json::parse(R"({"dead_letters": []})")), "no dead letters\n");
+}
+
+TEST(cli_render, times_are_iso_8601_utc_and_relative_to_now) {
+  constexpr std::int64_t t = 1796577212210;  // 2026-12-06T17:13:32.210Z
+  EXPECT_EQ(render_time(t, t), "2026-12-06T17:13:32.210Z (now)");
+  EXPECT_EQ(render_time(t, t - 4'500), "2026-12-06T17:13:32.210Z (in 4s)");
+  EXPECT_EQ(render_time(t, t + 125'000), "2026-12-06T17:13:32.210Z (2m ago)");
+  EXPECT_EQ(render_time(t, t - 3 * 3'600'000), "2026-12-06T17:13:32.210Z (in 3h)");
+  EXPECT_EQ(render_time(t, t + 2 * 86'400'000 + 5), "2026-12-06T17:13:32.210Z (2d ago)");
+  EXPECT_EQ(render_time(0, t), "-") << "0 is no time";
+  EXPECT_TRUE(is_time_field("enqueued_at_ms"));
+  EXPECT_TRUE(is_time_field("lease_deadline_ms"));
+  EXPECT_TRUE(is_time_field("until_ms"));
+  EXPECT_FALSE(is_time_field("lease_ms")) << "a duration, not a point in time";
+  EXPECT_FALSE(is_time_field("retry_after_ms"));
+}
+
+TEST(cli_render, stats_are_one_row_per_queue) {
+  auto all = json::parse(R"({"a": {"backlog": 2, "acked": 5, "redriven": 1, "fairness_backlog": []},
+                            "bbb": {"backlog": 10, "acked": 0, "redriven": 0}})")
+                 .as_object();
+  auto t = render_stats(all, false);
+  EXPECT_EQ(t, "QUEUE  BACKLOG  ACKED\na      2        5\nbbb    10       0\n");
+  auto wide = render_stats(all, true);
+  EXPECT_NE(wide.find("REDRIVEN"), std::string::npos) << wide;
+  EXPECT_EQ(wide.find("FAIRNESS_BACKLOG"), std::string::npos) << "lists stay in --json";
 }
 
 TEST(cli_render, trees_and_lists_and_escapes) {
