@@ -4,6 +4,7 @@
 //
 //   laneqd [--config FILE] [--data-dir DIR] [--http-host IP] [--http-port N] [--caf-port N|any]
 //   laneqd --version | --help
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -22,6 +23,7 @@
 
 #include "laneq/actors/broker.hpp"
 #include "laneq/actors/remote_admin.hpp"
+#include "laneq/server/access_log.hpp"
 #include "laneq/server/config.hpp"
 #include "laneq/server/descriptors.hpp"
 #include "laneq/server/http_server.hpp"
@@ -98,6 +100,32 @@ std::optional<std::size_t> fit_descriptors(laneq::server::server_config& cfg, bo
   return plan.value().store_files;
 }
 
+/// Prints what the broker found in the store at start: queues, messages (those waiting, in flight
+/// included, as each queue counted them while it recovered), the ordering groups holding them,
+/// dead letters, and how long opening the broker took. The counts are the queues' own
+/// (`queue_stats`), read before anything else can enqueue or ack.
+void report_recovery(caf::actor_system& sys, const laneq::broker& b, double seconds) {
+  laneq::blocking_admin admin{sys, b.admin()};
+  auto names = admin.list_queues();
+  if (!names) {
+    std::cerr << "laneqd: recovered queues unknown: " << laneq::to_string(names.err()) << "\n";
+    return;
+  }
+  std::uint64_t messages = 0, groups = 0, dead = 0;
+  for (const auto& n : names.value()) {
+    auto d = admin.describe(n);
+    if (!d) continue;  // not reachable: nothing serves yet, so nothing dropped it
+    messages += d.value().stats.recovered;
+    groups += d.value().stats.live_groups;
+    dead += d.value().stats.dead_letters;
+  }
+  char took[32];
+  std::snprintf(took, sizeof took, "%.2f", seconds);
+  std::cerr << "laneqd: recovered " << names.value().size() << " queues, " << messages
+            << " messages in " << groups << " groups (" << dead << " dead letters) in " << took
+            << " s\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -163,6 +191,15 @@ int main(int argc, char** argv) {
   if (!allowed_exposure(cfg, publish_caf)) return 2;
   auto store_files = fit_descriptors(cfg, publish_caf);
   if (!store_files) return 2;
+  std::shared_ptr<laneq::server::access_log> access;  // null: no access log
+  if (!cfg.access_log.empty()) {
+    auto opened_log = laneq::server::access_log::open(cfg.access_log);
+    if (!opened_log) {
+      std::cerr << "laneqd: " << laneq::to_string(opened_log.err()) << "\n";
+      return 2;
+    }
+    access = std::move(opened_log.value());
+  }
 
   // Signals first, so no thread started later takes SIGTERM with the default action.
   boost::asio::io_context signal_io;
@@ -187,6 +224,7 @@ int main(int argc, char** argv) {
   bo.group_window_max = cfg.group_window_max;
   bo.window_budget_bytes = cfg.window_budget_bytes;
   bo.persistence.max_open_files = static_cast<int>(*store_files);
+  auto opening = std::chrono::steady_clock::now();
   auto opened = laneq::broker::open(sys, bo);
   if (!opened) {
     std::cerr << "laneqd: cannot open the broker on " << cfg.data_dir << ": "
@@ -194,6 +232,9 @@ int main(int argc, char** argv) {
     return 3;
   }
   auto broker = std::move(opened.value());
+  report_recovery(
+      sys, *broker,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - opening).count());
 
   // The configured queues, then the topics over them. A queue already stored with a different
   // definition (an ordering key changed, say) is refused: every such queue and topic is named,
@@ -229,6 +270,7 @@ int main(int argc, char** argv) {
 
   auto rt = std::make_unique<laneq::server::router>(sys, broker->admin(), broker->store(),
                                                     cfg.limits, cfg.tokens);
+  rt->log_access(std::move(access));
   auto http = std::make_unique<laneq::server::http_server>(*rt, cfg.limits, cfg.http_threads);
   auto bound = http->start(cfg.http_host, cfg.http_port);
   if (!bound) {

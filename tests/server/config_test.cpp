@@ -57,6 +57,7 @@ TEST(config, every_field_is_read) {
     "http": {"host": "0.0.0.0", "port": 8080, "threads": 2},
     "caf": {"host": "::1", "port": 0, "threads": 4, "allow_anonymous": true},
     "allow_anonymous": true,
+    "access_log": "/var/log/laneq/access.log",
     "sync": false,
     "reclaim_grace_ms": 2500,
     "group_window": 128,
@@ -82,6 +83,7 @@ TEST(config, every_field_is_read) {
   EXPECT_EQ(c.actor_threads, 4u);
   EXPECT_TRUE(c.caf_allow_anonymous);
   EXPECT_TRUE(c.allow_anonymous);
+  EXPECT_EQ(c.access_log, "/var/log/laneq/access.log");
   EXPECT_FALSE(c.sync);
   EXPECT_EQ(c.reclaim_grace, std::chrono::milliseconds{2500});
   EXPECT_EQ(c.group_window, 128u);

@@ -197,7 +197,7 @@ parsed_config config_from_json(const json::value& v) {
   r.known(
       *root,
       {"data_dir", "http", "caf", "sync", "reclaim_grace_ms", "group_window", "group_window_max",
-       "window_budget_mb", "limits", "tokens", "allow_anonymous", "queues", "topics"},
+       "window_budget_mb", "limits", "tokens", "allow_anonymous", "access_log", "queues", "topics"},
       "");
   r.string(*root, "data_dir", "", c.data_dir);
   if (const auto* h = root->if_contains("http")) {
@@ -237,6 +237,7 @@ parsed_config config_from_json(const json::value& v) {
     if (const auto* o = r.object(*l, "limits")) read_limits(r, *o, c.limits);
   if (const auto* t = root->if_contains("tokens")) read_tokens(r, *t, c.tokens);
   r.boolean(*root, "allow_anonymous", "", c.allow_anonymous);
+  r.string(*root, "access_log", "", c.access_log);
   if (const auto* q = root->if_contains("queues")) read_queues(r, out.errors, *q, c.queues);
   if (const auto* t = root->if_contains("topics")) read_topics(r, out.errors, *t, c.topics);
   if (c.caf_port != 0 && c.caf_port == c.http_port && c.caf_host == c.http_host)

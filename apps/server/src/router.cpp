@@ -98,6 +98,7 @@ struct call {
   steady::time_point started;
   respond_fn done;
   gateway* watcher = nullptr;  ///< the gateway that bounds its wait, if any
+  std::string tenant = "-";    ///< for the access log (http_response::tenant)
   std::uint64_t watch_id = 0;
 
   /// Answers the call; later answers (a reply after the gateway failed it late) are dropped,
@@ -112,6 +113,7 @@ struct call {
     auto secs = std::chrono::duration<double>(steady::now() - started).count();
     st->metrics->observe_request(what, resp.status, secs);
     auto d = std::exchange(done, nullptr);
+    resp.tenant = std::move(tenant);
     d(std::move(resp));
   }
   void fail(const error& e) { finish(error_response(e)); }
@@ -625,6 +627,7 @@ bool router::admit(const http_request& req, routed& r) const {
     auto p = st.auth.authenticate(req.authorization);
     if (!p) return refuse(p.err());
     r.who = std::move(p.value());
+    if (st.auth.enabled()) c->tenant = r.who.tenant;
   }
   if (m.what == route::metrics && !r.who.admin())
     return refuse(error{errc::forbidden, "/metrics needs an admin (tenant \"*\") token"});

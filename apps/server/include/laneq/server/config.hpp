@@ -56,6 +56,8 @@ struct server_config {
   std::vector<token_config> tokens;  ///< empty: no authentication
   /// Serve HTTP without tokens on an address other than loopback (else laneqd refuses to start).
   bool allow_anonymous = false;
+  /// Where the access log goes: "stderr" or a file path; empty: no access log (access_log.hpp).
+  std::string access_log;
   std::vector<queue_spec> queues;  ///< created (or found identical) at start
   std::vector<topic_spec> topics;  ///< created (or found identical) after the queues
 };
