@@ -111,6 +111,10 @@ class router {
   /// Whether `authorization` carries a valid token (never when authentication is off).
   bool authenticated(std::string_view authorization) const;
 
+  /// Puts `next` in force for every request that starts after this returns (a tokens_file
+  /// reload). Any thread.
+  void replace_tokens(auth_snapshot next) { state_->auth->replace(std::move(next)); }
+
   /// Whether `target` (path and query) is the health check, which needs no token.
   static bool health_check(std::string_view target);
   const std::shared_ptr<server_metrics>& metrics() const { return state_->metrics; }
@@ -125,7 +129,7 @@ class router {
     admin_actor admin;
     store_actor store;
     http_limits limits;
-    authenticator auth;
+    std::shared_ptr<auth_source> auth;  ///< the tokens in force (replace_tokens swaps them)
     std::shared_ptr<server_metrics> metrics;
     std::chrono::milliseconds call_timeout;
   };
