@@ -106,6 +106,8 @@ class tenant_admin_impl : public actor_base<scoped_admin_actor> {
 
   const char* name() const override { return "laneq.tenant_admin"; }
 
+  // Longer than most functions: a typed behavior lists one handler per message of
+  // `scoped_admin_actor` in one place; each scopes its name first and then asks the admin actor.
   behavior_type make_behavior() override {
     return {
         [this](create_atom, const std::string& name,
