@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -15,24 +16,30 @@
 
 #include "laneq/actors/protocol.hpp"
 #include "laneq/actors/remote_admin.hpp"
+#include "laneq/actors/remote_client.hpp"
 
 namespace laneq::examples {
 
 /// How long an example waits for any answer.
 constexpr auto timeout = std::chrono::seconds(30);
 
-/// The options every example has (laneqd's CAF host and port, the queue) and its CAF setup:
+/// The options every example has (laneqd's CAF host and port, its token, the queue) and its CAF
+/// setup:
 /// laneq's message types, the remote queue handles and the middleman. An example adds its own
 /// options in its constructor.
 struct client_config : caf::actor_system_config {
   std::string host = "127.0.0.1";
   std::uint16_t port = 7071;
   std::string queue = "orders";
+  /// Logs in with it when set (laneqd with tokens); $LANEQ_TOKEN by default, as for the CLI.
+  std::string token;
 
   explicit client_config(const char* queue_help) {
+    if (const char* t = std::getenv("LANEQ_TOKEN")) token = t;
     opt_group{custom_options_, "global"}
         .add(host, "host", "laneqd's CAF host")
         .add(port, "port", "laneqd's CAF port")
+        .add(token, "token", "log in with this token (default: $LANEQ_TOKEN)")
         .add(queue, "queue", queue_help);
     add_message_types<caf::id_block::laneq>();
     add_message_types<caf::id_block::laneq_remote>();  // the queue handles
@@ -52,17 +59,16 @@ inline std::optional<int> parse(client_config& cfg, int argc, char** argv, std::
   return std::nullopt;
 }
 
-/// The remote admin actor at the configured host and port, or nothing (the reason said on
-/// stderr; the example exits 3).
-inline std::optional<remote_admin_actor> connect(caf::actor_system& sys, const client_config& cfg,
+/// The admin calls of laneqd at the configured host and port, logged in with the token when one
+/// is set; or nothing (the reason said on stderr; the example exits 3).
+inline std::optional<scoped_admin_actor> connect(caf::actor_system& sys, const client_config& cfg,
                                                  std::string_view prog) {
-  auto admin = sys.middleman().remote_actor<remote_admin_actor>(cfg.host, cfg.port);
+  auto admin = connect_to_laneqd(sys, cfg.host, cfg.port, cfg.token, timeout);
   if (!admin) {
-    std::cerr << prog << ": cannot reach laneqd at " << cfg.host << ":" << cfg.port << ": "
-              << sys.render(admin.error()) << "\n";
+    std::cerr << prog << ": " << to_string(admin.err()) << "\n";
     return std::nullopt;
   }
-  return std::move(*admin);
+  return std::move(admin).value();
 }
 
 /// Sends `args` to `dest` and waits for the answer, which goes to `on_answer`; an error is said

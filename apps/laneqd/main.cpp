@@ -1,9 +1,10 @@
 // laneqd: the laneq daemon. Opens the broker on a data directory, creates the configured queues
-// and topics, publishes the remote admin actor on its CAF port and serves the HTTP API until
-// SIGTERM/SIGINT (docs/operations.md).
+// and topics, publishes the remote admin actor (behind its login gate) on its CAF port and
+// serves the HTTP API until SIGTERM/SIGINT; SIGHUP reloads the tokens file (docs/operations.md).
 //
 //   laneqd [--config FILE] [--data-dir DIR] [--http-host IP] [--http-port N] [--caf-port N|any]
 //   laneqd --version | --help
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -22,6 +23,8 @@
 
 #include "laneq/actors/broker.hpp"
 #include "laneq/actors/remote_admin.hpp"
+#include "laneq/server/access_log.hpp"
+#include "laneq/server/caf_gate.hpp"
 #include "laneq/server/config.hpp"
 #include "laneq/server/descriptors.hpp"
 #include "laneq/server/http_server.hpp"
@@ -98,6 +101,67 @@ std::optional<std::size_t> fit_descriptors(laneq::server::server_config& cfg, bo
   return plan.value().store_files;
 }
 
+/// Prints what the broker found in the store at start: queues, messages (those waiting, in flight
+/// included, as each queue counted them while it recovered), the ordering groups holding them,
+/// dead letters, and how long opening the broker took. The counts are the queues' own
+/// (`queue_stats`), read before anything else can enqueue or ack.
+void report_recovery(caf::actor_system& sys, const laneq::broker& b, double seconds) {
+  laneq::blocking_admin admin{sys, b.admin()};
+  auto names = admin.list_queues();
+  if (!names) {
+    std::cerr << "laneqd: recovered queues unknown: " << laneq::to_string(names.err()) << "\n";
+    return;
+  }
+  std::uint64_t messages = 0, groups = 0, dead = 0;
+  for (const auto& n : names.value()) {
+    auto d = admin.describe(n);
+    if (!d) continue;  // not reachable: nothing serves yet, so nothing dropped it
+    messages += d.value().stats.recovered;
+    groups += d.value().stats.live_groups;
+    dead += d.value().stats.dead_letters;
+  }
+  char took[32];
+  std::snprintf(took, sizeof took, "%.2f", seconds);
+  std::cerr << "laneqd: recovered " << names.value().size() << " queues, " << messages
+            << " messages in " << groups << " groups (" << dead << " dead letters) in " << took
+            << " s\n";
+}
+
+/// Reads the tokens file again and puts its tokens in force for HTTP (the router's snapshot) and
+/// CAF (a message to the gate); a file that fails keeps the old tokens. Either way one line on
+/// stderr and the metric laneq_tokens_reload_total{result}.
+void reload_tokens(const std::string& path, laneq::server::router& rt,
+                   const laneq::server::caf_gate_actor& gate) {
+  if (path.empty()) {
+    std::cerr << "laneqd: SIGHUP: nothing to reload (no tokens_file)\n";
+    return;
+  }
+  std::vector<laneq::server::token_config> tokens;
+  auto errors = laneq::server::read_tokens_file(path, tokens);
+  rt.metrics()->count_tokens_reload(errors.empty());
+  if (!errors.empty()) {
+    std::cerr << "laneqd: SIGHUP: the old tokens stay in force:";
+    for (const auto& e : errors) std::cerr << " " << laneq::to_string(e) << ";";
+    std::cerr << "\n";
+    return;
+  }
+  auto count = tokens.size();
+  auto next = std::make_shared<const laneq::server::authenticator>(std::move(tokens));
+  rt.replace_tokens(next);
+  if (gate) caf::anon_send(gate, laneq::server::tokens_atom_v, std::move(next));
+  std::cerr << "laneqd: SIGHUP: " << count << " token(s) from " << path << " in force\n";
+}
+
+/// Reloads the tokens file on every SIGHUP until `signals` is cancelled.
+void await_reloads(boost::asio::signal_set& signals, const std::string& path,
+                   laneq::server::router& rt, const laneq::server::caf_gate_actor& gate) {
+  signals.async_wait([&signals, &path, &rt, &gate](const boost::system::error_code& ec, int) {
+    if (ec) return;  // cancelled: laneqd is stopping
+    reload_tokens(path, rt, gate);
+    await_reloads(signals, path, rt, gate);
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -159,17 +223,36 @@ int main(int argc, char** argv) {
   if (http_host) cfg.http_host = *http_host;
   if (http_port) cfg.http_port = *http_port;
   if (caf_port) cfg.caf_port = *caf_port;
+  if (!cfg.tokens_file.empty()) {
+    auto errors = laneq::server::read_tokens_file(cfg.tokens_file, cfg.tokens);
+    if (!errors.empty()) {
+      std::cerr << "laneqd: " << errors.size() << " error(s) in the tokens file:\n";
+      for (const auto& e : errors) std::cerr << "  " << laneq::to_string(e) << "\n";
+      return 2;
+    }
+  }
   const bool publish_caf = cfg.caf_port != 0 || caf_port_any;
   if (!allowed_exposure(cfg, publish_caf)) return 2;
   auto store_files = fit_descriptors(cfg, publish_caf);
   if (!store_files) return 2;
+  std::shared_ptr<laneq::server::access_log> access;  // null: no access log
+  if (!cfg.access_log.empty()) {
+    auto opened_log = laneq::server::access_log::open(cfg.access_log);
+    if (!opened_log) {
+      std::cerr << "laneqd: " << laneq::to_string(opened_log.err()) << "\n";
+      return 2;
+    }
+    access = std::move(opened_log.value());
+  }
 
   // Signals first, so no thread started later takes SIGTERM with the default action.
   boost::asio::io_context signal_io;
   boost::asio::signal_set signals{signal_io, SIGINT, SIGTERM};
+  boost::asio::signal_set reload_signals{signal_io, SIGHUP};
   int stop_signal = 0;
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (!ec) stop_signal = sig;
+    reload_signals.cancel();  // nothing left to wait for: signal_io.run() returns
   });
 
   caf::actor_system_config caf_cfg;
@@ -187,6 +270,7 @@ int main(int argc, char** argv) {
   bo.group_window_max = cfg.group_window_max;
   bo.window_budget_bytes = cfg.window_budget_bytes;
   bo.persistence.max_open_files = static_cast<int>(*store_files);
+  auto opening = std::chrono::steady_clock::now();
   auto opened = laneq::broker::open(sys, bo);
   if (!opened) {
     std::cerr << "laneqd: cannot open the broker on " << cfg.data_dir << ": "
@@ -194,6 +278,9 @@ int main(int argc, char** argv) {
     return 3;
   }
   auto broker = std::move(opened.value());
+  report_recovery(
+      sys, *broker,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - opening).count());
 
   // The configured queues, then the topics over them. A queue already stored with a different
   // definition (an ordering key changed, say) is refused: every such queue and topic is named,
@@ -214,10 +301,12 @@ int main(int argc, char** argv) {
     }
   }
 
-  laneq::remote_admin_actor remote;
+  laneq::server::caf_gate_actor remote;
   if (publish_caf) {
-    remote = laneq::spawn_remote_admin(sys, broker->admin());
-    auto port = sys.middleman().publish(remote, cfg.caf_port, cfg.caf_host.c_str(), true);
+    remote = laneq::server::spawn_caf_gate(
+        sys, broker->admin(), std::make_shared<const laneq::server::authenticator>(cfg.tokens));
+    auto port = sys.middleman().publish(caf::actor_cast<laneq::remote_admin_actor>(remote),
+                                        cfg.caf_port, cfg.caf_host.c_str(), true);
     if (!port) {
       std::cerr << "laneqd: cannot publish on " << cfg.caf_host << ":" << cfg.caf_port << ": "
                 << sys.render(port.error()) << "\n";
@@ -229,6 +318,7 @@ int main(int argc, char** argv) {
 
   auto rt = std::make_unique<laneq::server::router>(sys, broker->admin(), broker->store(),
                                                     cfg.limits, cfg.tokens);
+  rt->log_access(std::move(access));
   auto http = std::make_unique<laneq::server::http_server>(*rt, cfg.limits, cfg.http_threads);
   auto bound = http->start(cfg.http_host, cfg.http_port);
   if (!bound) {
@@ -241,6 +331,7 @@ int main(int argc, char** argv) {
             << "laneqd data_dir=" << cfg.data_dir << "\n"
             << "laneqd ready" << std::endl;
 
+  await_reloads(reload_signals, cfg.tokens_file, *rt, remote);
   signal_io.run();  // until SIGINT or SIGTERM
 
   // Stop accepting, let requests in flight finish briefly, then close the broker: destroying
@@ -251,7 +342,8 @@ int main(int argc, char** argv) {
     std::cerr << "laneqd: " << http->in_flight() << " request(s) still in flight, dropped\n";
   http->shutdown();
   if (remote) {
-    static_cast<void>(sys.middleman().unpublish(remote, cfg.caf_port));
+    static_cast<void>(sys.middleman().unpublish(caf::actor_cast<laneq::remote_admin_actor>(remote),
+                                                cfg.caf_port));
     caf::anon_send_exit(remote, caf::exit_reason::user_shutdown);
     remote = nullptr;
   }

@@ -36,6 +36,7 @@
 
 #include "laneq/actors/protocol.hpp"
 #include "laneq/actors/remote_admin.hpp"
+#include "laneq/actors/remote_client.hpp"
 #include "laneq/client/http_client.hpp"
 
 namespace json = boost::json;
@@ -850,15 +851,16 @@ int main(int argc, char** argv) {
   laneq::tune_scheduler(cfg, 2);
   caf::actor_system sys{cfg};
   laneq::queue_api caf_queue;
-  laneq::remote_admin_actor caf_admin;
+  laneq::scoped_admin_actor caf_admin;
   if (o.transport == "caf") {
-    auto admin = sys.middleman().remote_actor<laneq::remote_admin_actor>(o.caf_host, o.caf_port);
+    // --token logs in over CAF as it authenticates over HTTP.
+    auto admin = laneq::connect_to_laneqd(sys, o.caf_host, o.caf_port, o.token);
     if (!admin) {
-      std::cerr << "laneq_loadgen: cannot reach laneqd's CAF port " << o.caf_host << ":"
-                << o.caf_port << ": " << sys.render(admin.error()) << "\n";
-      return 3;
+      std::cerr << "laneq_loadgen: laneqd's CAF port " << o.caf_host << ":" << o.caf_port << ": "
+                << laneq::to_string(admin.err()) << "\n";
+      return admin.err().code == laneq::errc::unauthorized ? 1 : 3;
     }
-    caf_admin = *admin;
+    caf_admin = std::move(admin).value();
     caf::scoped_actor self{sys};
     bool ok = false;
     self->request(caf_admin, std::chrono::seconds(30), laneq::create_atom_v, o.queue, spec_text)

@@ -32,7 +32,7 @@ class remote_admin : public ::testing::Test {
   }
 
   harness h;
-  remote_admin_actor remote = spawn_remote_admin(h.system(), h.brk().admin());
+  scoped_admin_actor remote = spawn_remote_admin(h.system(), h.brk().admin());
 };
 
 TEST_F(remote_admin, creates_a_queue_from_its_json_spec_and_returns_the_queue_handle) {

@@ -1,5 +1,6 @@
 // End-to-end: the `laneq` binary, the CAF examples and the README demo against a real laneqd
 // process on loopback ports it binds itself (issue 4 §2, §4, §5).
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -353,6 +354,36 @@ TEST(caf_examples, worker_acks_every_message_in_order_per_account) {
   }
   EXPECT_EQ(total, count);
   EXPECT_EQ(static_cast<int>(next.size()), accounts);
+  EXPECT_EQ(d.stop(), 0);
+}
+
+// With tokens the examples log in with --token (or $LANEQ_TOKEN): a tenant's queue, and without
+// a token or with an unknown one nothing is done.
+TEST(caf_examples, with_tokens_the_examples_log_in_with_their_token) {
+  laneq::test::daemon d(LANEQ_LANEQD_BIN, true, {},
+                        R"({"tokens": [{"token": "acme-token-0123456789", "tenant": "acme"}]})");
+  ASSERT_TRUE(d.ready()) << d.startup_error();
+  auto port = "--port=" + std::to_string(d.caf_port());
+  const std::string token = "--token=acme-token-0123456789";
+  auto p = laneq::test::run({LANEQ_EXAMPLE_PRODUCER_BIN, port, token, "--queue=caf-orders",
+                             "--count=20", "--accounts=3", "--batch=10"},
+                            d.dir());
+  ASSERT_EQ(p.rc, 0) << p.err;
+  EXPECT_EQ(p.out, "sent 20\n");
+  auto w = laneq::test::run(
+      {LANEQ_EXAMPLE_WORKER_BIN, port, token, "--queue=caf-orders", "--expect=20", "--max=5"},
+      d.dir());
+  ASSERT_EQ(w.rc, 0) << w.err;
+  EXPECT_EQ(std::count(w.out.begin(), w.out.end(), '\n'), 20) << w.out;
+  auto anonymous = laneq::test::run(
+      {LANEQ_EXAMPLE_PRODUCER_BIN, port, "--queue=caf-orders", "--count=1"}, d.dir());
+  EXPECT_NE(anonymous.rc, 0);
+  EXPECT_NE(anonymous.err.find("unauthorized"), std::string::npos) << anonymous.err;
+  auto unknown = laneq::test::run(
+      {LANEQ_EXAMPLE_WORKER_BIN, port, "--token=not-a-token-0123456789", "--queue=caf-orders"},
+      d.dir());
+  EXPECT_NE(unknown.rc, 0);
+  EXPECT_NE(unknown.err.find("unauthorized"), std::string::npos) << unknown.err;
   EXPECT_EQ(d.stop(), 0);
 }
 #endif

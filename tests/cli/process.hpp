@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -75,13 +76,26 @@ inline run_result run(const std::vector<std::string>& argv, const temp_dir& dir,
 class daemon {
  public:
   /// `data_dir` empty: a fresh `data` directory inside the daemon's own temporary directory.
-  daemon(const std::string& binary, bool with_caf, const std::string& data_dir = {}) {
+  /// `config`: when not empty, the text of a config file laneqd is started with (`--config`;
+  /// the flags above override its data directory and ports).
+  daemon(const std::string& binary, bool with_caf, const std::string& data_dir = {},
+         const std::string& config = {}) {
     auto out = dir_.path() / "laneqd.out";
     auto err = dir_.path() / "laneqd.err";
-    pid_ =
-        spawn({binary, "--data-dir", data_dir.empty() ? (dir_.path() / "data").string() : data_dir,
-               "--http-port", "0", "--caf-port", with_caf ? "any" : "0"},
-              out, err);
+    std::vector<std::string> args{binary,
+                                  "--data-dir",
+                                  data_dir.empty() ? (dir_.path() / "data").string() : data_dir,
+                                  "--http-port",
+                                  "0",
+                                  "--caf-port",
+                                  with_caf ? "any" : "0"};
+    if (!config.empty()) {
+      auto file = dir_.path() / "laneqd.json";
+      std::ofstream{file} << config;
+      args.push_back("--config");
+      args.push_back(file.string());
+    }
+    pid_ = spawn(args, out, err);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < deadline) {
       auto text = slurp(out);

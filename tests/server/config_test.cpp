@@ -57,6 +57,7 @@ TEST(config, every_field_is_read) {
     "http": {"host": "0.0.0.0", "port": 8080, "threads": 2},
     "caf": {"host": "::1", "port": 0, "threads": 4, "allow_anonymous": true},
     "allow_anonymous": true,
+    "access_log": "/var/log/laneq/access.log",
     "sync": false,
     "reclaim_grace_ms": 2500,
     "group_window": 128,
@@ -82,6 +83,7 @@ TEST(config, every_field_is_read) {
   EXPECT_EQ(c.actor_threads, 4u);
   EXPECT_TRUE(c.caf_allow_anonymous);
   EXPECT_TRUE(c.allow_anonymous);
+  EXPECT_EQ(c.access_log, "/var/log/laneq/access.log");
   EXPECT_FALSE(c.sync);
   EXPECT_EQ(c.reclaim_grace, std::chrono::milliseconds{2500});
   EXPECT_EQ(c.group_window, 128u);
@@ -174,13 +176,16 @@ TEST(config, duplicate_tokens_and_clashing_ports_are_refused) {
   EXPECT_TRUE(names(p, "tokens[1].token")) << all(p);
 }
 
-// The CAF port has no tokens: beyond loopback it is exposed whatever the HTTP tokens are, and
-// only when it is published.
-TEST(config, a_published_caf_port_beyond_loopback_is_exposed_even_with_tokens) {
-  auto p = parse_config(R"({"caf": {"host": "0.0.0.0"},
+// With tokens a CAF client logs in (docs/caf-client.md): beyond loopback the CAF port is exposed
+// only without tokens, and only when it is published.
+TEST(config, a_published_caf_port_beyond_loopback_is_exposed_only_without_tokens) {
+  auto with_tokens = parse_config(R"({"caf": {"host": "0.0.0.0"},
     "tokens": [{"token": "admin-secret-token-1", "tenant": "*"}]})");
+  ASSERT_TRUE(with_tokens.errors.empty()) << all(with_tokens);
+  EXPECT_FALSE(anonymous_listener(with_tokens.config).has_value());
+  EXPECT_FALSE(anonymous_caf_listener(with_tokens.config, true).has_value());
+  auto p = parse_config(R"({"caf": {"host": "0.0.0.0"}})");
   ASSERT_TRUE(p.errors.empty()) << all(p);
-  EXPECT_FALSE(anonymous_listener(p.config).has_value());
   auto exposed = anonymous_caf_listener(p.config, true);
   ASSERT_TRUE(exposed.has_value());
   EXPECT_NE(exposed->find("0.0.0.0"), std::string::npos) << *exposed;
@@ -192,6 +197,50 @@ TEST(config, a_published_caf_port_beyond_loopback_is_exposed_even_with_tokens) {
     EXPECT_FALSE(anonymous_caf_listener(c, true).has_value()) << host;
   }
   EXPECT_TRUE(names(parse_config(R"({"caf": {"allow_anonymous": 1}})"), "caf.allow_anonymous"));
+}
+
+// A tokens file (docs/operations.md, "Tokens from a file") is checked as the config's tokens
+// are, must hold one token at least, and cannot be combined with inline tokens.
+TEST(config, a_tokens_file_is_checked_as_tokens_are) {
+  std::vector<token_config> tokens;
+  auto ok = parse_tokens_file(R"(// rotated monthly
+    {"tokens": [{"token": "acme-secret-token-1", "tenant": "acme"},
+                {"token": "admin-secret-token-1", "tenant": "*"}]})",
+                              tokens);
+  EXPECT_TRUE(ok.empty());
+  ASSERT_EQ(tokens.size(), 2u);
+  EXPECT_EQ(tokens[1].tenant, "*");
+  auto text_of = [](const std::vector<error>& errors) {
+    std::string out;
+    for (const auto& e : errors) out += e.message + "\n";
+    return out;
+  };
+  for (const auto* broken :
+       {R"({"tokens": []})", R"({"tokens": [{"token": "short", "tenant": "a/b"}]})",
+        R"({"tokens": [{"token": "acme-secret-token-1", "tenant": "a"}], "extra": 1})",
+        R"({"token": "x"})", "[", R"([{"token": "acme-secret-token-1", "tenant": "a"}])"}) {
+    std::vector<token_config> kept{{"kept-token-0123456789", "k"}};
+    auto errors = parse_tokens_file(broken, kept);
+    EXPECT_FALSE(errors.empty()) << broken;
+    EXPECT_EQ(kept.size(), 1u) << "a refused file leaves the tokens alone: " << broken;
+  }
+  auto short_token =
+      parse_tokens_file(R"({"tokens": [{"token": "short", "tenant": "a/b"}]})", tokens);
+  EXPECT_NE(text_of(short_token).find("tokens[0].token"), std::string::npos)
+      << text_of(short_token);
+  EXPECT_NE(text_of(short_token).find("tokens[0].tenant"), std::string::npos)
+      << text_of(short_token);
+
+  auto cfg = parse_config(R"({"tokens_file": "/etc/laneq/tokens.json"})");
+  EXPECT_TRUE(cfg.errors.empty()) << all(cfg);
+  EXPECT_EQ(cfg.config.tokens_file, "/etc/laneq/tokens.json");
+  EXPECT_TRUE(names(parse_config(R"({"tokens_file": "/t.json",
+    "tokens": [{"token": "acme-secret-token-1", "tenant": "acme"}]})"),
+                    "tokens_file"));
+  auto missing = read_tokens_file("/nonexistent/tokens.json", tokens);
+  ASSERT_EQ(missing.size(), 1u);
+  EXPECT_NE(missing[0].message.find("tokens_file /nonexistent/tokens.json"), std::string::npos)
+      << missing[0].message;
 }
 
 // A config may say what it is for: // and /* */ comments are skipped, anything else still fails.

@@ -330,15 +330,28 @@ TEST(laneqd_process, a_non_loopback_listener_without_tokens_needs_allow_anonymou
     EXPECT_EQ(p.output().find("WARNING"), std::string::npos) << p.output();
     EXPECT_EQ(p.stop(SIGTERM), 0) << p.output(true);
   }
-  // The CAF port has no authentication at all, tokens or not: beyond loopback it needs
-  // caf.allow_anonymous, and is then announced with a WARNING. Unpublished, its host is moot.
-  auto caf_config = [&](const std::string& name, const std::string& caf) {
+  // Without tokens the CAF port beyond loopback needs caf.allow_anonymous, and is then
+  // announced with a WARNING; with tokens its clients log in and it starts without one.
+  // Unpublished, its host is moot.
+  auto caf_config = [&](const std::string& name, const std::string& caf,
+                        const std::string& tokens = "") {
     auto cfg = dir / name;
     std::ofstream{cfg} << R"({"data_dir": ")" << (dir / "db").string()
-                       << R"(", "http": {"port": 0}, "caf": )" << caf
-                       << R"(, "tokens": [{"token": "a-token-0123456789", "tenant": "*"}]})";
+                       << R"(", "http": {"port": 0}, "caf": )" << caf << tokens << "}";
     return cfg.string();
   };
+  {
+    laneqd_process p;
+    ASSERT_EQ(
+        p.start({"--config",
+                 caf_config("caf-tokens.json", R"({"host": "0.0.0.0"})",
+                            R"(, "tokens": [{"token": "a-token-0123456789", "tenant": "*"}])"),
+                 "--caf-port", "any"}),
+        "");
+    ASSERT_NE(read_port(p), 0) << p.output();
+    EXPECT_EQ(p.output().find("WARNING"), std::string::npos) << p.output();
+    EXPECT_EQ(p.stop(SIGTERM), 0) << p.output(true);
+  }
   {
     laneqd_process p;
     ASSERT_EQ(p.start({"--config", caf_config("caf.json", R"({"host": "0.0.0.0"})"), "--caf-port",

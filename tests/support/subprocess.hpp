@@ -129,6 +129,8 @@ class child_process {
   /// Whether the output has ended (the child closed it, usually by exiting).
   bool eof() const { return eof_; }
   bool running() const { return pid_ > 0; }
+  /// The child's process id (-1 when nothing runs), to send it a signal that does not stop it.
+  pid_t pid() const { return pid_; }
 
   /// Sends `sig` and waits for the exit; returns the exit code (or 128 + signal; -1 when nothing
   /// runs).

@@ -4,6 +4,7 @@
 #include <openssl/crypto.h>
 
 #include "laneq/queue_spec.hpp"
+#include "laneq/tenant.hpp"
 
 namespace laneq::server {
 
@@ -16,6 +17,11 @@ result<principal> authenticator::authenticate(std::string_view authorization) co
   auto token = authorization.substr(scheme.size());
   while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
   while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
+  return authenticate_token(token);
+}
+
+result<principal> authenticator::authenticate_token(std::string_view token) const {
+  if (!enabled()) return principal{"*"};
   const token_config* found = nullptr;
   // Every configured token is compared, so the time taken does not tell which one matched.
   for (const auto& t : tokens_) {
@@ -28,19 +34,12 @@ result<principal> authenticator::authenticate(std::string_view authorization) co
 }
 
 result<std::string> authenticator::resolve(const principal& who, std::string name,
-                                           std::string_view what) const {
-  if (who.admin()) return name;
-  // Bare names are the default tenant's; for any other tenant they mean <tenant>/<name>.
-  if (name.find('/') == std::string::npos && who.tenant != default_tenant)
-    name = who.tenant + "/" + name;
-  if (!may_use(who, name))
-    return error{errc::forbidden, "the token of tenant '" + who.tenant + "' may not use " +
-                                      std::string{what} + " '" + name + "'"};
-  return name;
+                                           std::string_view what) {
+  return scope_to_tenant(who.tenant, std::move(name), what);
 }
 
 bool authenticator::may_use(const principal& who, std::string_view queue_name) {
-  return who.admin() || tenant_of(queue_name) == who.tenant;
+  return tenant_may_use(who.tenant, queue_name);
 }
 
 }  // namespace laneq::server

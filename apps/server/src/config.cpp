@@ -1,6 +1,11 @@
 // laneqd's configuration (apps/server/include/laneq/server/config.hpp).
 #include "laneq/server/config.hpp"
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
 #include <boost/asio/ip/address.hpp>
 
 #include "laneq/spec_json.hpp"
@@ -194,11 +199,11 @@ parsed_config config_from_json(const json::value& v) {
     return out;
   }
   auto& c = out.config;
-  r.known(
-      *root,
-      {"data_dir", "http", "caf", "sync", "reclaim_grace_ms", "group_window", "group_window_max",
-       "window_budget_mb", "limits", "tokens", "allow_anonymous", "queues", "topics"},
-      "");
+  r.known(*root,
+          {"data_dir", "http", "caf", "sync", "reclaim_grace_ms", "group_window",
+           "group_window_max", "window_budget_mb", "limits", "tokens", "tokens_file",
+           "allow_anonymous", "access_log", "queues", "topics"},
+          "");
   r.string(*root, "data_dir", "", c.data_dir);
   if (const auto* h = root->if_contains("http")) {
     if (const auto* o = r.object(*h, "http")) {
@@ -236,7 +241,11 @@ parsed_config config_from_json(const json::value& v) {
   if (const auto* l = root->if_contains("limits"))
     if (const auto* o = r.object(*l, "limits")) read_limits(r, *o, c.limits);
   if (const auto* t = root->if_contains("tokens")) read_tokens(r, *t, c.tokens);
+  r.string(*root, "tokens_file", "", c.tokens_file);
+  if (!c.tokens.empty() && !c.tokens_file.empty())
+    r.fail("tokens_file", "is set with tokens: tokens come from one of them");
   r.boolean(*root, "allow_anonymous", "", c.allow_anonymous);
+  r.string(*root, "access_log", "", c.access_log);
   if (const auto* q = root->if_contains("queues")) read_queues(r, out.errors, *q, c.queues);
   if (const auto* t = root->if_contains("topics")) read_topics(r, out.errors, *t, c.topics);
   if (c.caf_port != 0 && c.caf_port == c.http_port && c.caf_host == c.http_host)
@@ -262,15 +271,52 @@ std::optional<std::string> anonymous_listener(const server_config& c) {
 }
 
 std::optional<std::string> anonymous_caf_listener(const server_config& c, bool published) {
-  if (!published || loopback(c.caf_host)) return std::nullopt;
+  if (!published || !c.tokens.empty() || loopback(c.caf_host)) return std::nullopt;
   return "the CAF port is published on " + c.caf_host +
-         ", which is not a loopback address, and it has no authentication (tokens apply to "
-         "HTTP only): anyone who reaches it may use every queue of every tenant";
+         ", which is not a loopback address, and no tokens are configured: anyone who reaches it "
+         "may use every queue of every tenant";
 }
 
 std::size_t actor_threads_for(std::size_t configured, unsigned cores) {
   if (configured != 0) return configured;
   return cores > 1 ? cores - 1 : 1;
+}
+
+std::vector<error> parse_tokens_file(std::string_view text, std::vector<token_config>& out) {
+  std::vector<error> errors;
+  reader r{errors};
+  boost::system::error_code ec;
+  json::parse_options options;
+  options.allow_comments = true;
+  auto v = json::parse(text, ec, {}, options);
+  if (ec) {
+    r.fail("(tokens file)", "not valid JSON: " + ec.message());
+    return errors;
+  }
+  std::vector<token_config> tokens;
+  if (const auto* o = r.object(v, "(tokens file)")) {
+    r.known(*o, {"tokens"}, "");
+    if (const auto* t = o->if_contains("tokens"))
+      read_tokens(r, *t, tokens);
+    else
+      r.fail("tokens", "is required");
+    if (o->contains("tokens") && tokens.empty() && errors.empty())
+      r.fail("tokens", "must hold at least one token (a reload never turns authentication off)");
+  }
+  if (errors.empty()) out = std::move(tokens);
+  return errors;
+}
+
+std::vector<error> read_tokens_file(const std::string& path, std::vector<token_config>& out) {
+  std::ifstream in{path};
+  if (!in)
+    return {error{errc::invalid_argument,
+                  "tokens_file " + path + ": cannot be read (" + std::strerror(errno) + ")"}};
+  std::stringstream text;
+  text << in.rdbuf();
+  auto errors = parse_tokens_file(text.str(), out);
+  for (auto& e : errors) e.message = "tokens_file " + path + ": " + e.message;
+  return errors;
 }
 
 parsed_config parse_config(std::string_view text) {

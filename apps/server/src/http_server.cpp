@@ -20,6 +20,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "laneq/server/access_log.hpp"
 #include "laneq/server/json_mapping.hpp"
 
 namespace laneq::server {
@@ -38,6 +39,7 @@ struct http_server::shared {
   std::size_t in_flight = 0;  ///< guarded by mtx
   std::atomic<bool> stopping{false};
   connection_counts* counts = nullptr;  ///< the router's metrics'
+  std::shared_ptr<access_log> log;      ///< the router's access log; null: off
   std::mutex log_mtx;
   std::chrono::steady_clock::time_point refused_logged{};  ///< guarded by log_mtx
   std::chrono::steady_clock::time_point accept_logged{};   ///< guarded by log_mtx
@@ -118,6 +120,7 @@ class session : public std::enable_shared_from_this<session> {
  private:
   void read() {
     if (sh_->stopping) return close();
+    if (sh_->log) note_request(nullptr);
     head_ = false;
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(sh_->limits.header_bytes));
@@ -219,6 +222,7 @@ class session : public std::enable_shared_from_this<session> {
     if (failed(ec) || !keep()) return;
     stream_.expires_after(http_bounds::idle_timeout);  // the body, as before
     auto& req = parser_->get();
+    if (sh_->log) note_request(&req);
     version_ = req.version();
     keep_alive_ = req.keep_alive();
     if (auto e = head_out_of_bounds(req)) return answer_now(*e);
@@ -305,6 +309,7 @@ class session : public std::enable_shared_from_this<session> {
       body = r.take_body();
       hold(body.size(), true);
     }
+    if (sh_->log) log_answer(r, body.size());
     if (head_) return write_head(r, body.size(), counted);
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(r.status), version_);
@@ -312,6 +317,28 @@ class session : public std::enable_shared_from_this<session> {
     res->body() = std::move(body);
     res->prepare_payload();
     send(res, counted);
+  }
+
+  /// Access log: the request being read starts now (`req`: its head is in; null: not yet).
+  void note_request(const http::request<http::string_body>* req) {
+    began_ = std::chrono::steady_clock::now();
+    log_method_ = req ? std::string{req->method_string()} : std::string{"-"};
+    log_path_ = req ? std::string{req->target()} : std::string{"-"};
+  }
+
+  /// Access log: the line of the answer `r` with a body of `bytes`.
+  void log_answer(const http_response& r, std::size_t bytes) {
+    access_entry e;
+    e.at = std::chrono::system_clock::now();
+    e.method = log_method_;
+    e.path = log_path_;
+    e.status = r.status;
+    e.duration_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began_)
+            .count();
+    e.tenant = r.tenant;
+    e.bytes = bytes;
+    sh_->log->write(e);
   }
 
   /// Counts `n` bytes of answer until it is written; false (and nothing counted) when `n` is
@@ -400,7 +427,10 @@ class session : public std::enable_shared_from_this<session> {
   bool kept_ = false;           ///< `keep` ran: a request head came in
   /// Taken by the first of `evict` (the listener) and `keep` (this connection's strand).
   std::atomic<bool> claimed_{false};
-  std::size_t held_ = 0;     ///< bytes of the answer being written (`hold`)
+  std::size_t held_ = 0;  ///< bytes of the answer being written (`hold`)
+  /// Access log only (set while it is on): the request being answered.
+  std::chrono::steady_clock::time_point began_{};
+  std::string log_method_, log_path_;
   bool held_large_ = false;  ///< ... over small_answer_bytes: counted against the bound
 };
 
@@ -529,6 +559,7 @@ http_server::http_server(router& r, http_limits limits, std::size_t threads)
   shared_->route = &r;
   shared_->limits = limits;
   shared_->counts = &r.metrics()->connections();
+  shared_->log = r.access_log_sink();
   shared_->counts->max = limits.connections;
 }
 

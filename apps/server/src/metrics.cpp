@@ -290,6 +290,12 @@ std::string server_metrics::render(const std::vector<queue_stats>& queues,
          "Answers refused (503) because answers waiting for their clients held "
          "limits.answer_bytes.",
          connections_.refused_answers);
+  const char* reload = "laneq_tokens_reload_total";
+  header(out, reload, "counter",
+         "tokens_file reloads on SIGHUP: ok (the new tokens are in force), error (the file was "
+         "refused and the old tokens stay).");
+  labelled(out, reload, "result", "ok", tokens_reloaded_);
+  labelled(out, reload, "result", "error", tokens_reload_failed_);
   std::lock_guard guard{mtx_};
   header(out, "laneq_http_request_duration_seconds", "histogram",
          "HTTP request latency per route, from parsed request to response.");

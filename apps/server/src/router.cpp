@@ -99,6 +99,7 @@ struct call {
   steady::time_point started;
   respond_fn done;
   gateway* watcher = nullptr;  ///< the gateway that bounds its wait, if any
+  std::string tenant = "-";    ///< for the access log (http_response::tenant)
   std::uint64_t watch_id = 0;
 
   /// Answers the call; later answers (a reply after the gateway failed it late) are dropped,
@@ -113,6 +114,7 @@ struct call {
     auto secs = std::chrono::duration<double>(steady::now() - started).count();
     st->metrics->observe_request(what, resp.status, secs);
     auto d = std::exchange(done, nullptr);
+    resp.tenant = std::move(tenant);
     d(std::move(resp));
   }
   void fail(const error& e) { finish(error_response(e)); }
@@ -544,12 +546,14 @@ void gateway_pool::run(std::function<void(gateway&)> start) {
 router::router(caf::actor_system& sys, admin_actor admin, store_actor store, http_limits limits,
                std::vector<token_config> tokens, std::chrono::milliseconds call_timeout)
     : gateways_(std::make_unique<gateway_pool>(sys)),
-      state_(std::make_shared<const shared_state>(
-          shared_state{std::move(admin), std::move(store), limits, authenticator{std::move(tokens)},
-                       std::make_shared<server_metrics>(), call_timeout})) {}
+      state_(std::make_shared<const shared_state>(shared_state{
+          std::move(admin), std::move(store), limits,
+          std::make_shared<auth_source>(std::make_shared<const authenticator>(std::move(tokens))),
+          std::make_shared<server_metrics>(), call_timeout})) {}
 
 bool router::authenticated(std::string_view authorization) const {
-  return state_->auth.enabled() && state_->auth.authenticate(authorization).ok();
+  auto auth = state_->auth->get();
+  return auth->enabled() && auth->authenticate(authorization).ok();
 }
 
 bool router::health_check(std::string_view target) {
@@ -625,9 +629,11 @@ bool router::admit(const http_request& req, routed& r) const {
 
   // healthz is open (probes carry no token); everything else needs one when tokens are set.
   if (m.what != route::healthz) {
-    auto p = st.auth.authenticate(req.authorization);
+    auto auth = st.auth->get();  // one set of tokens for the whole request
+    auto p = auth->authenticate(req.authorization);
     if (!p) return refuse(p.err());
     r.who = std::move(p.value());
+    if (auth->enabled()) c->tenant = r.who.tenant;
   }
   if (m.what == route::metrics && !r.who.admin())
     return refuse(error{errc::forbidden, "/metrics needs an admin (tenant \"*\") token"});
@@ -635,7 +641,7 @@ bool router::admit(const http_request& req, routed& r) const {
     return refuse(
         error{errc::forbidden, "/v1/admin/checkpoint needs an admin (tenant \"*\") token"});
   if (!m.queue.empty()) {
-    auto resolved = st.auth.resolve(r.who, m.queue, m.topic ? "topic" : "queue");
+    auto resolved = authenticator::resolve(r.who, m.queue, m.topic ? "topic" : "queue");
     if (!resolved) return refuse(resolved.err());
     r.name = std::move(resolved.value());
   }
@@ -913,7 +919,7 @@ void router::route_topics(routed& r) const {
       if (auto* qs = r.obj.if_contains("queues"); qs != nullptr && qs->is_array())
         for (auto& q : qs->as_array())
           if (q.is_string()) {
-            auto full = st.auth.resolve(r.who, std::string{q.as_string()});
+            auto full = authenticator::resolve(r.who, std::string{q.as_string()});
             if (!full) return c->fail(full.err());
             q = full.value();
           }

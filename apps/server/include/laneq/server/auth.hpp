@@ -1,6 +1,8 @@
 // Bearer-token authentication and tenant scoping of queue names (docs/api.md "Authentication").
 #pragma once
 
+#include <atomic>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,17 +30,41 @@ class authenticator {
   /// authentication is on and the token is missing or unknown. Compares in constant time.
   result<principal> authenticate(std::string_view authorization) const;
 
+  /// The principal of a bare token (a CAF login); unauthorized when authentication is on and
+  /// the token is unknown. Compares in constant time.
+  result<principal> authenticate_token(std::string_view token) const;
+
   /// The full name of the queue a URL names for `who`: a tenant-scoped token's bare name
   /// `orders` means `<tenant>/orders`. forbidden when the queue is another tenant's. Topic
   /// names are scoped the same way (`what` names the kind in the error).
-  result<std::string> resolve(const principal& who, std::string name,
-                              std::string_view what = "queue") const;
+  /// The rule is libqueue's `scope_to_tenant`, which the CAF port applies too.
+  static result<std::string> resolve(const principal& who, std::string name,
+                                     std::string_view what = "queue");
 
   /// Whether `who` may see `queue_name` (listing).
   static bool may_use(const principal& who, std::string_view queue_name);
 
  private:
   std::vector<token_config> tokens_;
+};
+
+/// An immutable set of tokens, read by whoever holds it; a reload makes a new one.
+using auth_snapshot = std::shared_ptr<const authenticator>;
+
+/// The tokens in force for the HTTP threads, swapped whole when a tokens_file is reloaded
+/// (SIGHUP). The HTTP front end is not actors: its threads each load the current snapshot per
+/// request (an atomic shared_ptr) and keep it for that request, so a request is checked against
+/// one set of tokens, never a mix. The CAF side gets the same snapshot as a message
+/// (caf_gate.hpp).
+class auth_source {
+ public:
+  explicit auth_source(auth_snapshot first) : current_(std::move(first)) {}
+
+  auth_snapshot get() const { return current_.load(std::memory_order_acquire); }
+  void replace(auth_snapshot next) { current_.store(std::move(next), std::memory_order_release); }
+
+ private:
+  std::atomic<auth_snapshot> current_;
 };
 
 }  // namespace laneq::server

@@ -40,8 +40,8 @@ struct server_config {
   std::uint16_t http_port = 7070;  ///< 0: the OS picks a free port
   std::string caf_host = "127.0.0.1";
   std::uint16_t caf_port = 7071;  ///< 0: no CAF remote actors
-  /// Publish the CAF remote actors on an address other than loopback (else laneqd refuses to
-  /// start): the CAF port has no authentication at all (`caf.allow_anonymous`).
+  /// Publish the CAF remote actors on an address other than loopback without tokens (else
+  /// laneqd refuses to start): anyone who reaches it may use every queue (`caf.allow_anonymous`).
   bool caf_allow_anonymous = false;
   /// false: no queue syncs its writes (broker_options::sync).
   bool sync = true;
@@ -54,8 +54,13 @@ struct server_config {
   std::size_t actor_threads = 0;  ///< CAF scheduler threads; 0: see actor_threads_for
   http_limits limits;
   std::vector<token_config> tokens;  ///< empty: no authentication
+  /// Tokens read from this file at start (into `tokens`) and again on SIGHUP; empty: none. Not
+  /// with `tokens`.
+  std::string tokens_file;
   /// Serve HTTP without tokens on an address other than loopback (else laneqd refuses to start).
   bool allow_anonymous = false;
+  /// Where the access log goes: "stderr" or a file path; empty: no access log (access_log.hpp).
+  std::string access_log;
   std::vector<queue_spec> queues;  ///< created (or found identical) at start
   std::vector<topic_spec> topics;  ///< created (or found identical) after the queues
 };
@@ -73,15 +78,25 @@ struct parsed_config {
 parsed_config parse_config(std::string_view text);
 parsed_config config_from_json(const boost::json::value& v);
 
+/// The tokens of a tokens file's text: `{"tokens": [{"token": ..., "tenant": ...}, ...]}`
+/// (comments allowed), each checked as the config's `tokens` are (16 to 512 printable bytes,
+/// distinct, a tenant without '/'), at least one. Every broken rule is an error naming its field
+/// (`tokens[1].token: ...`); `out` holds the tokens only when there is none.
+std::vector<error> parse_tokens_file(std::string_view text, std::vector<token_config>& out);
+
+/// Reads `path` and parses it (`parse_tokens_file`); each error's message starts with
+/// `tokens_file PATH: `.
+std::vector<error> read_tokens_file(const std::string& path, std::vector<token_config>& out);
+
 /// When no token is configured and HTTP listens on an address other than loopback: a sentence
 /// that names the address and says that anyone who reaches it may use every queue. Nothing
 /// otherwise. laneqd refuses to start on it unless `allow_anonymous`, and warns when it is set.
 std::optional<std::string> anonymous_listener(const server_config& c);
 
-/// When the CAF remote actors are `published` on an address other than loopback: a sentence that
-/// names the address and says that anyone who reaches it may use every queue (the CAF port has
-/// no tokens, whatever `tokens` holds). Nothing otherwise. laneqd refuses to start on it unless
-/// `caf.allow_anonymous`, and warns when it is set.
+/// When no token is configured and the CAF remote actors are `published` on an address other
+/// than loopback: a sentence that names the address and says that anyone who reaches it may use
+/// every queue. Nothing otherwise (with tokens a CAF client must log in). laneqd refuses to
+/// start on it unless `caf.allow_anonymous`, and warns when it is set.
 std::optional<std::string> anonymous_caf_listener(const server_config& c, bool published);
 
 /// The CAF scheduler threads laneqd runs: `configured` if set, otherwise one fewer than the

@@ -82,6 +82,9 @@ class server_metrics {
 
   void observe_request(route r, unsigned status, double seconds);
 
+  /// A tokens_file reload (SIGHUP): `ok` when the new tokens are in force, else the old ones stay.
+  void count_tokens_reload(bool ok) { ++(ok ? tokens_reloaded_ : tokens_reload_failed_); }
+
   /// The whole exposition: the queues' counters and gauges, the store's batch histogram and
   /// health, and this front end's histograms.
   std::string render(const std::vector<queue_stats>& queues, const store_stats* store) const;
@@ -91,6 +94,8 @@ class server_metrics {
   std::vector<histogram> request_latency_;                             ///< per route
   std::array<std::array<std::uint64_t, 6>, route_count> responses_{};  ///< per route, status/100
   connection_counts connections_;
+  std::atomic<std::uint64_t> tokens_reloaded_{0};
+  std::atomic<std::uint64_t> tokens_reload_failed_{0};
 };
 
 /// Escapes a Prometheus label value (backslash, double quote, newline).

@@ -16,6 +16,7 @@
 #include "caf/all.hpp"
 
 #include "laneq/actors/protocol.hpp"
+#include "laneq/server/access_log.hpp"
 #include "laneq/server/auth.hpp"
 #include "laneq/server/http_limits.hpp"
 #include "laneq/server/metrics.hpp"
@@ -44,6 +45,9 @@ struct http_response {
   /// When set, called instead of sending the answer when its client is gone (it closed the
   /// connection while the call ran): a receive gives back the messages it leased.
   std::function<void()> abandon;
+  /// The tenant of the request's token ("*": an admin's), for the access log; "-" when no valid
+  /// token came with it or authentication is off.
+  std::string tenant = "-";
 
   /// The body: `render`'s text when it is set, else `body`. Call once.
   std::string take_body() { return render ? render() : std::move(body); }
@@ -107,16 +111,25 @@ class router {
   /// Whether `authorization` carries a valid token (never when authentication is off).
   bool authenticated(std::string_view authorization) const;
 
+  /// Puts `next` in force for every request that starts after this returns (a tokens_file
+  /// reload). Any thread.
+  void replace_tokens(auth_snapshot next) { state_->auth->replace(std::move(next)); }
+
   /// Whether `target` (path and query) is the health check, which needs no token.
   static bool health_check(std::string_view target);
   const std::shared_ptr<server_metrics>& metrics() const { return state_->metrics; }
+
+  /// Writes one line per HTTP request to `log` (null: off, the default). Set before an
+  /// http_server is made on this router: the listener takes the log when it is constructed.
+  void log_access(std::shared_ptr<access_log> log) { access_log_ = std::move(log); }
+  const std::shared_ptr<access_log>& access_log_sink() const { return access_log_; }
 
   /// What the calls share; it outlives the router while requests are in flight.
   struct shared_state {
     admin_actor admin;
     store_actor store;
     http_limits limits;
-    authenticator auth;
+    std::shared_ptr<auth_source> auth;  ///< the tokens in force (replace_tokens swaps them)
     std::shared_ptr<server_metrics> metrics;
     std::chrono::milliseconds call_timeout;
   };
@@ -150,6 +163,7 @@ class router {
 
   std::unique_ptr<gateway_pool> gateways_;
   std::shared_ptr<const shared_state> state_;
+  std::shared_ptr<access_log> access_log_;
 };
 
 }  // namespace laneq::server
