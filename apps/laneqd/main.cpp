@@ -189,12 +189,22 @@ int main(int argc, char** argv) {
   caf::actor_system_config caf_cfg;
   laneq::add_message_types(caf_cfg);
   if (publish_caf) caf_cfg.load<caf::io::middleman>();
+  laneq::server::file_pins caf_files;  // outlives the actor system
   if (publish_caf && cfg.caf_tls.enabled()) {
-    // CAF's openssl module: mutual TLS with these files (docs/caf-client.md "TLS").
+    // CAF's openssl module: mutual TLS with copies of these files as they were checked
+    // (file_pins: CAF reads them for every connection; docs/caf-client.md "TLS").
+    auto cert = caf_files.pin(cfg.caf_tls.cert_file);
+    auto key = caf_files.pin(cfg.caf_tls.key_file);
+    auto ca = caf_files.pin(cfg.caf_tls.ca_file);
+    for (const auto* r : {&cert, &key, &ca})
+      if (!*r) {
+        std::cerr << "laneqd: caf.tls: " << r->err().message << "\n";
+        return 2;
+      }
     caf_cfg.load<caf::openssl::manager>();
-    caf_cfg.openssl_certificate = cfg.caf_tls.cert_file;
-    caf_cfg.openssl_key = cfg.caf_tls.key_file;
-    caf_cfg.openssl_cafile = cfg.caf_tls.ca_file;
+    caf_cfg.openssl_certificate = cert.value();
+    caf_cfg.openssl_key = key.value();
+    caf_cfg.openssl_cafile = ca.value();
   }
   laneq::tune_scheduler(caf_cfg, laneq::server::actor_threads_for(
                                      cfg.actor_threads, std::thread::hardware_concurrency()));

@@ -170,6 +170,9 @@ class session : public connection, public std::enable_shared_from_this<session<S
             self->handshaken_ = true;
             return self->read();
           }
+          // Closed meanwhile (evicted, or laneqd is stopping): not a failed handshake. (A
+          // timeout is one: it ends with beast::error::timeout.)
+          if (ec == asio::error::operation_aborted) return self->close();
           ++self->sh_->counts->tls_handshake_failed;
           if (ec.category() == asio::error::get_ssl_category() &&
               ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == SSL_R_HTTP_REQUEST)

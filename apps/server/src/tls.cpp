@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
@@ -109,6 +112,32 @@ tls_context_result make_server_tls_context(const tls_config& t, const std::strin
   ERR_clear_error();
   if (out.errors.empty()) out.context = std::move(ctx);
   return out;
+}
+
+file_pins::~file_pins() {
+  for (int fd : fds_) ::close(fd);
+}
+
+result<std::string> file_pins::pin(const std::string& file) {
+  std::FILE* in = std::fopen(file.c_str(), "rb");
+  if (in == nullptr) return error{errc::invalid_argument, file + ": " + std::strerror(errno)};
+  int fd = ::memfd_create("laneqd-tls", MFD_CLOEXEC);
+  bool ok = fd >= 0;
+  char buf[4096];
+  while (ok) {
+    auto n = std::fread(buf, 1, sizeof buf, in);
+    if (n == 0) break;
+    ok = ::write(fd, buf, n) == static_cast<ssize_t>(n);
+  }
+  ok = ok && !std::ferror(in);
+  auto saved = errno;
+  std::fclose(in);
+  if (!ok) {
+    if (fd >= 0) ::close(fd);
+    return error{errc::invalid_argument, file + ": cannot copy it: " + std::strerror(saved)};
+  }
+  fds_.push_back(fd);
+  return "/proc/self/fd/" + std::to_string(fd);
 }
 
 std::vector<error> check_tls_files(const server_config& c) {

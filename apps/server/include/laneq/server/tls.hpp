@@ -30,6 +30,26 @@ tls_context_result make_server_tls_context(const tls_config& t, const std::strin
 /// listeners load them); empty when all load or none is configured.
 std::vector<error> check_tls_files(const server_config& c);
 
+/// Copies of files, frozen as they were when pinned, under paths of their own
+/// (`/proc/self/fd/N` of a memfd) that live as long as this object. CAF 0.17.6's openssl module
+/// reads its certificate, key and CA files again for every new connection, and a file that no
+/// longer loads then ends the process (`std::terminate`, "cannot load certificate"; measured):
+/// laneqd hands CAF pinned copies, so the files it checked at start are the ones it serves, and
+/// changing them takes a restart, as for HTTPS.
+class file_pins {
+ public:
+  file_pins() = default;
+  ~file_pins();
+  file_pins(const file_pins&) = delete;
+  file_pins& operator=(const file_pins&) = delete;
+
+  /// The pinned copy's path, or why `file` could not be copied.
+  result<std::string> pin(const std::string& file);
+
+ private:
+  std::vector<int> fds_;
+};
+
 /// OpenSSL's queued errors on this thread as one line (`reason (library)`, joined with "; "),
 /// cleared; `fallback` when none is queued.
 std::string openssl_errors(const std::string& fallback);
