@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package laneq needs to build, test, benchmark and package (Debian 12, as
-# root); dpkg-dev brings dpkg-shlibdeps, which the Debian package (cmake/packaging.cmake) needs.
+# root); dpkg-dev brings dpkg-shlibdeps, which the Debian package (cmake/packaging.cmake) needs;
+# openssl (the command) makes the TLS tests' throwaway certificates (tests/support/tls_certs.hpp).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 SUDO=""
@@ -13,6 +14,6 @@ $SUDO apt-get install -y -q --no-install-recommends \
   librocksdb-dev rocksdb-tools \
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
-  libssl-dev libjemalloc-dev \
+  libssl-dev openssl libjemalloc-dev \
   python3 procps curl jq nodejs \
   dpkg-dev

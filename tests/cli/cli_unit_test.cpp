@@ -294,9 +294,33 @@ TEST(http_client, parses_urls_and_rejects_what_it_cannot_use) {
   auto c = client::parse_url("http://example");
   ASSERT_TRUE(c);
   EXPECT_EQ(c.value().port, "80");
-  for (auto bad : {"https://x", "x:1", "http://", "http://h:0", "http://h:70000", "http://h:ab",
-                   "http://u@h:1"})
+  EXPECT_FALSE(c.value().tls);
+  auto d = client::parse_url("https://laneq.example");
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d.value().tls);
+  EXPECT_EQ(d.value().port, "443");
+  EXPECT_EQ(client::to_url(d.value()), "https://laneq.example:443");
+  auto e = client::parse_url("https://[::1]:7443");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(client::to_url(e.value()), "https://[::1]:7443");
+  for (auto bad : {"ftp://x", "x:1", "http://", "https://", "http://h:0", "http://h:70000",
+                   "http://h:ab", "http://u@h:1"})
     EXPECT_FALSE(client::parse_url(bad)) << bad;
+}
+
+// The TLS options are for https URLs; a CA file that does not load is a usage error naming it.
+TEST(cli, tls_options_need_an_https_url_and_a_loadable_ca_file) {
+  std::ostringstream out, err;
+  std::istringstream in;
+  EXPECT_EQ(run({"--url", "http://127.0.0.1:1", "--insecure", "health"}, {}, out, err, in),
+            exit_usage);
+  EXPECT_NE(err.str().find("https://"), std::string::npos) << err.str();
+  std::ostringstream err2;
+  EXPECT_EQ(run({"--url", "https://127.0.0.1:1", "health"}, {{"LANEQ_CACERT", "/nonexistent.pem"}},
+                out, err2, in),
+            exit_usage);
+  EXPECT_NE(err2.str().find("cannot load the CA file /nonexistent.pem"), std::string::npos)
+      << err2.str();
 }
 
 TEST(http_client, encodes_a_tenant_queue_name_as_one_path_segment) {

@@ -75,13 +75,20 @@ inline run_result run(const std::vector<std::string>& argv, const temp_dir& dir,
 class daemon {
  public:
   /// `data_dir` empty: a fresh `data` directory inside the daemon's own temporary directory.
-  daemon(const std::string& binary, bool with_caf, const std::string& data_dir = {}) {
+  /// `extra`: more arguments (`--config FILE`, say).
+  daemon(const std::string& binary, bool with_caf, const std::string& data_dir = {},
+         const std::vector<std::string>& extra = {}) {
     auto out = dir_.path() / "laneqd.out";
     auto err = dir_.path() / "laneqd.err";
-    pid_ =
-        spawn({binary, "--data-dir", data_dir.empty() ? (dir_.path() / "data").string() : data_dir,
-               "--http-port", "0", "--caf-port", with_caf ? "any" : "0"},
-              out, err);
+    std::vector<std::string> args{binary,
+                                  "--data-dir",
+                                  data_dir.empty() ? (dir_.path() / "data").string() : data_dir,
+                                  "--http-port",
+                                  "0",
+                                  "--caf-port",
+                                  with_caf ? "any" : "0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid_ = spawn(args, out, err);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < deadline) {
       auto text = slurp(out);
@@ -121,6 +128,10 @@ class daemon {
   bool ready() const { return startup_error_.empty(); }
   const std::string& startup_error() const { return startup_error_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(http_port_); }
+  /// For a laneqd whose config sets http.tls.
+  std::string https_url(const std::string& host = "127.0.0.1") const {
+    return "https://" + host + ":" + std::to_string(http_port_);
+  }
   int http_port() const { return http_port_; }
   std::uint16_t caf_port() const { return caf_port_; }
   const temp_dir& dir() const { return dir_; }
