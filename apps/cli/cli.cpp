@@ -617,8 +617,8 @@ const std::vector<option_spec>& global_options() {
       opt("insecure", false,
           "https: do not verify laneqd's certificate; for testing only (anyone on the path can "
           "read and change the traffic, the token too)"),
-      opt("cert", true, "https: client certificate (PEM) for a laneqd that asks for one"),
-      opt("key", true, "https: the client certificate's private key (PEM)"),
+      opt("client-cert", true, "https: client certificate (PEM) for a laneqd that asks for one"),
+      opt("client-key", true, "https: the client certificate's private key (PEM)"),
       opt("json", false, "print the server's JSON answer instead of text"),
       opt("timeout-ms", true, "per-request timeout (default 30000)"),
       opt("help", false, "show help"),
@@ -1044,9 +1044,9 @@ std::optional<usage_error> apply_global(parsed& p, const std::string& name,
     p.cacert = value;
   else if (name == "insecure")
     p.insecure = true;
-  else if (name == "cert")
+  else if (name == "client-cert")
     p.cert = value;
-  else if (name == "key")
+  else if (name == "client-key")
     p.key = value;
   else if (name == "json")
     p.json = true;
@@ -1350,7 +1350,8 @@ int run(const std::vector<std::string>& argv, const std::map<std::string, std::s
     return exit_usage;
   }
   if (!ep.value().tls && (p.insecure || !p.cacert.empty() || !p.cert.empty())) {
-    err << "laneq: --cacert, --insecure and --cert are for https:// URLs, not " << p.url << "\n";
+    err << "laneq: --cacert, --insecure and --client-cert are for https:// URLs, not " << p.url
+        << "\n";
     return exit_usage;
   }
   client::client_options opts;

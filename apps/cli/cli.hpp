@@ -74,8 +74,8 @@ struct parsed {
   std::int64_t timeout_ms = 30'000;
   std::string cacert;     ///< https: trust this CA file instead of the system's (LANEQ_CACERT)
   bool insecure = false;  ///< https: skip verifying laneqd's certificate (testing only)
-  std::string cert;       ///< https: client certificate chain (laneqd's http.tls.client_ca_file)
-  std::string key;        ///< https: its private key
+  std::string cert;  ///< https: client certificate chain, --client-cert (http.tls.client_ca_file)
+  std::string key;   ///< https: its private key, --client-key
 
   bool flag(std::string_view name) const;
   /// The last value of an option, if given.

@@ -308,6 +308,28 @@ TEST(http_client, parses_urls_and_rejects_what_it_cannot_use) {
     EXPECT_FALSE(client::parse_url(bad)) << bad;
 }
 
+// The TLS options are global and reach the client; they take no name a command's option has
+// (`queue create --key` is the ordering key, not a client key).
+TEST(cli_parse, tls_options_are_global_and_leave_command_options_alone) {
+  auto p = parse_ok({"--url", "https://h:1", "--cacert", "/ca.pem", "--insecure", "--client-cert",
+                     "/c.pem", "--client-key", "/c.key", "queue", "create", "q", "--key",
+                     "header:account"});
+  EXPECT_EQ(p.cacert, "/ca.pem");
+  EXPECT_TRUE(p.insecure);
+  EXPECT_EQ(p.cert, "/c.pem");
+  EXPECT_EQ(p.key, "/c.key");
+  auto s = spec_from_options(p);
+  ASSERT_TRUE(std::holds_alternative<json::object>(s));
+  auto ordering = json::serialize(std::get<json::object>(s).at("ordering"));
+  EXPECT_NE(ordering.find(R"({"header":"account"})"), std::string::npos) << ordering;
+  EXPECT_EQ(parse_ok({"health"}, {{"LANEQ_CACERT", "/env.pem"}}).cacert, "/env.pem");
+  for (const auto& g : global_options())
+    for (const auto& c : commands())
+      for (const auto& o : c.options)
+        EXPECT_NE(std::string(g.name), std::string(o.name))
+            << "--" << g.name << " is global and an option of \"" << c.words << "\"";
+}
+
 // The TLS options are for https URLs; a CA file that does not load is a usage error naming it.
 TEST(cli, tls_options_need_an_https_url_and_a_loadable_ca_file) {
   std::ostringstream out, err;

@@ -273,9 +273,11 @@ TEST_F(tls_daemon, client_ca_file_requires_a_client_certificate_from_that_ca) {
   };
   auto r = with({"queue", "list"});
   EXPECT_EQ(r.rc, 3) << r.out << r.err;
-  r = with({"--cert", s(c.other_client_cert()), "--key", s(c.other_client_key()), "queue", "list"});
+  r = with({"--client-cert", s(c.other_client_cert()), "--client-key", s(c.other_client_key()),
+            "queue", "list"});
   EXPECT_EQ(r.rc, 3) << r.out << r.err;
-  r = with({"--cert", s(c.client_cert()), "--key", s(c.client_key()), "queue", "list"});
+  r = with(
+      {"--client-cert", s(c.client_cert()), "--client-key", s(c.client_key()), "queue", "list"});
   EXPECT_EQ(r.rc, 0) << r.err;
 }
 
