@@ -1,8 +1,10 @@
 // The CLI's argument parsing, spec building and output rendering, and the HTTP client's URL and
 // error parsing, without a server (issue 4 §4).
+#include <chrono>
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <boost/asio/ip/tcp.hpp>
 
 #include "cli.hpp"
 #include "laneq/version.hpp"
@@ -328,6 +330,30 @@ TEST(cli_parse, tls_options_are_global_and_leave_command_options_alone) {
       for (const auto& o : c.options)
         EXPECT_NE(std::string(g.name), std::string(o.name))
             << "--" << g.name << " is global and an option of \"" << c.words << "\"";
+}
+
+// A server that accepts connections and never answers (nor handshakes): each request fails
+// within the client's timeout, over http and https, instead of waiting for good.
+TEST(http_client, a_server_that_never_answers_fails_within_the_timeout) {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor silent{
+      io, {boost::asio::ip::make_address("127.0.0.1"), 0}};  // listens; accepts nothing
+  const auto port = std::to_string(silent.local_endpoint().port());
+  for (const std::string scheme : {"http", "https"}) {
+    auto ep = client::parse_url(scheme + "://127.0.0.1:" + port);
+    ASSERT_TRUE(ep);
+    client::client_options o;
+    o.timeout = std::chrono::milliseconds(300);
+    o.insecure = true;
+    client::http_client c{ep.value(), o};
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = c.list_queues();
+    auto took = std::chrono::steady_clock::now() - t0;
+    ASSERT_FALSE(r) << scheme;
+    EXPECT_EQ(r.err().kind, client::failure_kind::unreachable) << scheme;
+    EXPECT_NE(r.err().message.find("timeout"), std::string::npos) << r.err().message;
+    EXPECT_LT(took, std::chrono::seconds(5)) << scheme;
+  }
 }
 
 // The TLS options are for https URLs; a CA file that does not load is a usage error naming it.

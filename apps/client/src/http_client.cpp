@@ -154,6 +154,19 @@ std::string openssl_errors() {
   return out.empty() ? "unknown reason" : out;
 }
 
+/// Runs one asynchronous operation on `ioc` to its end and returns its error. Every step of a
+/// request is asynchronous because a beast::tcp_stream's timer (`expires_after`) applies to
+/// asynchronous operations only: a synchronous read from a server that never answers waited
+/// for good, whatever `client_options::timeout` said.
+template <class Start>
+beast::error_code run_op(asio::io_context& ioc, Start start) {
+  beast::error_code out;
+  start([&out](beast::error_code ec, auto&&...) { out = ec; });
+  ioc.restart();
+  ioc.run();
+  return out;
+}
+
 api_error tls_setup_error(const std::string& what, const std::string& file) {
   return api_error{failure_kind::usage, 0, {}, 0, what + " " + file + ": " + openssl_errors()};
 }
@@ -242,7 +255,9 @@ std::optional<api_error> http_client::connect_tls() {
              static_cast<void*>(const_cast<char*>(ep_.host.c_str())));
   ec = {};
   c.lowest().expires_after(opts_.timeout);
-  c.tls->handshake(asio::ssl::stream_base::client, ec);
+  ec = run_op(c.ioc, [&](auto done) {
+    c.tls->async_handshake(asio::ssl::stream_base::client, std::move(done));
+  });
   if (!ec) return std::nullopt;
   auto verify = SSL_get_verify_result(ssl);
   std::string why = verify != X509_V_OK
@@ -294,7 +309,7 @@ api_result<http_answer> http_client::send_raw(std::string_view method, std::stri
         if (auto e = make_tls_context()) return *e;
       if (ep_.tls) c.tls.emplace(c.ioc, *c.ctx);
       c.lowest().expires_after(opts_.timeout);
-      c.lowest().connect(results, ec);
+      ec = run_op(c.ioc, [&](auto done) { c.lowest().async_connect(results, std::move(done)); });
       if (ec) {
         c.close();
         return api_error{failure_kind::unreachable,
@@ -319,8 +334,10 @@ api_result<http_answer> http_client::send_raw(std::string_view method, std::stri
     http::response_parser<http::string_body> parser;
     parser.body_limit(256u * 1024u * 1024u);
     auto exchange = [&](auto& stream) {
-      http::write(stream, req, ec);
-      if (!ec) http::read(stream, c.buffer, parser, ec);
+      ec = run_op(c.ioc, [&](auto done) { http::async_write(stream, req, std::move(done)); });
+      if (!ec)
+        ec = run_op(
+            c.ioc, [&](auto done) { http::async_read(stream, c.buffer, parser, std::move(done)); });
     };
     if (c.tls)
       exchange(*c.tls);

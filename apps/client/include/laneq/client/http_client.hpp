@@ -90,8 +90,9 @@ std::string encode_segment(std::string_view s);
 
 /// Client settings.
 struct client_options {
-  std::string token;                          ///< bearer token; empty: no Authorization header
-  std::chrono::milliseconds timeout{10'000};  ///< per request (connect, write, read)
+  std::string token;  ///< bearer token; empty: no Authorization header
+  /// Per request: connect (and TLS handshake), then write and read together.
+  std::chrono::milliseconds timeout{10'000};
   /// https: trust the CAs in this PEM file instead of the system's (a self-signed server's own
   /// certificate works too). Empty: the system's CA store.
   std::string cacert_file = {};
