@@ -101,6 +101,26 @@ std::optional<std::size_t> fit_descriptors(laneq::server::server_config& cfg, bo
   return plan.value().store_files;
 }
 
+/// Loads CAF's openssl module for mutual TLS with copies of `tls`'s files as they were checked
+/// (`file_pins`: CAF reads its files for every connection; docs/caf-client.md "TLS"); false,
+/// with the reason on stderr, when a file cannot be copied.
+bool load_caf_tls(const laneq::server::tls_config& tls, caf::actor_system_config& caf_cfg,
+                  laneq::server::file_pins& pins) {
+  auto cert = pins.pin(tls.cert_file);
+  auto key = pins.pin(tls.key_file);
+  auto ca = pins.pin(tls.ca_file);
+  for (const auto* r : {&cert, &key, &ca})
+    if (!*r) {
+      std::cerr << "laneqd: caf.tls: " << r->err().message << "\n";
+      return false;
+    }
+  caf_cfg.load<caf::openssl::manager>();
+  caf_cfg.openssl_certificate = cert.value();
+  caf_cfg.openssl_key = key.value();
+  caf_cfg.openssl_cafile = ca.value();
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -190,22 +210,8 @@ int main(int argc, char** argv) {
   laneq::add_message_types(caf_cfg);
   if (publish_caf) caf_cfg.load<caf::io::middleman>();
   laneq::server::file_pins caf_files;  // outlives the actor system
-  if (publish_caf && cfg.caf_tls.enabled()) {
-    // CAF's openssl module: mutual TLS with copies of these files as they were checked
-    // (file_pins: CAF reads them for every connection; docs/caf-client.md "TLS").
-    auto cert = caf_files.pin(cfg.caf_tls.cert_file);
-    auto key = caf_files.pin(cfg.caf_tls.key_file);
-    auto ca = caf_files.pin(cfg.caf_tls.ca_file);
-    for (const auto* r : {&cert, &key, &ca})
-      if (!*r) {
-        std::cerr << "laneqd: caf.tls: " << r->err().message << "\n";
-        return 2;
-      }
-    caf_cfg.load<caf::openssl::manager>();
-    caf_cfg.openssl_certificate = cert.value();
-    caf_cfg.openssl_key = key.value();
-    caf_cfg.openssl_cafile = ca.value();
-  }
+  if (publish_caf && cfg.caf_tls.enabled() && !load_caf_tls(cfg.caf_tls, caf_cfg, caf_files))
+    return 2;
   laneq::tune_scheduler(caf_cfg, laneq::server::actor_threads_for(
                                      cfg.actor_threads, std::thread::hardware_concurrency()));
   caf::actor_system sys{caf_cfg};
