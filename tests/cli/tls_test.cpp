@@ -190,6 +190,47 @@ TEST_F(tls_daemon, plain_http_and_silent_clients_are_refused_on_the_https_port) 
   EXPECT_EQ(metric(c, "laneq_http_tls_handshake_failures_total"), 2);
 }
 
+// The connection cap and its reserve count HTTPS connections as they count plain ones: with
+// six connections that never handshake filling all but the reserve, a probe and a token still
+// get in over TLS, an anonymous request is refused (503), and the gauges and counters say so.
+TEST_F(tls_daemon, the_connection_reserve_keeps_room_for_probes_and_tokens_over_tls) {
+  const std::string token = "admin-secret-token-1";
+  ASSERT_TRUE(start(https_config("", R"(, "tokens": [{"token": ")" + token +
+                                         R"(", "tenant": "*"}],
+      "limits": {"connections": 8, "connections_reserve": 2, "head_timeout_ms": 60000})")));
+  asio::io_context io;
+  std::vector<std::unique_ptr<asio::ip::tcp::socket>> idle;
+  for (int i = 0; i < 6; ++i) {
+    idle.push_back(std::make_unique<asio::ip::tcp::socket>(io));
+    idle.back()->connect(
+        {asio::ip::make_address("127.0.0.1"), static_cast<std::uint16_t>(d_->http_port())});
+  }
+  laneq::client::client_options admin_opts;
+  admin_opts.token = token;
+  auto admin = client(admin_opts);
+  // The six may still be on their way to the acceptor: wait until all seven are counted.
+  for (int i = 0; i < 500 && metric(admin, "laneq_http_connections") < 7; ++i)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(metric(admin, "laneq_http_connections"), 7);
+  EXPECT_EQ(metric(admin, "laneq_http_connections_anonymous"), 6);
+  auto probe = client();
+  auto h = probe.health();
+  ASSERT_TRUE(h) << laneq::client::to_string(h.err());
+  EXPECT_EQ(h.value().status, 200u);
+  auto anon = client();
+  auto refused = anon.list_queues();
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.err().http_status, 503u) << refused.err().message;
+  EXPECT_EQ(refused.err().code, "unavailable");
+  EXPECT_TRUE(admin.list_queues());
+  auto m = admin.metrics();
+  ASSERT_TRUE(m);
+  EXPECT_NE(m.value().find("laneq_http_connections_refused_total{reason=\"reserve\"} 1\n"),
+            std::string::npos)
+      << m.value();
+  EXPECT_EQ(metric(admin, "laneq_http_tls_handshake_failures_total"), 0);
+}
+
 // A TLS client that leaves during its long poll (close_notify, then FIN) gets no message: the
 // message goes back at once and the next receiver gets it within its own poll, as over plain
 // HTTP (the gone client's lease would be 10 minutes).
