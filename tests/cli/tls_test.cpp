@@ -208,15 +208,20 @@ TEST_F(tls_daemon, the_connection_reserve_keeps_room_for_probes_and_tokens_over_
   laneq::client::client_options admin_opts;
   admin_opts.token = token;
   auto admin = client(admin_opts);
-  // The six may still be on their way to the acceptor: wait until all seven are counted.
-  for (int i = 0; i < 500 && metric(admin, "laneq_http_connections") < 7; ++i)
-    std::this_thread::sleep_for(10ms);
-  ASSERT_EQ(metric(admin, "laneq_http_connections"), 7);
+  // Until `n` connections are open (the six may still be on their way to the acceptor, and a
+  // probe's connection is closed after its answer, once its TLS shutdown ends).
+  auto wait_for_connections = [&](std::int64_t n) {
+    for (int i = 0; i < 500 && metric(admin, "laneq_http_connections") != n; ++i)
+      std::this_thread::sleep_for(10ms);
+    return metric(admin, "laneq_http_connections");
+  };
+  ASSERT_EQ(wait_for_connections(7), 7);
   EXPECT_EQ(metric(admin, "laneq_http_connections_anonymous"), 6);
   auto probe = client();
   auto h = probe.health();
   ASSERT_TRUE(h) << laneq::client::to_string(h.err());
   EXPECT_EQ(h.value().status, 200u);
+  ASSERT_EQ(wait_for_connections(7), 7) << "the probe's connection was not closed";
   auto anon = client();
   auto refused = anon.list_queues();
   ASSERT_FALSE(refused);
