@@ -1,4 +1,4 @@
-# caf.cmake: imported targets CAF::core and CAF::io for Debian's CAF 0.17.6.
+# caf.cmake: imported targets CAF::core, CAF::io and CAF::openssl for Debian's CAF 0.17.6.
 # Debian's libcaf-dev ships no CMake config package and no .pc file, so the
 # targets are made by hand (docs: /work/shared/TOOLCHAIN.md section 2).
 # Requires Threads::Threads (find_package(Threads) before including this file).
@@ -6,6 +6,9 @@
 find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
 find_library(CAF_CORE_LIBRARY NAMES caf_core REQUIRED)
 find_library(CAF_IO_LIBRARY NAMES caf_io REQUIRED)
+# CAF's TLS transport for remote actors (caf/openssl/*.hpp, docs/caf-client.md "TLS"), from
+# libcaf-dev as well.
+find_library(CAF_OPENSSL_LIBRARY NAMES caf_openssl REQUIRED)
 
 file(STRINGS "${CAF_INCLUDE_DIR}/caf/config.hpp" _caf_ver_line
      REGEX "^#define CAF_VERSION [0-9]+$")
@@ -33,4 +36,13 @@ if(NOT TARGET CAF::io)
   set_target_properties(CAF::io PROPERTIES
     IMPORTED_LOCATION "${CAF_IO_LIBRARY}"
     INTERFACE_LINK_LIBRARIES CAF::core)
+endif()
+if(NOT TARGET CAF::openssl)
+  if(NOT TARGET OpenSSL::SSL)
+    find_package(OpenSSL 3 REQUIRED COMPONENTS SSL Crypto)
+  endif()
+  add_library(CAF::openssl SHARED IMPORTED)
+  set_target_properties(CAF::openssl PROPERTIES
+    IMPORTED_LOCATION "${CAF_OPENSSL_LIBRARY}"
+    INTERFACE_LINK_LIBRARIES "CAF::io;OpenSSL::SSL;OpenSSL::Crypto")
 endif()

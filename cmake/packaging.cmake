@@ -27,8 +27,8 @@ set(CPACK_STRIP_FILES ON)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_GROUPING ALL_COMPONENTS_IN_ONE)
 set(CPACK_COMPONENTS_ALL runtime dev config)
-# Depends: the shared libraries laneqd and laneq load, as dpkg-shlibdeps finds them (libcaf,
-# librocksdb, libboost-json, libssl, libjemalloc, libstdc++, libc).
+# Depends: the shared libraries laneqd and laneq load, as dpkg-shlibdeps finds them (libcaf
+# core, io and openssl, librocksdb, libboost-json, libssl, libjemalloc, libstdc++, libc).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # Building a CAF program against the package needs the development packages of what the
 # static libraries link (cmake/laneqConfig.cmake.in finds them).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package laneq needs to build, test, benchmark and package (Debian 12, as
-# root); dpkg-dev brings dpkg-shlibdeps, which the Debian package (cmake/packaging.cmake) needs.
+# root); dpkg-dev brings dpkg-shlibdeps, which the Debian package (cmake/packaging.cmake) needs;
+# openssl (the command) makes the TLS tests' throwaway certificates (tests/support/tls_certs.hpp).
 # chromium (/usr/bin/chromium) and fonts-dejavu-core are for the web console's browser tests
 # (tests/console, ctest label console); npm installs their one npm package, playwright-core, from
 # tests/console/package-lock.json (no browser download). Debian's npm package is installed when
@@ -18,7 +19,7 @@ $SUDO apt-get install -y -q --no-install-recommends \
   librocksdb-dev rocksdb-tools \
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
-  libssl-dev libjemalloc-dev \
+  libssl-dev openssl libjemalloc-dev \
   python3 procps curl jq nodejs \
   chromium fonts-dejavu-core \
   dpkg-dev

@@ -21,6 +21,9 @@ namespace json = boost::json;
 
 int fail(command_context& c, const client::api_error& e) {
   c.err << "laneq: " << to_string(e) << "\n";
+  if (e.message.rfind(client::certificate_verify_failed, 0) == 0)
+    c.err << "laneq: to trust laneqd's certificate, pass its CA file with --cacert FILE (or "
+             "LANEQ_CACERT); --insecure skips the check, for testing only\n";
   return exit_code_for(e);
 }
 
@@ -621,8 +624,18 @@ int exit_code_for(const client::api_error& e) {
 
 const std::vector<option_spec>& global_options() {
   static const std::vector<option_spec> g = {
-      opt("url", true, "laneqd's HTTP address (env LANEQ_URL; default http://127.0.0.1:7070)"),
+      opt("url", true,
+          "laneqd's address, http://HOST:PORT or https://HOST:PORT (env LANEQ_URL; default "
+          "http://127.0.0.1:7070)"),
       opt("token", true, "bearer token (env LANEQ_TOKEN)"),
+      opt("cacert", true,
+          "https: trust the CA certificates in this PEM file (a self-signed laneqd's own "
+          "certificate works too) instead of the system's (env LANEQ_CACERT)"),
+      opt("insecure", false,
+          "https: do not verify laneqd's certificate; for testing only (anyone on the path can "
+          "read and change the traffic, the token too)"),
+      opt("client-cert", true, "https: client certificate (PEM) for a laneqd that asks for one"),
+      opt("client-key", true, "https: the client certificate's private key (PEM)"),
       opt("json", false, "print the server's JSON answer instead of text"),
       opt("timeout-ms", true, "per-request timeout (default 30000)"),
       opt("help", false, "show help"),
@@ -1061,6 +1074,14 @@ std::optional<usage_error> apply_global(parsed& p, const std::string& name,
     p.url = value;
   else if (name == "token")
     p.token = value;
+  else if (name == "cacert")
+    p.cacert = value;
+  else if (name == "insecure")
+    p.insecure = true;
+  else if (name == "client-cert")
+    p.cert = value;
+  else if (name == "client-key")
+    p.key = value;
   else if (name == "json")
     p.json = true;
   else if (name == "help")
@@ -1169,6 +1190,7 @@ std::variant<parsed, usage_error> parse(const std::vector<std::string>& argv,
   parsed p;
   if (auto it = env.find("LANEQ_URL"); it != env.end() && !it->second.empty()) p.url = it->second;
   if (auto it = env.find("LANEQ_TOKEN"); it != env.end()) p.token = it->second;
+  if (auto it = env.find("LANEQ_CACERT"); it != env.end()) p.cacert = it->second;
   // Find the command: the longest run of leading words (options skipped) naming one.
   auto plain = leading_words(argv);
   std::size_t used = 0;
@@ -1409,8 +1431,19 @@ int run(const std::vector<std::string>& argv, const std::map<std::string, std::s
     err << "laneq: " << to_string(ep.err()) << "\n";
     return exit_usage;
   }
-  client::http_client c(ep.value(),
-                        client::client_options{p.token, std::chrono::milliseconds(p.timeout_ms)});
+  if (!ep.value().tls && (p.insecure || !p.cacert.empty() || !p.cert.empty())) {
+    err << "laneq: --cacert, --insecure and --client-cert are for https:// URLs, not " << p.url
+        << "\n";
+    return exit_usage;
+  }
+  client::client_options opts;
+  opts.token = p.token;
+  opts.timeout = std::chrono::milliseconds(p.timeout_ms);
+  opts.cacert_file = p.cacert;
+  opts.insecure = p.insecure;
+  opts.cert_file = p.cert;
+  opts.key_file = p.key;
+  client::http_client c(ep.value(), opts);
   command_context ctx{p, c, out, err, in};
   return p.command->run(ctx);
 }

@@ -72,6 +72,10 @@ struct parsed {
   std::string url = "http://127.0.0.1:7070";
   std::string token;
   std::int64_t timeout_ms = 30'000;
+  std::string cacert;     ///< https: trust this CA file instead of the system's (LANEQ_CACERT)
+  bool insecure = false;  ///< https: skip verifying laneqd's certificate (testing only)
+  std::string cert;  ///< https: client certificate chain, --client-cert (http.tls.client_ca_file)
+  std::string key;   ///< https: its private key, --client-key
 
   bool flag(std::string_view name) const;
   /// The last value of an option, if given.
@@ -85,7 +89,8 @@ struct usage_error {
   std::string message;
 };
 
-/// Parses argv (without argv[0]). `env` supplies LANEQ_URL and LANEQ_TOKEN (flags win).
+/// Parses argv (without argv[0]). `env` supplies LANEQ_URL, LANEQ_TOKEN and LANEQ_CACERT (flags
+/// win).
 std::variant<parsed, usage_error> parse(const std::vector<std::string>& argv,
                                         const std::map<std::string, std::string>& env);
 

@@ -10,7 +10,7 @@
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::map<std::string, std::string> env;
-  for (const char* name : {"LANEQ_URL", "LANEQ_TOKEN"})
+  for (const char* name : {"LANEQ_URL", "LANEQ_TOKEN", "LANEQ_CACERT"})
     if (const char* v = std::getenv(name)) env[name] = v;
   return laneq::cli::run(args, env, std::cout, std::cerr, std::cin);
 }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -20,6 +21,7 @@
 
 #include "caf/all.hpp"
 #include "caf/io/all.hpp"
+#include "caf/openssl/all.hpp"
 
 #include "laneq/actors/broker.hpp"
 #include "laneq/actors/remote_admin.hpp"
@@ -29,6 +31,7 @@
 #include "laneq/server/descriptors.hpp"
 #include "laneq/server/http_server.hpp"
 #include "laneq/server/router.hpp"
+#include "laneq/server/tls.hpp"
 #include "laneq/version.hpp"
 
 namespace {
@@ -162,6 +165,26 @@ void await_reloads(boost::asio::signal_set& signals, const std::string& path,
   });
 }
 
+/// Loads CAF's openssl module for mutual TLS with copies of `tls`'s files as they were checked
+/// (`file_pins`: CAF reads its files for every connection; docs/caf-client.md "TLS"); false,
+/// with the reason on stderr, when a file cannot be copied.
+bool load_caf_tls(const laneq::server::tls_config& tls, caf::actor_system_config& caf_cfg,
+                  laneq::server::file_pins& pins) {
+  auto cert = pins.pin(tls.cert_file);
+  auto key = pins.pin(tls.key_file);
+  auto ca = pins.pin(tls.ca_file);
+  for (const auto* r : {&cert, &key, &ca})
+    if (!*r) {
+      std::cerr << "laneqd: caf.tls: " << r->err().message << "\n";
+      return false;
+    }
+  caf_cfg.load<caf::openssl::manager>();
+  caf_cfg.openssl_certificate = cert.value();
+  caf_cfg.openssl_key = key.value();
+  caf_cfg.openssl_cafile = ca.value();
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -233,6 +256,17 @@ int main(int argc, char** argv) {
   }
   const bool publish_caf = cfg.caf_port != 0 || caf_port_any;
   if (!allowed_exposure(cfg, publish_caf)) return 2;
+  // Every certificate, key and CA file loads now or laneqd does not start: CAF would load its
+  // files only when a client connects (and throw on a bad one).
+  std::shared_ptr<boost::asio::ssl::context> https;
+  if (auto bad = laneq::server::check_tls_files(cfg); !bad.empty()) {
+    std::cerr << "laneqd: " << bad.size() << " TLS file(s) do not load:\n";
+    for (const auto& e : bad) std::cerr << "  " << laneq::to_string(e) << "\n";
+    return 2;
+  }
+  if (cfg.http_tls.enabled())
+    https =
+        laneq::server::make_server_tls_context(cfg.http_tls, "http.tls", "client_ca_file").context;
   auto store_files = fit_descriptors(cfg, publish_caf);
   if (!store_files) return 2;
   std::shared_ptr<laneq::server::access_log> access;  // null: no access log
@@ -258,6 +292,9 @@ int main(int argc, char** argv) {
   caf::actor_system_config caf_cfg;
   laneq::add_message_types(caf_cfg);
   if (publish_caf) caf_cfg.load<caf::io::middleman>();
+  laneq::server::file_pins caf_files;  // outlives the actor system
+  if (publish_caf && cfg.caf_tls.enabled() && !load_caf_tls(cfg.caf_tls, caf_cfg, caf_files))
+    return 2;
   laneq::tune_scheduler(caf_cfg, laneq::server::actor_threads_for(
                                      cfg.actor_threads, std::thread::hardware_concurrency()));
   caf::actor_system sys{caf_cfg};
@@ -305,8 +342,10 @@ int main(int argc, char** argv) {
   if (publish_caf) {
     remote = laneq::server::spawn_caf_gate(
         sys, broker->admin(), std::make_shared<const laneq::server::authenticator>(cfg.tokens));
-    auto port = sys.middleman().publish(caf::actor_cast<laneq::remote_admin_actor>(remote),
-                                        cfg.caf_port, cfg.caf_host.c_str(), true);
+    auto published = caf::actor_cast<laneq::remote_admin_actor>(remote);
+    auto port = cfg.caf_tls.enabled()
+                    ? caf::openssl::publish(published, cfg.caf_port, cfg.caf_host.c_str(), true)
+                    : sys.middleman().publish(published, cfg.caf_port, cfg.caf_host.c_str(), true);
     if (!port) {
       std::cerr << "laneqd: cannot publish on " << cfg.caf_host << ":" << cfg.caf_port << ": "
                 << sys.render(port.error()) << "\n";
@@ -319,13 +358,20 @@ int main(int argc, char** argv) {
   auto rt = std::make_unique<laneq::server::router>(sys, broker->admin(), broker->store(),
                                                     cfg.limits, cfg.tokens);
   rt->log_access(std::move(access));
-  auto http = std::make_unique<laneq::server::http_server>(*rt, cfg.limits, cfg.http_threads);
+  auto http =
+      std::make_unique<laneq::server::http_server>(*rt, cfg.limits, cfg.http_threads, https);
   auto bound = http->start(cfg.http_host, cfg.http_port);
   if (!bound) {
     std::cerr << "laneqd: " << laneq::to_string(bound.err()) << "\n";
     if (remote) caf::anon_send_exit(remote, caf::exit_reason::user_shutdown);
     return 3;
   }
+  if (https)
+    std::cerr << "laneqd: HTTP serves HTTPS only (TLS 1.2 or later), certificate "
+              << cfg.http_tls.cert_file << "\n";
+  if (publish_caf && cfg.caf_tls.enabled())
+    std::cerr << "laneqd: the CAF port speaks TLS only (mutual: clients need a certificate "
+              << cfg.caf_tls.ca_file << " signed), certificate " << cfg.caf_tls.cert_file << "\n";
   std::cout << "laneqd http_port=" << bound.value() << "\n"
             << "laneqd caf_port=" << cfg.caf_port << "\n"
             << "laneqd data_dir=" << cfg.data_dir << "\n"
@@ -342,8 +388,14 @@ int main(int argc, char** argv) {
     std::cerr << "laneqd: " << http->in_flight() << " request(s) still in flight, dropped\n";
   http->shutdown();
   if (remote) {
-    static_cast<void>(sys.middleman().unpublish(caf::actor_cast<laneq::remote_admin_actor>(remote),
-                                                cfg.caf_port));
+    // caf/openssl/unpublish.hpp of CAF 0.17.6 does not compile (it sends (unpublish, port),
+    // which the middleman actor does not accept): ask the openssl manager's actor directly.
+    if (cfg.caf_tls.enabled())
+      static_cast<void>(caf::make_function_view(sys.openssl_manager().actor_handle())(
+          caf::unpublish_atom_v, remote.address(), cfg.caf_port));
+    else
+      static_cast<void>(sys.middleman().unpublish(
+          caf::actor_cast<laneq::remote_admin_actor>(remote), cfg.caf_port));
     caf::anon_send_exit(remote, caf::exit_reason::user_shutdown);
     remote = nullptr;
   }

@@ -1,8 +1,10 @@
 // The CLI's argument parsing, spec building and output rendering, and the HTTP client's URL and
 // error parsing, without a server (issue 4 §4).
+#include <chrono>
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <boost/asio/ip/tcp.hpp>
 
 #include "cli.hpp"
 #include "laneq/version.hpp"
@@ -337,9 +339,79 @@ TEST(http_client, parses_urls_and_rejects_what_it_cannot_use) {
   auto c = client::parse_url("http://example");
   ASSERT_TRUE(c);
   EXPECT_EQ(c.value().port, "80");
-  for (auto bad : {"https://x", "x:1", "http://", "http://h:0", "http://h:70000", "http://h:ab",
-                   "http://u@h:1"})
+  EXPECT_FALSE(c.value().tls);
+  auto d = client::parse_url("https://laneq.example");
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d.value().tls);
+  EXPECT_EQ(d.value().port, "443");
+  EXPECT_EQ(client::to_url(d.value()), "https://laneq.example:443");
+  auto e = client::parse_url("https://[::1]:7443");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(client::to_url(e.value()), "https://[::1]:7443");
+  for (auto bad : {"ftp://x", "x:1", "http://", "https://", "http://h:0", "http://h:70000",
+                   "http://h:ab", "http://u@h:1"})
     EXPECT_FALSE(client::parse_url(bad)) << bad;
+}
+
+// The TLS options are global and reach the client; they take no name a command's option has
+// (`queue create --key` is the ordering key, not a client key).
+TEST(cli_parse, tls_options_are_global_and_leave_command_options_alone) {
+  auto p = parse_ok({"--url", "https://h:1", "--cacert", "/ca.pem", "--insecure", "--client-cert",
+                     "/c.pem", "--client-key", "/c.key", "queue", "create", "q", "--key",
+                     "header:account"});
+  EXPECT_EQ(p.cacert, "/ca.pem");
+  EXPECT_TRUE(p.insecure);
+  EXPECT_EQ(p.cert, "/c.pem");
+  EXPECT_EQ(p.key, "/c.key");
+  auto s = spec_from_options(p);
+  ASSERT_TRUE(std::holds_alternative<json::object>(s));
+  auto ordering = json::serialize(std::get<json::object>(s).at("ordering"));
+  EXPECT_NE(ordering.find(R"({"header":"account"})"), std::string::npos) << ordering;
+  EXPECT_EQ(parse_ok({"health"}, {{"LANEQ_CACERT", "/env.pem"}}).cacert, "/env.pem");
+  for (const auto& g : global_options())
+    for (const auto& c : commands())
+      for (const auto& o : c.options)
+        EXPECT_NE(std::string(g.name), std::string(o.name))
+            << "--" << g.name << " is global and an option of \"" << c.words << "\"";
+}
+
+// A server that accepts connections and never answers (nor handshakes): each request fails
+// within the client's timeout, over http and https, instead of waiting for good.
+TEST(http_client, a_server_that_never_answers_fails_within_the_timeout) {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor silent{
+      io, {boost::asio::ip::make_address("127.0.0.1"), 0}};  // listens; accepts nothing
+  const auto port = std::to_string(silent.local_endpoint().port());
+  for (const std::string scheme : {"http", "https"}) {
+    auto ep = client::parse_url(scheme + "://127.0.0.1:" + port);
+    ASSERT_TRUE(ep);
+    client::client_options o;
+    o.timeout = std::chrono::milliseconds(300);
+    o.insecure = true;
+    client::http_client c{ep.value(), o};
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = c.list_queues();
+    auto took = std::chrono::steady_clock::now() - t0;
+    ASSERT_FALSE(r) << scheme;
+    EXPECT_EQ(r.err().kind, client::failure_kind::unreachable) << scheme;
+    EXPECT_NE(r.err().message.find("timeout"), std::string::npos) << r.err().message;
+    EXPECT_LT(took, std::chrono::seconds(5)) << scheme;
+  }
+}
+
+// The TLS options are for https URLs; a CA file that does not load is a usage error naming it.
+TEST(cli, tls_options_need_an_https_url_and_a_loadable_ca_file) {
+  std::ostringstream out, err;
+  std::istringstream in;
+  EXPECT_EQ(run({"--url", "http://127.0.0.1:1", "--insecure", "health"}, {}, out, err, in),
+            exit_usage);
+  EXPECT_NE(err.str().find("https://"), std::string::npos) << err.str();
+  std::ostringstream err2;
+  EXPECT_EQ(run({"--url", "https://127.0.0.1:1", "health"}, {{"LANEQ_CACERT", "/nonexistent.pem"}},
+                out, err2, in),
+            exit_usage);
+  EXPECT_NE(err2.str().find("cannot load the CA file /nonexistent.pem"), std::string::npos)
+      << err2.str();
 }
 
 TEST(http_client, encodes_a_tenant_queue_name_as_one_path_segment) {

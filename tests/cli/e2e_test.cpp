@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
@@ -360,8 +361,10 @@ TEST(caf_examples, worker_acks_every_message_in_order_per_account) {
 // With tokens the examples log in with --token (or $LANEQ_TOKEN): a tenant's queue, and without
 // a token or with an unknown one nothing is done.
 TEST(caf_examples, with_tokens_the_examples_log_in_with_their_token) {
-  laneq::test::daemon d(LANEQ_LANEQD_BIN, true, {},
-                        R"({"tokens": [{"token": "acme-token-0123456789", "tenant": "acme"}]})");
+  laneq::test::temp_dir config_dir;
+  auto config = config_dir.path() / "laneqd.json";
+  std::ofstream{config} << R"({"tokens": [{"token": "acme-token-0123456789", "tenant": "acme"}]})";
+  laneq::test::daemon d(LANEQ_LANEQD_BIN, true, {}, {"--config", config.string()});
   ASSERT_TRUE(d.ready()) << d.startup_error();
   auto port = "--port=" + std::to_string(d.caf_port());
   const std::string token = "--token=acme-token-0123456789";

@@ -76,10 +76,9 @@ inline run_result run(const std::vector<std::string>& argv, const temp_dir& dir,
 class daemon {
  public:
   /// `data_dir` empty: a fresh `data` directory inside the daemon's own temporary directory.
-  /// `config`: when not empty, the text of a config file laneqd is started with (`--config`;
-  /// the flags above override its data directory and ports).
+  /// `extra`: more arguments (`--config FILE`, say).
   daemon(const std::string& binary, bool with_caf, const std::string& data_dir = {},
-         const std::string& config = {}) {
+         const std::vector<std::string>& extra = {}) {
     auto out = dir_.path() / "laneqd.out";
     auto err = dir_.path() / "laneqd.err";
     std::vector<std::string> args{binary,
@@ -89,12 +88,7 @@ class daemon {
                                   "0",
                                   "--caf-port",
                                   with_caf ? "any" : "0"};
-    if (!config.empty()) {
-      auto file = dir_.path() / "laneqd.json";
-      std::ofstream{file} << config;
-      args.push_back("--config");
-      args.push_back(file.string());
-    }
+    args.insert(args.end(), extra.begin(), extra.end());
     pid_ = spawn(args, out, err);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < deadline) {
@@ -135,6 +129,10 @@ class daemon {
   bool ready() const { return startup_error_.empty(); }
   const std::string& startup_error() const { return startup_error_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(http_port_); }
+  /// For a laneqd whose config sets http.tls.
+  std::string https_url(const std::string& host = "127.0.0.1") const {
+    return "https://" + host + ":" + std::to_string(http_port_);
+  }
   int http_port() const { return http_port_; }
   std::uint16_t caf_port() const { return caf_port_; }
   const temp_dir& dir() const { return dir_; }

@@ -33,7 +33,7 @@ field() { dpkg-deb --field "$deb" "$1"; }
 depends=$(field Depends)
 depends_names=$(tr ',' '\n' <<< "$depends" | sed 's/^ *//; s/ .*//')
 # The shared libraries laneqd and laneq load on Debian 12 (dpkg-shlibdeps).
-for lib in libcaf-core0.17 libcaf-io0.17 librocksdb7.8 libboost-json1.81.0 libssl3 \
+for lib in libcaf-core0.17 libcaf-io0.17 libcaf-openssl0.17 librocksdb7.8 libboost-json1.81.0 libssl3 \
            libjemalloc2 libstdc++6 libc6; do
   grep -qxF "$lib" <<< "$depends_names" || fail "Depends lacks $lib: $depends"
 done

@@ -244,6 +244,35 @@ TEST(config, a_tokens_file_is_checked_as_tokens_are) {
 }
 
 // A config may say what it is for: // and /* */ comments are skipped, anything else still fails.
+// TLS (docs/operations.md "TLS"): http.tls and caf.tls name their files; HTTP's client CA is
+// optional, CAF's CA is required (its TLS is mutual); a missing or unknown field is named.
+TEST(config, tls_sections_name_their_files_and_each_missing_one) {
+  auto p = parse_config(R"({"http": {"tls": {"cert_file": "/c.pem", "key_file": "/k.pem"}},
+      "caf": {"tls": {"cert_file": "/cc.pem", "key_file": "/ck.pem", "ca_file": "/ca.pem"}}})");
+  ASSERT_TRUE(p.errors.empty()) << all(p);
+  EXPECT_TRUE(p.config.http_tls.enabled());
+  EXPECT_EQ(p.config.http_tls.cert_file, "/c.pem");
+  EXPECT_EQ(p.config.http_tls.key_file, "/k.pem");
+  EXPECT_EQ(p.config.http_tls.ca_file, "");
+  EXPECT_EQ(p.config.caf_tls.ca_file, "/ca.pem");
+  EXPECT_FALSE(parse_config("{}").config.http_tls.enabled());
+  EXPECT_FALSE(parse_config("{}").config.caf_tls.enabled());
+  auto c =
+      parse_config(R"({"http": {"tls": {"cert_file": "/c.pem", "client_ca_file": "/ca.pem"}}})");
+  EXPECT_EQ(c.config.http_tls.ca_file, "");
+  EXPECT_FALSE(c.config.http_tls.enabled());
+  auto bad = parse_config(R"({"http": {"tls": {"cert_file": "", "ca_file": "/x", "key_file": 3}},
+      "caf": {"tls": {"cert_file": "/c", "key_file": "/k"}}})");
+  EXPECT_TRUE(names(bad, "http.tls.cert_file: must not be empty")) << all(bad);
+  EXPECT_TRUE(names(bad, "http.tls.ca_file: is not a known field")) << all(bad);
+  EXPECT_TRUE(names(bad, "http.tls.key_file: must be a string")) << all(bad);
+  EXPECT_TRUE(names(bad, "caf.tls.ca_file: is required")) << all(bad);
+  auto missing = parse_config(R"({"http": {"tls": {}}, "caf": {"tls": []}})");
+  EXPECT_TRUE(names(missing, "http.tls.cert_file: is required")) << all(missing);
+  EXPECT_TRUE(names(missing, "http.tls.key_file: is required")) << all(missing);
+  EXPECT_TRUE(names(missing, "caf.tls: must be an object")) << all(missing);
+}
+
 TEST(config, comments_are_allowed) {
   auto p = parse_config(
       "// laneqd for the tests\n{\n  /* where */ \"data_dir\": \"/tmp/q\", // data\n"
@@ -309,6 +338,8 @@ TEST(config, the_packaged_sample_holds_the_defaults) {
   EXPECT_EQ(c.allow_anonymous, d.allow_anonymous);
   EXPECT_TRUE(c.queues.empty());
   EXPECT_TRUE(c.topics.empty());
+  EXPECT_FALSE(c.http_tls.enabled());
+  EXPECT_FALSE(c.caf_tls.enabled());
 }
 
 // Every field the sample sets is named in docs/operations.md ("Configuration"), in backticks.

@@ -1,10 +1,21 @@
 // The synchronous HTTP/1.1 client on Boost.Beast (see http_client.hpp).
 #include "laneq/client/http_client.hpp"
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <cstring>
+#include <optional>
+
 #include <boost/asio/connect.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 
 namespace laneq::client {
 
@@ -30,25 +41,35 @@ std::string to_string(const api_error& e) {
   return out + e.message;
 }
 
+std::string to_url(const endpoint& ep) {
+  bool v6 = ep.host.find(':') != std::string::npos;
+  return std::string(ep.tls ? "https://" : "http://") + (v6 ? "[" + ep.host + "]" : ep.host) + ":" +
+         ep.port;
+}
+
 api_result<endpoint> parse_url(std::string_view url) {
   auto bad = [&](std::string why) -> api_error {
     return {failure_kind::usage, 0, {}, 0, "bad URL \"" + std::string(url) + "\": " + why};
   };
-  constexpr std::string_view scheme = "http://";
-  if (url.substr(0, scheme.size()) != scheme) {
-    if (url.substr(0, 8) == "https://") return bad("https is not supported (plain http only)");
-    return bad("it must start with http://");
+  endpoint ep;
+  std::string_view rest;
+  std::string_view port = "80";
+  if (url.substr(0, 7) == "http://") {
+    rest = url.substr(7);
+  } else if (url.substr(0, 8) == "https://") {
+    rest = url.substr(8);
+    ep.tls = true;
+    port = "443";
+  } else {
+    return bad("it must start with http:// or https://");
   }
-  auto rest = url.substr(scheme.size());
   auto slash = rest.find('/');
   auto authority = rest.substr(0, slash);
-  endpoint ep;
   ep.prefix = slash == std::string_view::npos ? std::string() : std::string(rest.substr(slash));
   while (!ep.prefix.empty() && ep.prefix.back() == '/') ep.prefix.pop_back();
   if (authority.empty()) return bad("no host");
   if (authority.find('@') != std::string_view::npos) return bad("user info is not supported");
   std::string_view host = authority;
-  std::string_view port = "80";
   if (authority.front() == '[') {  // [::1]:7070
     auto close = authority.find(']');
     if (close == std::string_view::npos) return bad("unclosed '[' in the host");
@@ -117,21 +138,133 @@ api_error error_from_answer(const http_answer& a) {
   return e;
 }
 
+namespace {
+
+/// OpenSSL's queued errors on this thread as one line (`reason (library)`), cleared.
+std::string openssl_errors() {
+  std::string out;
+  while (auto e = ERR_get_error()) {
+    const char* reason = ERR_reason_error_string(e);
+    std::string r = ERR_SYSTEM_ERROR(e) ? std::strerror(ERR_GET_REASON(e))
+                    : reason != nullptr ? reason
+                                        : "error " + std::to_string(e);
+    if (r == "PEM lib" || r == "system lib" || out.find(r) != std::string::npos) continue;
+    out += (out.empty() ? "" : "; ") + r;
+  }
+  return out.empty() ? "unknown reason" : out;
+}
+
+/// Runs one asynchronous operation on `ioc` to its end and returns its error. Every step of a
+/// request is asynchronous because a beast::tcp_stream's timer (`expires_after`) applies to
+/// asynchronous operations only: a synchronous read from a server that never answers waited
+/// for good, whatever `client_options::timeout` said.
+template <class Start>
+beast::error_code run_op(asio::io_context& ioc, Start start) {
+  beast::error_code out;
+  start([&out](beast::error_code ec, auto&&...) { out = ec; });
+  ioc.restart();
+  ioc.run();
+  return out;
+}
+
+api_error tls_setup_error(const std::string& what, const std::string& file) {
+  return api_error{failure_kind::usage, 0, {}, 0, what + " " + file + ": " + openssl_errors()};
+}
+
+}  // namespace
+
+// One connection: plain (`plain`) or TLS (`tls`, made again for each connection over `ctx`).
 struct http_client::connection {
   asio::io_context ioc;
-  beast::tcp_stream stream{ioc};
+  beast::tcp_stream plain{ioc};
+  std::optional<asio::ssl::context> ctx;  ///< https: made at the first connect
+  std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
   beast::flat_buffer buffer;
   bool open = false;
+
+  beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : plain; }
+
+  void close() {
+    beast::error_code ec;
+    lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
+    lowest().close();
+    tls.reset();
+    open = false;
+    buffer.clear();
+  }
 };
 
 http_client::http_client(endpoint ep, client_options opts)
     : ep_(std::move(ep)), opts_(std::move(opts)), conn_(std::make_unique<connection>()) {}
 
 http_client::~http_client() {
-  if (conn_ && conn_->open) {
-    beast::error_code ec;
-    conn_->stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+  if (conn_ && conn_->open) conn_->close();
+}
+
+// The client side of https: TLS 1.2 at least; the server's certificate checked against the
+// system's CAs or `cacert_file` (unless `insecure`), and its host name or IP address against the
+// URL's (`connect_tls`).
+std::optional<api_error> http_client::make_tls_context() {
+  auto& ctx = conn_->ctx.emplace(asio::ssl::context::tls_client);
+  SSL_CTX* h = ctx.native_handle();
+  SSL_CTX_set_min_proto_version(h, TLS1_2_VERSION);
+  ERR_clear_error();
+  if (opts_.insecure) {
+    SSL_CTX_set_verify(h, SSL_VERIFY_NONE, nullptr);
+  } else {
+    SSL_CTX_set_verify(h, SSL_VERIFY_PEER, nullptr);
+    if (!opts_.cacert_file.empty()) {
+      if (SSL_CTX_load_verify_locations(h, opts_.cacert_file.c_str(), nullptr) != 1)
+        return tls_setup_error("cannot load the CA file", opts_.cacert_file);
+    } else if (SSL_CTX_set_default_verify_paths(h) != 1) {
+      return tls_setup_error("cannot load the system's CA store", "(OpenSSL's default paths)");
+    }
   }
+  if (!opts_.cert_file.empty() &&
+      SSL_CTX_use_certificate_chain_file(h, opts_.cert_file.c_str()) != 1)
+    return tls_setup_error("cannot load the client certificate", opts_.cert_file);
+  if (!opts_.key_file.empty() &&
+      SSL_CTX_use_PrivateKey_file(h, opts_.key_file.c_str(), SSL_FILETYPE_PEM) != 1)
+    return tls_setup_error("cannot load the client key", opts_.key_file);
+  return std::nullopt;
+}
+
+// The TCP connection is up: SNI and the name to check (an IP address is checked as one, and
+// sent no SNI), then the handshake. A certificate that fails verification is named as such,
+// with OpenSSL's reason ("self-signed certificate", "hostname mismatch").
+std::optional<api_error> http_client::connect_tls() {
+  auto& c = *conn_;
+  SSL* ssl = c.tls->native_handle();
+  beast::error_code ec;
+  asio::ip::make_address(ep_.host, ec);
+  const bool by_name = static_cast<bool>(ec);  // not an IP address
+  if (!opts_.insecure) {
+    auto* param = SSL_get0_param(ssl);
+    int set = by_name ? X509_VERIFY_PARAM_set1_host(param, ep_.host.c_str(), 0)
+                      : X509_VERIFY_PARAM_set1_ip_asc(param, ep_.host.c_str());
+    if (set != 1)
+      return api_error{failure_kind::usage,
+                       0,
+                       {},
+                       0,
+                       "cannot check the server's name " + ep_.host + ": " + openssl_errors()};
+  }
+  // SSL_set_tlsext_host_name, without the macro's C cast.
+  if (by_name)
+    SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+             static_cast<void*>(const_cast<char*>(ep_.host.c_str())));
+  ec = {};
+  c.lowest().expires_after(opts_.timeout);
+  ec = run_op(c.ioc, [&](auto done) {
+    c.tls->async_handshake(asio::ssl::stream_base::client, std::move(done));
+  });
+  if (!ec) return std::nullopt;
+  auto verify = SSL_get_verify_result(ssl);
+  std::string why = verify != X509_V_OK
+                        ? std::string(certificate_verify_failed) + " for " + to_url(ep_) + ": " +
+                              X509_verify_cert_error_string(verify)
+                        : "TLS handshake with " + to_url(ep_) + " failed: " + ec.message();
+  return api_error{failure_kind::unreachable, 0, {}, 0, why};
 }
 
 std::string http_client::path(std::string_view rest) const {
@@ -172,31 +305,46 @@ api_result<http_answer> http_client::send_raw(std::string_view method, std::stri
                          {},
                          0,
                          "cannot resolve " + ep_.host + ": " + ec.message()};
-      c.stream.expires_after(opts_.timeout);
-      c.stream.connect(results, ec);
-      if (ec)
+      if (ep_.tls && !c.ctx)
+        if (auto e = make_tls_context()) return *e;
+      if (ep_.tls) c.tls.emplace(c.ioc, *c.ctx);
+      c.lowest().expires_after(opts_.timeout);
+      ec = run_op(c.ioc, [&](auto done) { c.lowest().async_connect(results, std::move(done)); });
+      if (ec) {
+        c.close();
         return api_error{failure_kind::unreachable,
                          0,
                          {},
                          0,
                          "cannot connect to " + ep_.host + ":" + ep_.port + ": " + ec.message()};
-      c.stream.socket().set_option(tcp::no_delay(true), ec);
+      }
+      c.lowest().socket().set_option(tcp::no_delay(true), ec);
+      if (ep_.tls)
+        if (auto e = connect_tls()) {
+          c.close();
+          return *e;
+        }
       c.open = true;
       c.buffer.clear();
       // Beast reads at most the buffer's free space per call (512 bytes when empty): a
       // reserved buffer reads a batch's answer in a few calls instead of dozens.
       c.buffer.reserve(64 * 1024);
     }
-    c.stream.expires_after(opts_.timeout);
-    http::write(c.stream, req, ec);
+    c.lowest().expires_after(opts_.timeout);
     http::response_parser<http::string_body> parser;
     parser.body_limit(256u * 1024u * 1024u);
-    if (!ec) http::read(c.stream, c.buffer, parser, ec);
+    auto exchange = [&](auto& stream) {
+      ec = run_op(c.ioc, [&](auto done) { http::async_write(stream, req, std::move(done)); });
+      if (!ec)
+        ec = run_op(
+            c.ioc, [&](auto done) { http::async_read(stream, c.buffer, parser, std::move(done)); });
+    };
+    if (c.tls)
+      exchange(*c.tls);
+    else
+      exchange(c.plain);
     if (ec) {
-      c.stream.socket().close(ec);
-      c.stream.close();
-      c.open = false;
-      c.buffer.clear();
+      c.close();
       last_error = ec.message();
       // A reused keep-alive connection may have been closed by the server: retry once.
       if (reused && ec != beast::error::timeout) continue;
@@ -205,22 +353,14 @@ api_result<http_answer> http_client::send_raw(std::string_view method, std::stri
                        {},
                        0,
                        "request " + std::string(method) + " " + std::string(target) + " to " +
-                           ep_.host + ":" + ep_.port + " failed: " + last_error};
+                           to_url(ep_) + " failed: " + last_error};
     }
     auto res = parser.release();
-    if (!res.keep_alive()) {
-      c.stream.socket().shutdown(tcp::socket::shutdown_both, ec);
-      c.stream.close();
-      c.open = false;
-      c.buffer.clear();
-    }
+    if (!res.keep_alive()) c.close();
     return http_answer{res.result_int(), std::move(res.body())};
   }
-  return api_error{failure_kind::unreachable,
-                   0,
-                   {},
-                   0,
-                   "request to " + ep_.host + ":" + ep_.port + " failed: " + last_error};
+  return api_error{
+      failure_kind::unreachable, 0, {}, 0, "request to " + to_url(ep_) + " failed: " + last_error};
 }
 
 api_result<json::value> http_client::call(std::string_view method, std::string_view target,

@@ -116,6 +116,27 @@ void read_limits(reader& r, const json::object& o, http_limits& l) {
            "must be below limits.connections (" + std::to_string(l.connections) + ")");
 }
 
+/// `"tls": {"cert_file", "key_file", <ca_field>}` under `prefix` ("http.", "caf."): the two
+/// files are required, the CA file too when `ca_required`. Whether the files load is checked at
+/// start (`check_tls_files`), not here.
+void read_tls(reader& r, const json::value& v, const std::string& prefix, std::string_view ca_field,
+              bool ca_required, tls_config& out) {
+  const std::string p = prefix + "tls.";
+  const auto* o = r.object(v, prefix + "tls");
+  if (o == nullptr) return;
+  r.known(*o, {"cert_file", "key_file", ca_field}, p);
+  for (std::string_view f : {std::string_view{"cert_file"}, std::string_view{"key_file"}})
+    if (!o->contains(f)) r.fail(p + std::string{f}, "is required");
+  if (ca_required && !o->contains(ca_field))
+    r.fail(p + std::string{ca_field},
+           "is required (CAF's TLS is mutual: laneqd checks each client's certificate)");
+  tls_config t;
+  r.string(*o, "cert_file", p, t.cert_file);
+  r.string(*o, "key_file", p, t.key_file);
+  r.string(*o, ca_field, p, t.ca_file);
+  if (!t.cert_file.empty() && !t.key_file.empty()) out = std::move(t);
+}
+
 void read_tokens(reader& r, const json::value& v, std::vector<token_config>& out) {
   const auto* arr = v.if_array();
   if (arr == nullptr) return r.fail("tokens", "must be an array of {\"token\", \"tenant\"}");
@@ -207,19 +228,23 @@ parsed_config config_from_json(const json::value& v) {
   r.string(*root, "data_dir", "", c.data_dir);
   if (const auto* h = root->if_contains("http")) {
     if (const auto* o = r.object(*h, "http")) {
-      r.known(*o, {"host", "port", "threads"}, "http.");
+      r.known(*o, {"host", "port", "threads", "tls"}, "http.");
       r.host(*o, "host", "http.", c.http_host);
       r.integer(*o, "port", "http.", 0, 65535, c.http_port);
       r.integer(*o, "threads", "http.", 1, http_threads_max, c.http_threads);
+      if (const auto* t = o->if_contains("tls"))
+        read_tls(r, *t, "http.", "client_ca_file", false, c.http_tls);
     }
   }
   if (const auto* h = root->if_contains("caf")) {
     if (const auto* o = r.object(*h, "caf")) {
-      r.known(*o, {"host", "port", "threads", "allow_anonymous"}, "caf.");
+      r.known(*o, {"host", "port", "threads", "allow_anonymous", "tls"}, "caf.");
       r.host(*o, "host", "caf.", c.caf_host);
       r.integer(*o, "port", "caf.", 0, 65535, c.caf_port);
       r.integer(*o, "threads", "caf.", 0, 256, c.actor_threads);
       r.boolean(*o, "allow_anonymous", "caf.", c.caf_allow_anonymous);
+      if (const auto* t = o->if_contains("tls"))
+        read_tls(r, *t, "caf.", "ca_file", true, c.caf_tls);
     }
   }
   r.boolean(*root, "sync", "", c.sync);

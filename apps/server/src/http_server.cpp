@@ -1,7 +1,11 @@
 // The Beast HTTP listener (apps/server/include/laneq/server/http_server.hpp).
 #include "laneq/server/http_server.hpp"
 
+#include <poll.h>
 #include <sys/socket.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include <atomic>
 #include <cerrno>
@@ -10,15 +14,19 @@
 #include <iostream>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 
 #include "laneq/server/access_log.hpp"
 #include "laneq/server/json_mapping.hpp"
@@ -33,6 +41,7 @@ using tcp = asio::ip::tcp;
 struct http_server::shared {
   router* route = nullptr;
   http_limits limits;
+  std::shared_ptr<asio::ssl::context> tls;  ///< set: every connection is TLS (HTTPS only)
   std::mutex mtx;
   std::condition_variable idle;
   bool open = true;           ///< answers may still be posted to the io_context
@@ -84,17 +93,47 @@ constexpr std::chrono::milliseconds accept_backoff{100};
 /// errors, acks): with `connections_max` connections they add 256 MiB at most.
 constexpr std::size_t small_answer_bytes = 64 * 1024;
 
-class session : public std::enable_shared_from_this<session> {
+using tls_stream = beast::ssl_stream<beast::tcp_stream>;
+
+/// What the listener does with a connection of either kind (plain or TLS).
+class connection {
+ public:
+  virtual ~connection() = default;
+  virtual void run() = 0;
+  /// Called by the listener at the cap: closes this connection if it was taken from the
+  /// reserve and no request head has come in on it yet; false when one has (it is not idle).
+  virtual bool evict() = 0;
+  /// Whether `evict` may still close it.
+  virtual bool evictable() const = 0;
+};
+
+/// How long a TLS connection's close waits for the client's close_notify after sending its own.
+constexpr std::chrono::seconds tls_shutdown_timeout{2};
+
+/// One connection: requests read, routed and answered in turn. `Stream` is `beast::tcp_stream`
+/// (plain HTTP) or `tls_stream` (HTTPS, after a handshake bounded by the head timeout); the rest
+/// is the same code, so every bound, limit and count applies to both alike.
+template <class Stream>
+class session : public connection, public std::enable_shared_from_this<session<Stream>> {
+  static constexpr bool tls = std::is_same_v<Stream, tls_stream>;
+  using std::enable_shared_from_this<session<Stream>>::shared_from_this;
+
  public:
   /// `reserved`: taken from the reserve (the anonymous connections had filled the rest).
-  session(tcp::socket&& socket, shared_ptr_t sh, std::weak_ptr<asio::io_context> io, bool reserved)
-      : stream_(std::move(socket)), sh_(std::move(sh)), io_(std::move(io)), reserved_(reserved) {
+  /// `context...`: the TLS context for a `tls_stream`, nothing for a plain one.
+  template <class... Context>
+  session(tcp::socket&& socket, shared_ptr_t sh, std::weak_ptr<asio::io_context> io, bool reserved,
+          Context&... context)
+      : stream_(std::move(socket), context...),
+        sh_(std::move(sh)),
+        io_(std::move(io)),
+        reserved_(reserved) {
     ++sh_->counts->open;
     ++sh_->counts->anonymous;
     buffer_.reserve(http_bounds::read_buffer_bytes);
     // Answers are written whole; Nagle's algorithm would only hold back their last segment.
     beast::error_code ignored;
-    stream_.socket().set_option(tcp::no_delay(true), ignored);
+    lowest().socket().set_option(tcp::no_delay(true), ignored);
   }
   ~session() {
     release();
@@ -102,24 +141,67 @@ class session : public std::enable_shared_from_this<session> {
     if (!authenticated_) --sh_->counts->anonymous;
   }
 
-  void run() {
-    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
+  void run() override {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      if constexpr (tls)
+        self->handshake();
+      else
+        self->read();
+    });
   }
 
-  /// Called by the listener at the cap: closes this connection if it was taken from the
-  /// reserve and no request head has come in on it yet; false when one has (it is not idle).
-  bool evict() {
+  bool evict() override {
     if (!reserved_ || claimed_.exchange(true)) return false;
     asio::post(stream_.get_executor(), [self = shared_from_this()] { self->close(); });
     return true;
   }
 
-  /// Whether `evict` may still close it.
-  bool evictable() const { return reserved_ && !claimed_; }
+  bool evictable() const override { return reserved_ && !claimed_; }
 
  private:
+  beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+
+  /// HTTPS: the handshake must end within the head timeout, as a request head must, so a client
+  /// that connects and never handshakes holds its connection slot for seconds only. A client
+  /// that speaks plain HTTP to the port is told so in a plain HTTP answer, then closed.
+  void handshake() {
+    lowest().expires_after(std::chrono::milliseconds{sh_->limits.head_timeout_ms});
+    stream_.async_handshake(
+        asio::ssl::stream_base::server, [self = shared_from_this()](beast::error_code ec) {
+          if (!ec) {
+            self->handshaken_ = true;
+            return self->read();
+          }
+          // Closed meanwhile (evicted, or laneqd is stopping): not a failed handshake. (A
+          // timeout is one: it ends with beast::error::timeout.)
+          if (ec == asio::error::operation_aborted) return self->close();
+          ++self->sh_->counts->tls_handshake_failed;
+          if (ec.category() == asio::error::get_ssl_category() &&
+              ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == SSL_R_HTTP_REQUEST)
+            return self->answer_plain_http();
+          self->close();
+        });
+  }
+
+  /// The answer to a plain HTTP request on the HTTPS port, written without TLS.
+  void answer_plain_http() {
+    auto r = error_response(
+        error{errc::invalid_argument, "this port serves HTTPS only: use https:// (TLS)"});
+    auto res = std::make_shared<http::response<http::string_body>>(
+        static_cast<http::status>(r.status), 11);
+    res->set(http::field::server, "laneqd");
+    res->set(http::field::content_type, r.content_type);
+    res->body() = r.take_body();
+    res->keep_alive(false);
+    res->prepare_payload();
+    lowest().expires_after(std::chrono::milliseconds{sh_->limits.head_timeout_ms});
+    http::async_write(
+        lowest(), *res,
+        [self = shared_from_this(), res](beast::error_code, std::size_t) { self->close(); });
+  }
+
   void read() {
-    if (sh_->stopping) return close();
+    if (sh_->stopping) return finish();
     if (sh_->log) note_request(nullptr);
     head_ = false;
     parser_.emplace();
@@ -132,7 +214,7 @@ class session : public std::enable_shared_from_this<session> {
   /// Between requests a kept-alive connection may idle (idle timeout); the head timeout starts
   /// with the next request's first bytes.
   void await_request() {
-    stream_.expires_after(http_bounds::idle_timeout);
+    lowest().expires_after(http_bounds::idle_timeout);
     stream_.async_read_some(buffer_.prepare(http_bounds::read_buffer_bytes),
                             [self = shared_from_this()](beast::error_code ec, std::size_t n) {
                               if (self->failed(ec)) return;
@@ -144,7 +226,7 @@ class session : public std::enable_shared_from_this<session> {
   /// The whole head must arrive within the head timeout: a connection that holds a slot
   /// without asking anything is closed in seconds, not after the idle timeout.
   void read_header() {
-    stream_.expires_after(std::chrono::milliseconds{sh_->limits.head_timeout_ms});
+    lowest().expires_after(std::chrono::milliseconds{sh_->limits.head_timeout_ms});
     http::async_read_header(stream_, buffer_, *parser_,
                             beast::bind_front_handler(&session::on_header, shared_from_this()));
   }
@@ -154,7 +236,7 @@ class session : public std::enable_shared_from_this<session> {
     if (!ec) return false;
     if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
         ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
-        ec == asio::error::eof) {
+        ec == asio::error::eof || ec == asio::ssl::error::stream_truncated) {
       close();
     } else if (ec == http::error::header_limit) {
       answer_now(error{errc::limit_exceeded, "the request line and header fields exceed " +
@@ -220,7 +302,7 @@ class session : public std::enable_shared_from_this<session> {
   /// final answer) before it sends the body.
   void on_header(beast::error_code ec, std::size_t) {
     if (failed(ec) || !keep()) return;
-    stream_.expires_after(http_bounds::idle_timeout);  // the body, as before
+    lowest().expires_after(http_bounds::idle_timeout);  // the body, as before
     auto& req = parser_->get();
     if (sh_->log) note_request(&req);
     version_ = req.version();
@@ -258,7 +340,7 @@ class session : public std::enable_shared_from_this<session> {
     r.body = std::move(req.body());
     served_ = true;
     parser_.reset();
-    stream_.expires_never();
+    lowest().expires_never();
     {
       std::lock_guard guard{sh_->mtx};
       ++sh_->in_flight;
@@ -388,31 +470,55 @@ class session : public std::enable_shared_from_this<session> {
 
   template <class Response>
   void send(const std::shared_ptr<Response>& res, bool counted) {
-    stream_.expires_after(http_bounds::idle_timeout);
+    lowest().expires_after(http_bounds::idle_timeout);
     http::async_write(stream_, *res,
                       [self = shared_from_this(), res, counted](beast::error_code ec, std::size_t) {
                         self->release();
                         if (counted) self->sh_->request_done();
-                        if (ec || res->need_eof()) return self->close();
+                        if (ec) return self->close();
+                        if (res->need_eof()) return self->finish();
                         self->read();
                       });
   }
 
   /// Whether the client closed the connection (or it broke) while its request ran: the socket
-  /// reads as ended. Pipelined bytes waiting to be read do not count.
+  /// reads as ended. Pipelined bytes waiting to be read do not count. Over TLS a client that
+  /// closes sends its close_notify first, so bytes are waiting: there the peer's FIN counts,
+  /// seen by poll() as POLLRDHUP whether or not bytes are waiting.
   bool client_gone() {
-    char byte = 0;
-    auto n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    const int fd = lowest().socket().native_handle();
+    if constexpr (tls) {
+      pollfd p{fd, POLLRDHUP, 0};
+      return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+    } else {
+      char byte = 0;
+      auto n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    }
   }
 
+  /// Closes the connection at once (the peer left, an error, a timeout, an eviction).
   void close() {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.socket().close(ignored);
+    lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+    lowest().socket().close(ignored);
   }
 
-  beast::tcp_stream stream_;
+  /// Ends a connection in good order after its last answer (no operation pending): over TLS
+  /// with a close_notify, waiting for the client's at most `tls_shutdown_timeout`.
+  void finish() {
+    if constexpr (tls) {
+      if (handshaken_) {
+        handshaken_ = false;
+        lowest().expires_after(tls_shutdown_timeout);
+        return stream_.async_shutdown(
+            [self = shared_from_this()](beast::error_code) { self->close(); });
+      }
+    }
+    close();
+  }
+
+  Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   shared_ptr_t sh_;
@@ -425,6 +531,7 @@ class session : public std::enable_shared_from_this<session> {
   bool reserved_ = false;       ///< taken from the reserve (see `admit`)
   bool authenticated_ = false;  ///< a request on it carried a valid token
   bool kept_ = false;           ///< `keep` ran: a request head came in
+  bool handshaken_ = false;     ///< TLS: the handshake is done and no shutdown has begun
   /// Taken by the first of `evict` (the listener) and `keep` (this connection's strand).
   std::atomic<bool> claimed_{false};
   std::size_t held_ = 0;  ///< bytes of the answer being written (`hold`)
@@ -493,7 +600,11 @@ class listener : public std::enable_shared_from_this<listener> {
       return sh_->log_refused("connection cap reached");
     }
     bool reserved = at_cap || c.anonymous >= l.connections - l.connections_reserve;
-    auto s = std::make_shared<session>(std::move(socket), sh_, io_, reserved);
+    std::shared_ptr<connection> s;
+    if (sh_->tls)
+      s = std::make_shared<session<tls_stream>>(std::move(socket), sh_, io_, reserved, *sh_->tls);
+    else
+      s = std::make_shared<session<beast::tcp_stream>>(std::move(socket), sh_, io_, reserved);
     if (reserved) remember(s);
     s->run();
   }
@@ -513,9 +624,9 @@ class listener : public std::enable_shared_from_this<listener> {
   }
 
   /// Keeps `s` as a candidate for `evict_idle`, forgetting the ones that left or are in use.
-  void remember(const std::shared_ptr<session>& s) {
+  void remember(const std::shared_ptr<connection>& s) {
     if (reserved_.size() >= 2 * sh_->limits.connections_reserve + 16)
-      std::erase_if(reserved_, [](const std::weak_ptr<session>& w) {
+      std::erase_if(reserved_, [](const std::weak_ptr<connection>& w) {
         auto live = w.lock();
         return !live || !live->evictable();
       });
@@ -547,17 +658,19 @@ class listener : public std::enable_shared_from_this<listener> {
   asio::steady_timer timer_{acceptor_.get_executor()};  ///< the back-off after a failed accept
   shared_ptr_t sh_;
   /// Connections taken from the reserve, oldest first, that may still be idle (`evict_idle`).
-  std::deque<std::weak_ptr<session>> reserved_;
+  std::deque<std::weak_ptr<connection>> reserved_;
 };
 
 }  // namespace
 
-http_server::http_server(router& r, http_limits limits, std::size_t threads)
+http_server::http_server(router& r, http_limits limits, std::size_t threads,
+                         std::shared_ptr<boost::asio::ssl::context> tls)
     : io_(std::make_shared<asio::io_context>(static_cast<int>(threads))),
       shared_(std::make_shared<shared>()),
       thread_count_(threads == 0 ? 1 : threads) {
   shared_->route = &r;
   shared_->limits = limits;
+  shared_->tls = std::move(tls);
   shared_->counts = &r.metrics()->connections();
   shared_->log = r.access_log_sink();
   shared_->counts->max = limits.connections;

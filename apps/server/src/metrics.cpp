@@ -96,6 +96,10 @@ void render_connections(std::string& out, const connection_counts& c) {
   labelled(out, accept, "reason", "emfile", c.accept_emfile);
   labelled(out, accept, "reason", "enfile", c.accept_enfile);
   labelled(out, accept, "reason", "other", c.accept_other);
+  single(out, "laneq_http_tls_handshake_failures_total", "counter",
+         "HTTPS connections closed because their TLS handshake failed or did not end within "
+         "limits.head_timeout_ms (plain HTTP to the HTTPS port included).",
+         c.tls_handshake_failed);
 }
 
 struct queue_series {

@@ -1,6 +1,8 @@
 // A small synchronous HTTP/1.1 client for laneqd's JSON API (issue 4 §3, docs/api.md): one
-// keep-alive connection, a timeout per request, an optional bearer token, and typed helpers that
-// return parsed JSON or a numbered error. Used by the `laneq` CLI and `laneq_loadgen`.
+// keep-alive connection, plain HTTP or HTTPS (the server's certificate verified against the
+// system's CAs or a given CA file, host name included), a timeout per request, an optional bearer
+// token, and typed helpers that return parsed JSON or a numbered error. Used by the `laneq` CLI
+// and `laneq_loadgen`.
 #pragma once
 
 #include <chrono>
@@ -19,12 +21,20 @@
 
 namespace laneq::client {
 
-/// Where laneqd listens: parsed from `http://host[:port][/prefix]`.
+/// Where laneqd listens: parsed from `http[s]://host[:port][/prefix]`.
 struct endpoint {
   std::string host = "127.0.0.1";
   std::string port = "7070";
   std::string prefix;  ///< path prefix without a trailing '/', usually empty
+  bool tls = false;    ///< https: TLS 1.2 or later
 };
+
+/// `http://host:port` or `https://host:port` (IPv6 hosts in brackets), for messages.
+std::string to_url(const endpoint& ep);
+
+/// The start of every error message of a server certificate that failed verification (then the
+/// URL and OpenSSL's reason), so a caller can add how to trust it (the CLI names --cacert).
+inline constexpr std::string_view certificate_verify_failed = "certificate verification failed";
 
 /// Why a call failed. The CLI maps each kind to its own exit code.
 enum class failure_kind : std::uint8_t {
@@ -72,7 +82,7 @@ class [[nodiscard]] api_result {
   std::variant<T, api_error> v_;
 };
 
-/// Parses `http://host[:port][/prefix]` (only plain http; the port defaults to 80).
+/// Parses `http[s]://host[:port][/prefix]` (the port defaults to 80, for https to 443).
 api_result<endpoint> parse_url(std::string_view url);
 
 /// Percent-encodes a queue name for a path segment (a tenant's '/' becomes %2F).
@@ -80,8 +90,18 @@ std::string encode_segment(std::string_view s);
 
 /// Client settings.
 struct client_options {
-  std::string token;                          ///< bearer token; empty: no Authorization header
-  std::chrono::milliseconds timeout{10'000};  ///< per request (connect, write, read)
+  std::string token;  ///< bearer token; empty: no Authorization header
+  /// Per request: connect (and TLS handshake), then write and read together.
+  std::chrono::milliseconds timeout{10'000};
+  /// https: trust the CAs in this PEM file instead of the system's (a self-signed server's own
+  /// certificate works too). Empty: the system's CA store.
+  std::string cacert_file = {};
+  /// https: do not verify the server's certificate at all. For testing only: anyone between the
+  /// client and the server can read and change the traffic, the token included.
+  bool insecure = false;
+  /// https: a client certificate chain and its key (PEM), for a laneqd with client_ca_file.
+  std::string cert_file = {};
+  std::string key_file = {};
 };
 
 /// A raw answer: HTTP status and body (JSON parsed when the content is JSON).
@@ -175,6 +195,8 @@ class http_client {
 
  private:
   struct connection;
+  std::optional<api_error> make_tls_context();
+  std::optional<api_error> connect_tls();
   std::string path(std::string_view rest) const;
   std::string queue_path(std::string_view queue, std::string_view rest = {}) const;
 

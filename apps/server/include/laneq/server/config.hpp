@@ -32,14 +32,26 @@ inline constexpr std::size_t http_threads_max = 64;
 /// The largest window budget the config accepts (1 TiB).
 inline constexpr std::size_t window_budget_mb_max = std::size_t{1} << 20;
 
+/// A listener's TLS files, PEM (docs/operations.md "TLS"). An empty `cert_file`: no TLS.
+struct tls_config {
+  std::string cert_file;  ///< the certificate chain, laneqd's own certificate first
+  std::string key_file;   ///< its private key, not encrypted
+  /// CAs whose certificates clients must present: HTTP's `client_ca_file` (optional; empty: no
+  /// client certificates), CAF's `ca_file` (required: CAF's TLS is always mutual).
+  std::string ca_file;
+  bool enabled() const { return !cert_file.empty(); }
+};
+
 /// Everything laneqd needs to start. The defaults serve: a data directory `./laneq-data`,
 /// HTTP on 127.0.0.1:7070, CAF remote actors on 127.0.0.1:7071.
 struct server_config {
   std::string data_dir = "./laneq-data";
   std::string http_host = "127.0.0.1";
   std::uint16_t http_port = 7070;  ///< 0: the OS picks a free port
+  tls_config http_tls;             ///< set: the HTTP port serves HTTPS only (`http.tls`)
   std::string caf_host = "127.0.0.1";
   std::uint16_t caf_port = 7071;  ///< 0: no CAF remote actors
+  tls_config caf_tls;             ///< set: the CAF port speaks TLS only (`caf.tls`)
   /// Publish the CAF remote actors on an address other than loopback without tokens (else
   /// laneqd refuses to start): anyone who reaches it may use every queue (`caf.allow_anonymous`).
   bool caf_allow_anonymous = false;

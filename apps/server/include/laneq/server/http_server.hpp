@@ -11,6 +11,10 @@
 
 #include <boost/asio/io_context.hpp>
 
+namespace boost::asio::ssl {
+class context;
+}
+
 #include "laneq/error.hpp"
 #include "laneq/server/http_limits.hpp"
 #include "laneq/server/router.hpp"
@@ -20,7 +24,9 @@ namespace laneq::server {
 /// Owns the io_context and its threads. The router must outlive it.
 class http_server {
  public:
-  http_server(router& r, http_limits limits, std::size_t threads = 1);
+  /// `tls` set: every connection is HTTPS (make_server_tls_context, tls.hpp); none is plain.
+  http_server(router& r, http_limits limits, std::size_t threads = 1,
+              std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
   ~http_server();
   http_server(const http_server&) = delete;
   http_server& operator=(const http_server&) = delete;

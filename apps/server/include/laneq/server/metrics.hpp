@@ -71,6 +71,8 @@ struct connection_counts {
   std::atomic<std::size_t> answer_bytes{0};     ///< answers being written (`limits.answer_bytes`)
   std::atomic<std::size_t> large_answer_bytes{0};  ///< of those, answers over 64 KiB (the bound's)
   std::atomic<std::uint64_t> refused_answers{0};   ///< answers refused over `limits.answer_bytes`
+  /// HTTPS connections closed because their TLS handshake failed or timed out.
+  std::atomic<std::uint64_t> tls_handshake_failed{0};
 };
 
 /// What the HTTP front end measures itself. Thread-safe.
