@@ -1037,17 +1037,48 @@ const command_spec* help_topic(const std::vector<std::string>& argv, std::size_t
   return topic;
 }
 
+/// Levenshtein distance: single-byte insertions, deletions and substitutions.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      auto above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+/// ` (did you mean "W"?)` for the command whose words are nearest `typed`, when one is within two
+/// edits (and closer than the length of what was typed); empty otherwise.
+std::string did_you_mean(std::string_view typed) {
+  std::string_view best;
+  auto best_distance = std::min<std::size_t>(3, typed.size());
+  for (const auto& c : commands())
+    if (auto d = edit_distance(typed, c.words); d < best_distance) {
+      best = c.words;
+      best_distance = d;
+    }
+  return best.empty() ? std::string{} : " (did you mean \"" + std::string{best} + "\"?)";
+}
+
 /// The error for leading words that name no command; none for `laneq queue --help` (help wanted).
 std::optional<usage_error> unknown_command(const std::vector<std::string>& argv,
                                            const std::vector<std::size_t>& plain) {
   const auto& first = argv[plain[0]];
   bool group = first == "queue" || first == "dlq";
   if (!group)
-    return usage_error{"unknown command \"" + first + "\" (laneq --help lists the commands)"};
+    return usage_error{"unknown command \"" + first + "\"" + did_you_mean(first) +
+                       " (laneq --help lists the commands)"};
   // `laneq queue` alone or with a bad sub-command.
   std::string sub = plain.size() >= 2 ? argv[plain[1]] : std::string();
   if (!sub.empty())
-    return usage_error{"unknown command \"" + first + " " + sub + "\" (laneq --help lists them)"};
+    return usage_error{"unknown command \"" + first + " " + sub + "\"" +
+                       did_you_mean(first + " " + sub) + " (laneq --help lists them)"};
   bool asks_help = std::find(argv.begin(), argv.end(), "--help") != argv.end() ||
                    std::find(argv.begin(), argv.end(), "-h") != argv.end();
   if (asks_help) return std::nullopt;

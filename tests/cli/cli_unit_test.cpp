@@ -76,6 +76,11 @@ TEST(cli_parse, a_double_dash_ends_the_options) {
 
 TEST(cli_parse, rejects_unknown_commands_options_and_wrong_argument_counts) {
   EXPECT_NE(parse_err({"frobnicate"}).find("unknown command \"frobnicate\""), std::string::npos);
+  EXPECT_EQ(parse_err({"frobnicate"}).find("did you mean"), std::string::npos) << "nothing near";
+  EXPECT_NE(parse_err({"recieve", "q"}).find("(did you mean \"receive\"?)"), std::string::npos);
+  EXPECT_NE(parse_err({"consme", "q"}).find("(did you mean \"consume\"?)"), std::string::npos);
+  EXPECT_NE(parse_err({"queue", "delte", "q"}).find("(did you mean \"queue delete\"?)"),
+            std::string::npos);
   EXPECT_NE(parse_err({"queue", "bake", "x"}).find("unknown command \"queue bake\""),
             std::string::npos);
   EXPECT_NE(parse_err({"queue"}).find("needs a sub-command"), std::string::npos);
