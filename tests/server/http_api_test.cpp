@@ -117,6 +117,8 @@ TEST_F(http_api, enqueue_receive_and_ack_round_trip_with_every_field) {
   auto again = post(port(), "/v1/queues/q/ack", R"({"lease": ")" + str(m.at("lease")) + R"("})");
   EXPECT_EQ(again.status, 404u) << again.body;
   EXPECT_EQ(again.code(), "lease_not_found");
+  // The error names the lease as it was sent, not in the broker's own text form.
+  EXPECT_NE(again.body.find(str(m.at("lease"))), std::string::npos) << again.body;
 
   auto batch =
       post(port(), "/v1/queues/q/ack",
@@ -128,6 +130,9 @@ TEST_F(http_api, enqueue_receive_and_ack_round_trip_with_every_field) {
   const auto& f = batch.obj().at("failed").as_array()[0].as_object();
   EXPECT_EQ(str(f.at("lease")), str(m.at("lease")));
   EXPECT_EQ(str(f.at("error").as_object().at("code")), "lease_not_found");
+  EXPECT_NE(str(f.at("error").as_object().at("message")).find(str(m.at("lease"))),
+            std::string::npos)
+      << batch.body;
   auto s = stats("q");
   EXPECT_EQ(s.at("acked").to_number<std::int64_t>(), 3);
   EXPECT_EQ(s.at("backlog").to_number<std::int64_t>(), 0);
@@ -149,6 +154,10 @@ TEST_F(http_api, nack_retries_then_dead_letters_and_redrive_brings_it_back) {
   auto stale = post(port(), "/v1/queues/q/ack", R"({"lease": ")" + lease + R"("})");
   EXPECT_EQ(stale.status, 404u) << stale.body;
   EXPECT_TRUE(stale.code() == "lease_not_found" || stale.code() == "lease_expired") << stale.body;
+  EXPECT_NE(stale.body.find(lease), std::string::npos) << stale.body;
+  auto late =
+      post(port(), "/v1/queues/q/extend", R"({"lease": ")" + lease + R"(", "lease_ms": 1000})");
+  EXPECT_NE(late.body.find(lease), std::string::npos) << late.body;
 
   auto dead = post(
       port(), "/v1/queues/q/nack",

@@ -92,14 +92,29 @@ class gateway : public tsan_visible<caf::event_based_actor> {
 
 namespace {
 
+/// `e` with each lease of `leases` named as the client sent it (its wire form, `encode_lease`)
+/// where the broker named it in its own text form (`to_string`): an error echoes what the user
+/// passed.
+error in_wire_form(error e, const std::vector<lease_token>& leases) {
+  for (const auto& lease : leases) {
+    auto internal = to_string(lease);
+    auto wire = encode_lease(lease);
+    for (auto at = e.message.find(internal); at != std::string::npos;
+         at = e.message.find(internal, at + wire.size()))
+      e.message.replace(at, internal.size(), wire);
+  }
+  return e;
+}
+
 /// One request in progress.
 struct call {
   state_ptr st;
   route what = route::unknown;
   steady::time_point started;
   respond_fn done;
-  gateway* watcher = nullptr;  ///< the gateway that bounds its wait, if any
-  std::string tenant = "-";    ///< for the access log (http_response::tenant)
+  gateway* watcher = nullptr;         ///< the gateway that bounds its wait, if any
+  std::string tenant = "-";           ///< for the access log (http_response::tenant)
+  std::vector<lease_token> leases{};  ///< the leases it names, which its errors name as sent
   std::uint64_t watch_id = 0;
 
   /// Answers the call; later answers (a reply after the gateway failed it late) are dropped,
@@ -117,7 +132,7 @@ struct call {
     resp.tenant = std::move(tenant);
     d(std::move(resp));
   }
-  void fail(const error& e) { finish(error_response(e)); }
+  void fail(const error& e) { finish(error_response(in_wire_form(e, leases))); }
   void fail(const caf::error& e) { fail(from_caf(e)); }
   void reply(unsigned status, const json::object& body) {
     http_response r;
@@ -802,6 +817,7 @@ void router::route_leases(routed& r) const {
     case route::ack: {
       auto ll = leases_from_json(r.obj, state_->limits.batch);
       if (!ll) return c->fail(ll.err());
+      c->leases = ll.value().leases;
       if (auto count = ll.value().count) {
         // An ordered batch's first `count` messages (O12): the lease goes on over the rest.
         auto lease = ll.value().leases.front();
@@ -826,7 +842,8 @@ void router::route_leases(routed& r) const {
             for (const auto& f : failed) {
               json::object e;
               e["lease"] = encode_lease(f.lease);
-              e["error"] = json::parse(error_body(f.err)).as_object()["error"];
+              e["error"] =
+                  json::parse(error_body(in_wire_form(f.err, {f.lease}))).as_object()["error"];
               arr.emplace_back(std::move(e));
             }
             json::object o;
@@ -839,6 +856,7 @@ void router::route_leases(routed& r) const {
     case route::nack: {
       auto nr = nack_from_json(r.obj);
       if (!nr) return c->fail(nr.err());
+      c->leases = {nr.value().first};
       return ask_queue(
           gw, c, name,
           [dead = nr.value().second.kind == nack_kind::dead_letter](caf::ok_atom) {
@@ -852,6 +870,7 @@ void router::route_leases(routed& r) const {
     case route::extend: {
       auto er = extend_from_json(r.obj);
       if (!er) return c->fail(er.err());
+      c->leases = {er.value().first};
       return ask_queue(
           gw, c, name,
           [](timestamp deadline) { return one_field("lease_deadline_ms", deadline.ms()); },
