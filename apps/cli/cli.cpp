@@ -265,39 +265,46 @@ int cmd_queue_delete(command_context& c) {
   return exit_ok;
 }
 
-int cmd_send(command_context& c) {
+/// The messages of `send` and `topic publish`: one per BODY argument (after the first argument,
+/// the queue or topic), `--file` and `--stdin-lines` line, each with the headers, fairness key
+/// and delay options; and `--batch`, the messages per request.
+struct outgoing_batch {
+  std::vector<client::outgoing> messages;
+  std::size_t per_request = 100;
+};
+
+std::variant<outgoing_batch, usage_error> outgoing_from_options(command_context& c) {
   const auto& a = c.args;
   client::outgoing proto;
   for (const auto& h : a.all("header")) {
     auto eq = h.find('=');
     if (eq == std::string::npos || eq == 0)
-      return usage(c, {"--header wants NAME=VALUE, got \"" + h + "\""});
+      return usage_error{"--header wants NAME=VALUE, got \"" + h + "\""};
     proto.headers.emplace_back(h.substr(0, eq), h.substr(eq + 1));
   }
   if (auto k = a.value("fairness-key")) proto.fairness_key = *k;
   if (auto d = a.value("delay-ms")) {
     auto v = parse_int("--delay-ms", *d, 0, INT64_MAX / 1000);
-    if (auto* e = std::get_if<usage_error>(&v)) return usage(c, *e);
+    if (auto* e = std::get_if<usage_error>(&v)) return *e;
     proto.delay_ms = std::get<std::int64_t>(v);
   }
-  std::int64_t batch = 100;
+  outgoing_batch out;
   if (auto b = a.value("batch")) {
     auto v = parse_int("--batch", *b, 1, 100'000);
-    if (auto* e = std::get_if<usage_error>(&v)) return usage(c, *e);
-    batch = std::get<std::int64_t>(v);
+    if (auto* e = std::get_if<usage_error>(&v)) return *e;
+    out.per_request = static_cast<std::size_t>(std::get<std::int64_t>(v));
   }
   proto.base64 = a.flag("base64");
-  std::vector<client::outgoing> msgs;
   auto add = [&](std::string body, bool b64) {
     auto m = proto;
     m.body = std::move(body);
     m.base64 = b64;
-    msgs.push_back(std::move(m));
+    out.messages.push_back(std::move(m));
   };
   for (std::size_t i = 1; i < a.args.size(); ++i) add(a.args[i], proto.base64);
   for (const auto& path : a.all("file")) {
     std::ifstream f(path, std::ios::binary);
-    if (!f) return usage(c, {"--file: cannot read \"" + path + "\""});
+    if (!f) return usage_error{"--file: cannot read \"" + path + "\""};
     std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     if (valid_utf8(data))
       add(std::move(data), false);
@@ -308,10 +315,19 @@ int cmd_send(command_context& c) {
     std::string line;
     while (std::getline(c.in, line)) add(line, proto.base64);
   }
-  if (msgs.empty())
-    return usage(c, {"nothing to send: give BODY arguments, --file PATH or --stdin-lines"});
+  if (out.messages.empty())
+    return usage_error{"nothing to send: give BODY arguments, --file PATH or --stdin-lines"};
+  return out;
+}
+
+int cmd_send(command_context& c) {
+  const auto& a = c.args;
+  auto parsed_batch = outgoing_from_options(c);
+  if (auto* e = std::get_if<usage_error>(&parsed_batch)) return usage(c, *e);
+  const auto& msgs = std::get<outgoing_batch>(parsed_batch).messages;
+  auto batch = std::get<outgoing_batch>(parsed_batch).per_request;
   std::vector<std::string> ids;
-  auto step = static_cast<std::size_t>(batch);
+  auto step = batch;
   for (std::size_t i = 0; i < msgs.size(); i += step) {
     std::vector<client::outgoing> chunk(
         msgs.begin() + static_cast<std::ptrdiff_t>(i),
@@ -335,6 +351,111 @@ int cmd_send(command_context& c) {
     c.out << "sent " << ids.size() << (ids.size() == 1 ? " message" : " messages") << " to "
           << a.args[0] << "\n";
     for (const auto& id : ids) c.out << "  " << id << "\n";
+  }
+  return exit_ok;
+}
+
+// -- topics (docs/api.md "Topics") --------------------------------------------------------------
+
+/// `payments: by-customer, by-account` per topic of a topics listing (or of one topic's answer).
+std::string render_topics(const json::value& answer) {
+  std::vector<const json::object*> topics;
+  if (const auto* list = find_array(answer, "topics")) {
+    for (const auto& t : *list)
+      if (t.is_object()) topics.push_back(&t.as_object());
+  } else if (const auto* one = answer.if_object()) {
+    topics.push_back(one);
+  }
+  if (topics.empty()) return "no topics\n";
+  std::string out;
+  for (const auto* t : topics) {
+    out += field(*t, "name") + ":";
+    const json::array* queues = nullptr;
+    if (const auto* spec = t->if_contains("spec"); spec && spec->is_object())
+      queues = find_array(*spec, "queues");
+    for (std::size_t i = 0; queues && i < queues->size(); ++i)
+      out += (i ? ", " : " ") + text_of((*queues)[i]);
+    out += "\n";
+  }
+  return out;
+}
+
+int cmd_topic_create(command_context& c) {
+  const auto& name = c.args.args[0];
+  std::vector<std::string> queues(c.args.args.begin() + 1, c.args.args.end());
+  auto r = c.client.create_topic(name, queues);
+  if (!r) return fail(c, r.err());
+  if (c.args.json)
+    print_json(c, r.value().first);
+  else if (r.value().second)
+    c.out << "created topic " << name << "\n";
+  else
+    c.out << "topic " << name << " already exists with these queues (nothing changed)\n";
+  return exit_ok;
+}
+
+int cmd_topic_list(command_context& c) {
+  auto r = c.args.args.empty() ? c.client.list_topics() : c.client.get_topic(c.args.args[0]);
+  if (!r) return fail(c, r.err());
+  if (c.args.json)
+    print_json(c, r.value());
+  else
+    c.out << render_topics(r.value());
+  return exit_ok;
+}
+
+int cmd_topic_delete(command_context& c) {
+  auto r = c.client.delete_topic(c.args.args[0]);
+  if (!r) return fail(c, r.err());
+  if (c.args.json)
+    print_json(c, r.value());
+  else
+    c.out << "deleted topic " << c.args.args[0] << " (its queues and their messages stay)\n";
+  return exit_ok;
+}
+
+/// `laneq topic publish`: each request is all or nothing over the topic's queues.
+int cmd_topic_publish(command_context& c) {
+  auto parsed_batch = outgoing_from_options(c);
+  if (auto* e = std::get_if<usage_error>(&parsed_batch)) return usage(c, *e);
+  const auto& [msgs, step] = std::get<outgoing_batch>(parsed_batch);
+  std::map<std::string, std::vector<std::string>> ids;  // per queue
+  std::size_t done = 0;
+  for (std::size_t i = 0; i < msgs.size(); i += step) {
+    std::vector<client::outgoing> chunk(
+        msgs.begin() + static_cast<std::ptrdiff_t>(i),
+        msgs.begin() + static_cast<std::ptrdiff_t>(std::min(msgs.size(), i + step)));
+    auto r = c.client.publish(c.args.args[0], chunk);
+    if (!r) {
+      if (done > 0)
+        c.err << "laneq: " << done << " of " << msgs.size()
+              << " messages were published before the failure\n";
+      return fail(c, r.err());
+    }
+    done += chunk.size();
+    const auto* o = r.value().if_object();
+    const auto* per_queue = o ? o->if_contains("ids") : nullptr;
+    if (per_queue == nullptr || !per_queue->is_object()) return exit_bad_answer;
+    for (const auto& [queue, list] : per_queue->as_object())
+      if (const auto* arr = list.if_array())
+        for (const auto& id : *arr) ids[std::string(queue)].push_back(text_of(id));
+  }
+  if (c.args.json) {
+    json::object out;
+    for (const auto& [queue, list] : ids) {
+      json::array arr;
+      for (const auto& id : list) arr.emplace_back(id);
+      out[queue] = std::move(arr);
+    }
+    print_json(c, json::object{{"ids", std::move(out)}});
+    return exit_ok;
+  }
+  c.out << "published " << done << (done == 1 ? " message" : " messages") << " to topic "
+        << c.args.args[0] << "\n";
+  for (const auto& [queue, list] : ids) {
+    c.out << "  " << queue << ":";
+    for (const auto& id : list) c.out << " " << id;
+    c.out << "\n";
   }
   return exit_ok;
 }
@@ -692,6 +813,42 @@ const std::vector<command_spec>& commands() {
         opt("batch", true, "messages per request (default 100)"),
         opt("quiet", false, "print only the ids, one per line")},
        cmd_send},
+      {"topic create",
+       "NAME QUEUE...",
+       "create a topic over existing queues (201), or confirm an identical one (200)",
+       2,
+       any_count,
+       {},
+       cmd_topic_create},
+      {"topic list",
+       "[NAME]",
+       "list the topics and their queues (or one topic's)",
+       0,
+       1,
+       {},
+       cmd_topic_list},
+      {"topic delete",
+       "NAME",
+       "delete a topic (its queues and their messages stay)",
+       1,
+       1,
+       {},
+       cmd_topic_delete},
+      {"topic publish",
+       "TOPIC [BODY...]",
+       "publish messages into every queue of a topic, all or nothing per request; prints the ids "
+       "per queue",
+       1,
+       any_count,
+       {opt("header", true, "NAME=VALUE header on every message (repeatable)", true),
+        opt("fairness-key", true, "fairness key of every message"),
+        opt("delay-ms", true, "deliver no earlier than this many ms from now"),
+        opt("file", true, "a message body from a file (bytes that are not UTF-8 go as base64)",
+            true),
+        opt("stdin-lines", false, "one message per line of standard input"),
+        opt("base64", false, "the BODY arguments are base64 (sent as body_base64)"),
+        opt("batch", true, "messages per request (default 100)")},
+       cmd_topic_publish},
       {"receive",
        "QUEUE",
        "take messages under a lease",
@@ -1070,7 +1227,7 @@ std::string did_you_mean(std::string_view typed) {
 std::optional<usage_error> unknown_command(const std::vector<std::string>& argv,
                                            const std::vector<std::size_t>& plain) {
   const auto& first = argv[plain[0]];
-  bool group = first == "queue" || first == "dlq";
+  bool group = first == "queue" || first == "dlq" || first == "topic";
   if (!group)
     return usage_error{"unknown command \"" + first + "\"" + did_you_mean(first) +
                        " (laneq --help lists the commands)"};

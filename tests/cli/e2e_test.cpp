@@ -258,6 +258,34 @@ TEST_F(cli_e2e, consume_stops_on_sigterm_after_the_message_in_hand) {
   EXPECT_EQ(stats.at("jobs").at("backlog").as_int64(), 1) << "the second was not taken";
 }
 
+// Topic commands (issue 25 §2): create over existing queues, list, publish into every queue of
+// the topic at once, delete (the queues stay).
+TEST_F(cli_e2e, topic_commands_create_list_publish_and_delete) {
+  ASSERT_EQ(cli({"queue", "create", "by-account", "--key", "header:account"}).rc, 0);
+  ASSERT_EQ(cli({"queue", "create", "audit"}).rc, 0);
+  auto r = cli({"topic", "create", "payments", "by-account", "audit"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "created topic payments\n");
+  r = cli({"topic", "create", "payments", "audit"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("spec_conflict"), std::string::npos) << r.err;
+  r = cli({"topic", "list"});
+  EXPECT_EQ(r.out, "payments: by-account, audit\n") << r.err;
+  auto published = cli_json({"topic", "publish", "payments", "--header", "account=7", "a", "b"});
+  ASSERT_EQ(published.at("ids").at("by-account").as_array().size(), 2u);
+  ASSERT_EQ(published.at("ids").at("audit").as_array().size(), 2u);
+  auto got = cli_json({"receive", "audit", "--max", "10"});
+  EXPECT_EQ(got.at("messages").as_array().size(), 2u);
+  r = cli({"topic", "delete", "payments"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(cli({"topic", "list"}).out, "no topics\n");
+  r = cli({"topic", "publish", "payments", "x"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("topic_not_found"), std::string::npos) << r.err;
+  EXPECT_EQ(cli_json({"stats", "by-account"}).at("by-account").at("backlog").as_int64(), 2)
+      << "a topic's deletion leaves its queues and their messages";
+}
+
 TEST_F(cli_e2e, errors_name_the_problem_with_distinct_exit_codes) {
   auto r = cli({"send", "nowhere", "x"});
   EXPECT_EQ(r.rc, 1);

@@ -275,6 +275,10 @@ std::string http_client::queue_path(std::string_view queue, std::string_view res
   return ep_.prefix + "/v1/queues/" + encode_segment(queue) + std::string(rest);
 }
 
+std::string http_client::topic_path(std::string_view topic, std::string_view rest) const {
+  return ep_.prefix + "/v1/topics/" + encode_segment(topic) + std::string(rest);
+}
+
 api_result<http_answer> http_client::send_raw(std::string_view method, std::string_view target,
                                               std::string_view body) {
   auto verb = http::string_to_verb(method);
@@ -387,8 +391,13 @@ api_result<json::value> http_client::call(std::string_view method, std::string_v
 
 api_result<std::pair<json::value, bool>> http_client::create_queue(std::string_view name,
                                                                    const json::value& spec) {
-  auto text = json::serialize(spec);
-  auto a = send_raw("PUT", queue_path(name), text);
+  return put_created(queue_path(name), spec);
+}
+
+api_result<std::pair<json::value, bool>> http_client::put_created(const std::string& target,
+                                                                  const json::value& body) {
+  auto text = json::serialize(body);
+  auto a = send_raw("PUT", target, text);
   if (!a) return a.err();
   auto& ans = a.value();
   if (ans.status != 200 && ans.status != 201) return error_from_answer(ans);
@@ -410,8 +419,10 @@ api_result<json::value> http_client::delete_queue(std::string_view name) {
   return call("DELETE", queue_path(name));
 }
 
-api_result<std::vector<std::string>> http_client::send(std::string_view queue,
-                                                       const std::vector<outgoing>& messages) {
+namespace {
+
+/// `{"messages": [...]}` of a send or a publish.
+json::value messages_body(const std::vector<outgoing>& messages) {
   json::array arr;
   arr.reserve(messages.size());
   for (const auto& m : messages) {
@@ -426,7 +437,39 @@ api_result<std::vector<std::string>> http_client::send(std::string_view queue,
     if (m.delay_ms != 0) o["delay_ms"] = m.delay_ms;
     arr.emplace_back(std::move(o));
   }
-  json::value body = json::object{{"messages", std::move(arr)}};
+  return json::object{{"messages", std::move(arr)}};
+}
+
+}  // namespace
+
+api_result<std::pair<json::value, bool>> http_client::create_topic(
+    std::string_view name, const std::vector<std::string>& queues) {
+  json::array list;
+  for (const auto& q : queues) list.emplace_back(q);
+  return put_created(topic_path(name), json::object{{"queues", std::move(list)}});
+}
+
+api_result<json::value> http_client::get_topic(std::string_view name) {
+  return call("GET", topic_path(name));
+}
+
+api_result<json::value> http_client::list_topics() {
+  return call("GET", path("/v1/topics"));
+}
+
+api_result<json::value> http_client::delete_topic(std::string_view name) {
+  return call("DELETE", topic_path(name));
+}
+
+api_result<json::value> http_client::publish(std::string_view topic,
+                                             const std::vector<outgoing>& messages) {
+  auto body = messages_body(messages);
+  return call("POST", topic_path(topic, "/messages"), &body);
+}
+
+api_result<std::vector<std::string>> http_client::send(std::string_view queue,
+                                                       const std::vector<outgoing>& messages) {
+  auto body = messages_body(messages);
   auto r = call("POST", queue_path(queue, "/messages"), &body);
   if (!r) return r.err();
   std::vector<std::string> ids;

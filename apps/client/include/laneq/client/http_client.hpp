@@ -183,6 +183,17 @@ class http_client {
                                          const std::vector<std::string>& ids);
   /// GET .../groups: one page; its `next_cursor` (absent on the last page) asks for the next.
   api_result<boost::json::value> groups(std::string_view queue, const groups_params& p);
+  /// PUT /v1/topics/{name} `{"queues"}`: the answer's JSON plus whether it was newly created
+  /// (201).
+  api_result<std::pair<boost::json::value, bool>> create_topic(
+      std::string_view name, const std::vector<std::string>& queues);
+  api_result<boost::json::value> get_topic(std::string_view name);
+  api_result<boost::json::value> list_topics();
+  api_result<boost::json::value> delete_topic(std::string_view name);
+  /// POST /v1/topics/{name}/messages: into every queue of the topic, all or nothing; answers
+  /// `{"ids": {"<queue>": [...]}}`.
+  api_result<boost::json::value> publish(std::string_view topic,
+                                         const std::vector<outgoing>& messages);
   /// POST /v1/admin/checkpoint `{"dir"}`: an online backup into `dir` on the laneqd host
   /// (absolute, must not exist; an admin token); answers `{"dir", "bytes", "files", "ms"}`.
   api_result<boost::json::value> checkpoint(std::string_view dir);
@@ -198,6 +209,9 @@ class http_client {
   std::optional<api_error> make_tls_context();
   std::optional<api_error> connect_tls();
   std::string path(std::string_view rest) const;
+  std::string topic_path(std::string_view topic, std::string_view rest = {}) const;
+  api_result<std::pair<boost::json::value, bool>> put_created(const std::string& target,
+                                                              const boost::json::value& body);
   std::string queue_path(std::string_view queue, std::string_view rest = {}) const;
 
   endpoint ep_;
