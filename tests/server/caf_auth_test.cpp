@@ -10,6 +10,7 @@
 
 #include "caf/io/all.hpp"
 
+#include "caf_client.hpp"
 #include "laneq/actors/actor_base.hpp"
 #include "laneq/actors/remote_client.hpp"
 #include "laneqd_process.hpp"
@@ -23,16 +24,6 @@ using strings = std::vector<std::string>;
 constexpr const char* acme_token = "acme-token-0123456789";
 constexpr const char* globex_token = "globex-token-0123456789";
 constexpr const char* admin_token = "admin-token-0123456789";
-
-/// A CAF system that speaks laneq's message types over the network, as a remote client would.
-struct caf_client {
-  static caf::actor_system_config& prepare(caf::actor_system_config& c) {
-    add_message_types(c);
-    return c.load<caf::io::middleman>();
-  }
-  caf::actor_system_config cfg;
-  caf::actor_system sys{prepare(cfg)};
-};
 
 /// laneqd with three tokens (acme, globex, admin) and its CAF port on a port the OS picks.
 class caf_auth : public ::testing::Test {

@@ -10,6 +10,7 @@
 
 #include "caf/io/all.hpp"
 
+#include "caf_client.hpp"
 #include "laneq/actors/actor_base.hpp"
 #include "laneq/actors/remote_admin.hpp"
 #include "laneq/held_message.hpp"
@@ -19,16 +20,6 @@
 
 namespace laneq::server::test {
 namespace {
-
-/// A CAF system that speaks laneq's message types over the network, as a remote client would.
-struct caf_client {
-  static caf::actor_system_config& prepare(caf::actor_system_config& c) {
-    add_message_types(c);
-    return c.load<caf::io::middleman>();
-  }
-  caf::actor_system_config cfg;
-  caf::actor_system sys{prepare(cfg)};
-};
 
 TEST(laneqd_process, sigterm_exits_0_and_a_restart_finds_the_enqueued_message) {
   auto dir = temp_dir("restart");

@@ -14,6 +14,7 @@
 
 #include "caf/io/all.hpp"
 
+#include "caf_client.hpp"
 #include "laneq/actors/actor_base.hpp"
 #include "laneq/actors/remote_client.hpp"
 #include "laneqd_process.hpp"
@@ -167,16 +168,6 @@ std::string hang_up(laneqd_process& p) {
   EXPECT_TRUE(line.has_value()) << p.output();
   return line.value_or("");
 }
-
-/// A remote CAF client, as in laneqd_process_test.cpp.
-struct caf_client {
-  static caf::actor_system_config& prepare(caf::actor_system_config& c) {
-    add_message_types(c);
-    return c.load<caf::io::middleman>();
-  }
-  caf::actor_system_config cfg;
-  caf::actor_system sys{prepare(cfg)};
-};
 
 TEST(laneqd_start, sighup_reloads_the_tokens_file_for_http_and_caf) {
   const std::string old_token = "old-token-0123456789";
