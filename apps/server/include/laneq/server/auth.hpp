@@ -1,8 +1,8 @@
 // Bearer-token authentication and tenant scoping of queue names (docs/api.md "Authentication").
 #pragma once
 
-#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,19 +52,28 @@ class authenticator {
 using auth_snapshot = std::shared_ptr<const authenticator>;
 
 /// The tokens in force for the HTTP threads, swapped whole when a tokens_file is reloaded
-/// (SIGHUP). The HTTP front end is not actors: its threads each load the current snapshot per
-/// request (an atomic shared_ptr) and keep it for that request, so a request is checked against
-/// one set of tokens, never a mix. The CAF side gets the same snapshot as a message
-/// (caf_gate.hpp).
+/// (SIGHUP). The HTTP front end is not actors: its threads each take the current snapshot per
+/// request and keep it for that request, so a request is checked against one set of tokens,
+/// never a mix. The CAF side gets the same snapshot as a message (caf_gate.hpp). A mutex guards
+/// the pointer for as long as it takes to copy it: libstdc++ 12's std::atomic<std::shared_ptr>
+/// guards it with a lock bit that ThreadSanitizer does not see (it reported a race in CI), and an
+/// uncontended mutex costs as little.
 class auth_source {
  public:
   explicit auth_source(auth_snapshot first) : current_(std::move(first)) {}
 
-  auth_snapshot get() const { return current_.load(std::memory_order_acquire); }
-  void replace(auth_snapshot next) { current_.store(std::move(next), std::memory_order_release); }
+  auth_snapshot get() const {
+    std::lock_guard<std::mutex> guard{mutex_};
+    return current_;
+  }
+  void replace(auth_snapshot next) {
+    std::lock_guard<std::mutex> guard{mutex_};
+    current_.swap(next);  // the old snapshot is released after the lock, by `next`
+  }
 
  private:
-  std::atomic<auth_snapshot> current_;
+  mutable std::mutex mutex_;
+  auth_snapshot current_;
 };
 
 }  // namespace laneq::server
