@@ -88,7 +88,7 @@ TEST(spec_json, reports_every_error_naming_queue_and_field) {
                   "queue 'q': max_attempts: must be between 1 and 1000",
                   "queue 'q': retries: unknown field (known: ordering, lease_ms, max_attempts, "
                   "throttles, delivery_durability, sync_writes, store_headers, dedupe, shards, "
-                  "shard_key)",
+                  "shard_key, max_depth)",
                   "queue 'q': throttles[0].rate_per_s: must be a number",
                   "queue 'q': throttles[0].burst: must be an integer",
                   "queue 'q': throttles[1]: must be an object",
