@@ -173,10 +173,10 @@ std::optional<error> shard_engine::take_message(recovery& r, const store_entry& 
   // Memory follows live groups and classes: past the window the payload stays in the store,
   // but for a class's message under a lease (it is in flight).
   if (!head && !room && !(lane.unordered && lease != r.leases.end())) {
-    // Left in the store, but counted in the queue's depth in bytes.
-    auto body = codec::message_body_bytes(e.value);
-    if (!body) return named(body.err(), e.key);
-    depth_bytes_ += body.value();
+    // Left in the store, but counted in the queue's depth in bytes. A record that fails its
+    // check counts nothing: recovery does not stop on it, its group does when it reads it back
+    // (persistence.md, "Corrupt records").
+    if (auto body = codec::message_body_bytes(e.value)) depth_bytes_ += body.value();
     ++lane.beyond;
     lane.last = seq;
     return std::nullopt;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include <boost/json/array.hpp>
+#include <boost/json/serialize.hpp>
 
 namespace laneq {
 
@@ -400,6 +401,36 @@ json::value merge_patch(json::value target, const json::value& patch) {
   return target;
 }
 
+/// Adds an error for each fixed field (docs/api.md "PATCH /v1/queues/{name}") whose value in
+/// `merged` is not the one in `have`; `ordering` is compared field by field.
+void fixed_changes(std::string_view queue, const json::object& have, const json::object& merged,
+                   std::vector<error>& errors) {
+  auto text = [](const json::value* v) { return v ? json::serialize(*v) : std::string{"none"}; };
+  auto check = [&](const std::string& field, const json::value* a, const json::value* b) {
+    if ((a == nullptr && b == nullptr) || (a && b && *a == *b)) return;
+    errors.push_back(error{errc::invalid_spec,
+                           "queue '" + std::string{queue} + "': " + field +
+                               ": is fixed once the queue exists (it decides where messages are "
+                               "stored or how they are keyed); create another queue to change it "
+                               "(existing " +
+                               text(a) + ", requested " + text(b) + ")"});
+  };
+  const auto* a = have.if_contains("ordering");
+  const auto* b = merged.if_contains("ordering");
+  if (a && b && a->is_object() && b->is_object()) {
+    for (const char* f : {"mode", "key", "when_key_missing"})
+      check(std::string{"ordering."} + f, a->as_object().if_contains(f),
+            b->as_object().if_contains(f));
+    for (const auto& kv : b->as_object())
+      if (kv.key() != "mode" && kv.key() != "key" && kv.key() != "when_key_missing")
+        check("ordering." + std::string{kv.key()}, nullptr, &kv.value());
+  } else {
+    check("ordering", a, b);
+  }
+  for (const char* f : {"shards", "shard_key", "sync_writes"})
+    check(f, have.if_contains(f), merged.if_contains(f));
+}
+
 }  // namespace
 
 parsed_spec queue_spec_patched(const queue_spec& current, const json::value& patch) {
@@ -414,7 +445,12 @@ parsed_spec queue_spec_patched(const queue_spec& current, const json::value& pat
     return fail(
         "a key of this queue has a function component, which the JSON form cannot "
         "carry: change its settings through the in-process API (update_queue)");
-  auto merged = merge_patch(json::value(queue_spec_to_json(current)), patch);
+  auto have = json::value(queue_spec_to_json(current));
+  auto merged = merge_patch(have, patch);
+  // The fixed fields first (queue_spec::updated): a change there is named as such, before the
+  // merged spec is read (where it could show only as a rule it breaks).
+  fixed_changes(name, have.as_object(), merged.as_object(), out.errors);
+  if (!out.errors.empty()) return out;
   auto parsed = queue_spec_from_json(name, merged);
   if (!parsed.ok()) {
     out.errors = std::move(parsed.errors);
