@@ -1,6 +1,7 @@
 // The admin actor (actors/include/laneq/actors/admin_actor.hpp).
 #include "laneq/actors/admin_actor.hpp"
 
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <cstdlib>
@@ -471,6 +472,42 @@ caf::result<queue_api, bool> admin_actor_impl::create_queue(queue_spec& spec) {
   return promise;
 }
 
+caf::result<queue_spec> admin_actor_impl::update_queue(
+    const std::string& name, const std::function<result<queue_spec>(const queue_spec&)>& make) {
+  auto it = queues_.find(name);
+  if (it == queues_.end())
+    return to_caf(error{errc::queue_not_found, "no queue named '" + name + "'"});
+  auto& have = it->second;
+  auto next = make(have.spec);
+  if (!next) return to_caf(next.err());
+  auto spec = std::move(next).value();
+  if (have.spec.same_definition(spec)) return spec;  // nothing changes: nothing to write
+  auto previous = have.spec;
+  have.spec = spec;  // a second update builds on this one (it is stored before it)
+  codec::queue_record rec{have.uid, spec, static_cast<bool>(spec.hook()) || have.hook_missing,
+                          have.shard_uids};
+  std::vector<store_op> ops{
+      {store_op::kind::put, codec::queue_key(have.uid), codec::encode_queue(rec)}};
+  auto promise = make_response_promise<queue_spec>();
+  auto handle = have.handle;
+  // Stored first: the shards apply settings a restart would find.
+  request(ac_.store, caf::infinite, write_atom_v, store_write{std::move(ops), true})
+      .then(
+          [this, promise, handle, spec](caf::ok_atom) mutable {
+            request(handle, caf::infinite, update_atom_v, spec)
+                .then([promise, spec](caf::ok_atom) mutable { promise.deliver(spec); },
+                      [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
+          },
+          [this, promise, name, handle, previous, spec](caf::error& e) mutable {
+            // Not stored: the queue keeps its settings (unless another update came meanwhile).
+            if (auto q = queues_.find(name); q != queues_.end() && q->second.handle == handle &&
+                                             q->second.spec.same_definition(spec))
+              q->second.spec = previous;
+            promise.deliver(to_caf(storage_error(name, e)));
+          });
+  return promise;
+}
+
 caf::result<queue_description> admin_actor_impl::describe_queue(const std::string& name) {
   auto it = queues_.find(name);
   if (it == queues_.end())
@@ -525,6 +562,24 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
         return names;
       },
       [this](describe_atom, const std::string& name) { return describe_queue(name); },
+      [this](update_atom, queue_spec& requested) {
+        auto name = requested.name();
+        return update_queue(
+            name, [&requested](const queue_spec& have) { return have.updated(requested); });
+      },
+      [this](update_atom, const std::string& name, const std::string& patch) {
+        return update_queue(name, [&patch](const queue_spec& have) -> result<queue_spec> {
+          boost::json::error_code ec;
+          auto v = boost::json::parse(patch, ec);
+          if (ec)
+            return error{errc::invalid_spec, "queue '" + have.name() +
+                                                 "': the settings are not valid JSON (" +
+                                                 ec.message() + ")"};
+          auto parsed = queue_spec_patched(have, v);
+          if (!parsed.ok()) return combine(parsed.errors);
+          return std::move(parsed.spec);
+        });
+      },
       [this](drop_atom, const std::string& name) { return drop_queue(name); },
       [this](recover_atom) { return recover(); },
       [this](create_atom, topic_spec& spec) { return create_topic(spec); },

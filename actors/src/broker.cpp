@@ -124,6 +124,15 @@ status blocking_admin::delete_queue(const std::string& name) {
   return call_ok(sys_, admin_, timeout_, drop_atom_v, name);
 }
 
+result<queue_spec> blocking_admin::update_queue(queue_spec spec) {
+  return call<queue_spec>(sys_, admin_, timeout_, update_atom_v, std::move(spec));
+}
+
+result<queue_spec> blocking_admin::update_queue(const std::string& name,
+                                                const std::string& patch_json) {
+  return call<queue_spec>(sys_, admin_, timeout_, update_atom_v, name, patch_json);
+}
+
 result<bool> blocking_admin::create_topic(topic_spec spec) {
   return call<bool>(sys_, admin_, timeout_, create_atom_v, std::move(spec));
 }

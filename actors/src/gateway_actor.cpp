@@ -55,6 +55,8 @@ void add_stats(queue_stats& sum, const queue_stats& s) {
                           {&sum.rejected, s.rejected},
                           {&sum.recovered, s.recovered},
                           {&sum.deduplicated, s.deduplicated},
+                          {&sum.refused_full, s.refused_full},
+                          {&sum.backlog_bytes, s.backlog_bytes},
                           {&sum.dedupe_evictions, s.dedupe_evictions},
                           {&sum.window_reads, s.window_reads},
                           {&sum.window_read_messages, s.window_read_messages},
@@ -539,6 +541,10 @@ gateway_actor_impl::behavior_type gateway_actor_impl::make_behavior() {
       [this](create_atom, const queue_spec& spec) {
         gc_.spec = spec;
         for (auto& shard : gc_.shards) send(shard, create_atom_v, spec);
+      },
+      [this](update_atom, const queue_spec& spec) {
+        gc_.spec = spec;  // the receive check's default lease
+        return to_all(update_atom_v, spec);
       },
       [this](prepare_atom, std::vector<outgoing_message>& batch, std::vector<shared_json>& parsed) {
         return prepare(batch, parsed);

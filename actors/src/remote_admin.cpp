@@ -4,6 +4,7 @@
 #include "laneq/actors/actor_base.hpp"
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 
 #include "laneq/spec_json.hpp"
 #include "remote_specs.hpp"
@@ -75,6 +76,16 @@ class remote_admin_impl : public actor_base<scoped_admin_actor> {
           return delegate(admin_, describe_atom_v, name);
         },
         [this](drop_atom, const std::string& name) { return delegate(admin_, drop_atom_v, name); },
+        [this](update_atom, const std::string& name, const std::string& patch) {
+          auto rp = make_response_promise<std::string>();
+          request(admin_, caf::infinite, update_atom_v, name, patch)
+              .then(
+                  [rp](queue_spec& spec) mutable {
+                    rp.deliver(boost::json::serialize(queue_spec_to_json(spec)));
+                  },
+                  [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+          return rp;
+        },
         [this](topic_atom, create_atom, const std::string& name,
                const std::string& spec_json) -> caf::result<bool> {
           auto spec = topic_spec_from_text(name, spec_json);

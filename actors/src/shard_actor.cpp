@@ -173,6 +173,11 @@ shard_actor_impl::behavior_type shard_actor_impl::make_behavior() {
         engine_.adopt(std::move(spec), now());
         flush();
       },
+      [this](update_atom, queue_spec& spec) {
+        engine_.update(std::move(spec), now());
+        flush();
+        return caf::ok_atom_v;
+      },
       [this](prepare_atom, std::vector<outgoing_message>& batch,
              std::vector<shared_json>& parsed) -> caf::result<topic_prepared> {
         auto prepared = engine_.prepare(std::move(batch), parsed, now());

@@ -4,8 +4,11 @@
 // docs/caf-client.md, "Tokens and tenants".
 #include <map>
 
+#include <boost/json/serialize.hpp>
+
 #include "laneq/actors/actor_base.hpp"
 #include "laneq/actors/remote_admin.hpp"
+#include "laneq/spec_json.hpp"
 #include "laneq/tenant.hpp"
 #include "remote_specs.hpp"
 
@@ -150,6 +153,19 @@ class tenant_admin_impl : public actor_base<scoped_admin_actor> {
           auto full = scope(name, "queue");
           if (!full) return to_caf(full.err());
           return delegate(admin_, drop_atom_v, full.value());
+        },
+        [this](update_atom, const std::string& name,
+               const std::string& patch) -> caf::result<std::string> {
+          auto full = scope(name, "queue");
+          if (!full) return to_caf(full.err());
+          auto rp = make_response_promise<std::string>();
+          request(admin_, caf::infinite, update_atom_v, full.value(), patch)
+              .then(
+                  [rp](queue_spec& spec) mutable {
+                    rp.deliver(boost::json::serialize(queue_spec_to_json(spec)));
+                  },
+                  [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+          return rp;
         },
         [this](topic_atom, create_atom, const std::string& name,
                const std::string& spec_json) -> caf::result<bool> {

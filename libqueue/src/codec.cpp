@@ -471,6 +471,22 @@ result<message> decode_message(std::string_view record) {
   return m;
 }
 
+result<std::size_t> message_body_bytes(std::string_view record) {
+  auto payload = unseal("message", record);
+  if (!payload) return payload.err();
+  reader r{payload.value()};
+  r.u64();
+  r.u64();
+  r.i64();
+  r.i64();
+  r.i64();
+  r.u32();
+  r.bytes(limits::fairness_key_bytes_max);
+  auto body = r.bytes(limits::body_bytes_max);
+  if (!r.ok()) return corrupt("message", "a field runs past the end of the record");
+  return body.size();
+}
+
 std::string encode_queue(const queue_record& q) {
   const auto& s = q.spec;
   writer w{sealed};
@@ -499,13 +515,21 @@ std::string encode_queue(const queue_record& q) {
     put_components(w, s.dedupe_rule()->key);
     w.i64(s.dedupe_rule()->window.count());
   }
-  // Shards (docs/design/sharding.md), only when there are several: a queue of one shard keeps
-  // the record of a queue from before shards existed, byte for byte.
-  if (s.shard_count() > 1) {
+  // Shards (docs/design/sharding.md), only when there are several or settings follow: a queue of
+  // one shard without them keeps the record of a queue from before shards existed, byte for byte.
+  const auto& depth = s.depth_max();
+  if (s.shard_count() > 1 || depth.any()) {
     w.u32(s.shard_count());
     put_components(w, s.shard_key());
     w.u32(static_cast<std::uint32_t>(q.shard_uids.size()));
     for (auto uid : q.shard_uids) w.u64(uid);
+  }
+  // Settings added later (docs/api.md "Backpressure"), each present-flag then value.
+  if (depth.any()) {
+    w.u8(depth.messages ? 1 : 0);
+    w.u64(depth.messages.value_or(0));
+    w.u8(depth.bytes ? 1 : 0);
+    w.u64(depth.bytes.value_or(0));
   }
   return seal(w);
 }
@@ -567,10 +591,23 @@ result<queue_record> decode_queue(std::string_view record) {
     if (!skey) return skey.err();
     auto n = r.u32();
     if (!r.ok()) return corrupt("queue", "a field runs past the end of the record");
-    if (shards < 2 || shards > limits::queue_shards_max || n + 1 != shards)
+    if (shards < 1 || shards > limits::queue_shards_max || n + 1 != shards)
       return corrupt("queue", "shard count and shard uids disagree");
     for (std::uint32_t i = 0; i < n && r.ok(); ++i) q.shard_uids.push_back(r.u64());
     spec.sharded(shards, std::move(skey).value());
+  }
+  if (!r.done()) {
+    std::optional<std::uint64_t> messages;
+    std::optional<std::uint64_t> bytes;
+    if (r.uint(1) != 0)
+      messages = r.u64();
+    else
+      r.u64();
+    if (r.uint(1) != 0)
+      bytes = r.u64();
+    else
+      r.u64();
+    spec.max_depth(messages, bytes);
   }
   if (auto done = finish("queue", r); !done) return done.err();
   q.spec = std::move(spec);

@@ -336,6 +336,24 @@ fair_scheduler::fair_scheduler(std::vector<throttle_spec> throttles)
 }
 
 fair_scheduler::~fair_scheduler() = default;
+
+void fair_scheduler::set_throttles(std::vector<throttle_spec> throttles, timestamp now) {
+  auto& im = *impl_;
+  LANEQ_ASSERT(throttles.size() == im.throttles.size(), "set_throttles keeps the throttles");
+  for (std::size_t i = 0; i < throttles.size(); ++i)
+    LANEQ_ASSERT(throttles[i].key == im.throttles[i].key, "set_throttles keeps the keys");
+  im.throttles = std::move(throttles);
+  for (auto& [name, tb] : im.buckets) {
+    const auto& t = im.throttles[std::stoul(name.substr(0, name.find('/')))];
+    tb.reconfigure(t.rate_per_s, t.burst, now);
+  }
+  // A faster rate brings a waiter's token forward: wake it then (a slower one only makes an
+  // earlier wake find no token, and the bucket is scheduled again from there).
+  for (const auto& kv : im.parked) {
+    const auto& name = kv.first;
+    im.schedule_bucket(name, im.bucket(name, now).next_available(now));
+  }
+}
 fair_scheduler::fair_scheduler(fair_scheduler&&) noexcept = default;
 fair_scheduler& fair_scheduler::operator=(fair_scheduler&&) noexcept = default;
 

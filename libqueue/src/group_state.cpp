@@ -225,6 +225,7 @@ error out_of_batch(const char* what, std::uint32_t value, std::uint32_t lo, std:
 void group_state::pop_acked(group_effects& fx, std::uint32_t upto) {
   for (; lease_->acked < upto; ++lease_->acked, --lease_->batch) {
     fx.removed.push_back(messages_.front().seq);
+    fx.removed_bytes += messages_.front().body.size();
     pop_head();
   }
 }
@@ -242,6 +243,7 @@ result<group_effects> group_state::on_ack(const lease_token& lease, timestamp no
   if (upto < end) {
     // A prefix: the lease goes on over the rest of the batch (O12).
     fx.removed.push_back(messages_.front().seq);
+    fx.removed_bytes += messages_.front().body.size();
     pop_head();
     ++held.acked;
     --held.batch;
@@ -250,6 +252,7 @@ result<group_effects> group_state::on_ack(const lease_token& lease, timestamp no
     return fx;
   }
   fx.removed.push_back(messages_.front().seq);
+  fx.removed_bytes += messages_.front().body.size();
   return advance(std::move(fx), now, grow);
 }
 

@@ -37,6 +37,12 @@ std::string printable(std::string_view s) {
 }
 
 std::optional<error> check_message(const outgoing_message& m, std::size_t i) {
+  // An empty body is almost always a client bug (a field name misspelt, a file not read); a
+  // message that carries only headers still needs a body, if only "{}" (docs/api.md, "Enqueue").
+  if (m.body.empty())
+    return error{errc::invalid_argument, message_field(i, "body") +
+                                             " is empty: a message needs a body of 1 to " +
+                                             std::to_string(limits::body_bytes_max) + " bytes"};
   if (m.body.size() > limits::body_bytes_max)
     return limit(message_field(i, "body") + " is " + std::to_string(m.body.size()) +
                  " bytes, at most " + std::to_string(limits::body_bytes_max) + " allowed");

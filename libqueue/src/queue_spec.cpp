@@ -116,6 +116,12 @@ queue_spec& queue_spec::sharded(std::uint32_t n, std::vector<key_component> key)
   return *this;
 }
 
+queue_spec& queue_spec::max_depth(std::optional<std::uint64_t> messages,
+                                  std::optional<std::uint64_t> bytes) {
+  depth_max_ = depth_bounds{messages, bytes};
+  return *this;
+}
+
 bool queue_spec::stores_header(std::string_view name) const {
   bool listed = false;
   for (const auto& n : header_list_)
@@ -404,6 +410,14 @@ std::vector<error> queue_spec::validate() const {
                  " and " + std::to_string(limits::dedupe_window_max.count() / 1000) + " ms");
   }
   check_shards(*this, r);
+  if (depth_max_.messages &&
+      (*depth_max_.messages < 1 || *depth_max_.messages > limits::max_depth_messages_max))
+    r.fail("max_depth.messages",
+           "must be between 1 and " + std::to_string(limits::max_depth_messages_max));
+  if (depth_max_.bytes &&
+      (*depth_max_.bytes < 1 || *depth_max_.bytes > limits::max_depth_bytes_max))
+    r.fail("max_depth.bytes",
+           "must be between 1 and " + std::to_string(limits::max_depth_bytes_max));
   return r.take();
 }
 
@@ -457,6 +471,32 @@ void compare(std::vector<std::string>& out, const char* field, const T& a, const
 }
 }  // namespace
 
+namespace {
+std::string describe_throttles(const std::vector<throttle_spec>& ts) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    std::ostringstream rate;
+    rate << std::setprecision(10) << ts[i].rate_per_s;
+    out += (i > 0 ? ", " : "") + describe_components(ts[i].key) + " " + rate.str() + "/s burst " +
+           std::to_string(ts[i].burst);
+  }
+  return out + "]";
+}
+
+std::string describe_headers(header_storage policy, const std::vector<std::string>& names) {
+  if (policy == header_storage::all) return "all";
+  std::string out = std::string{to_string(policy)} + " [";
+  for (std::size_t i = 0; i < names.size(); ++i) out += (i > 0 ? ", " : "") + names[i];
+  return out + "]";
+}
+
+std::string describe_dedupe(const std::optional<dedupe_spec>& d) {
+  if (!d) return "none";
+  return describe_components(d->key) + " window_ms " +
+         std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d->window).count());
+}
+}  // namespace
+
 std::vector<std::string> queue_spec::differences(const queue_spec& requested) const {
   const auto& r = requested;
   std::vector<std::string> out;
@@ -466,18 +506,81 @@ std::vector<std::string> queue_spec::differences(const queue_spec& requested) co
   compare(out, "ordering.when_key_missing", to_string(missing_), to_string(r.missing_));
   compare(out, "lease_ms", lease_.count() / 1000, r.lease_.count() / 1000);
   compare(out, "max_attempts", max_attempts_, r.max_attempts_);
-  if (!(throttles_ == r.throttles_)) out.emplace_back("throttles");
+  if (!(throttles_ == r.throttles_))
+    compare(out, "throttles", describe_throttles(throttles_), describe_throttles(r.throttles_));
   compare(out, "delivery_durability", to_string(delivery_), to_string(r.delivery_));
   compare(out, "sync_writes", std::string_view{sync_ ? "true" : "false"},
           std::string_view{r.sync_ ? "true" : "false"});
   if (header_policy_ != r.header_policy_ || !same_names(header_list_, r.header_list_))
-    out.emplace_back("store_headers");
-  if (!(dedupe_ == r.dedupe_)) out.emplace_back("dedupe");
+    compare(out, "store_headers", describe_headers(header_policy_, header_list_),
+            describe_headers(r.header_policy_, r.header_list_));
+  if (!(dedupe_ == r.dedupe_))
+    compare(out, "dedupe", describe_dedupe(dedupe_), describe_dedupe(r.dedupe_));
+  auto bound = [](const std::optional<std::uint64_t>& x) {
+    return x ? std::to_string(*x) : std::string{"none"};
+  };
+  compare(out, "max_depth.messages", bound(depth_max_.messages), bound(r.depth_max_.messages));
+  compare(out, "max_depth.bytes", bound(depth_max_.bytes), bound(r.depth_max_.bytes));
   compare(out, "shards", shards_, r.shards_);
   if (!(shard_key_ == r.shard_key_))
     compare(out, "shard_key", describe_components(shard_key_), describe_components(r.shard_key_));
   compare(out, "on_enqueue hook", std::string_view{hook_ ? "set" : "none"},
           std::string_view{r.hook_ ? "set" : "none"});
+  return out;
+}
+
+namespace {
+/// The fields `updated` refuses to change, of the differences `differences` lists.
+bool fixed_field(std::string_view d) {
+  for (std::string_view f : {"ordering.", "shards ", "shard_key ", "sync_writes "})
+    if (d.starts_with(f)) return true;
+  return false;
+}
+}  // namespace
+
+result<queue_spec> queue_spec::updated(const queue_spec& requested) const {
+  const auto& r = requested;
+  std::vector<error> errors;
+  auto refuse = [&](const std::string& field, const std::string& why) {
+    errors.push_back(error{errc::invalid_spec, "queue '" + name_ + "': " + field + ": " + why});
+  };
+  const std::string fixed =
+      "is fixed once the queue exists (it decides where messages are "
+      "stored or how they are keyed); create another queue to change it";
+  for (const auto& d : differences(r))
+    if (fixed_field(d)) refuse(d.substr(0, d.find(' ')), fixed + " " + d.substr(d.find(' ') + 1));
+  if (throttles_.size() != r.throttles_.size())
+    refuse("throttles", "has " + std::to_string(throttles_.size()) + " throttles, the request " +
+                            std::to_string(r.throttles_.size()) + ": the number of throttles " +
+                            fixed);
+  else
+    for (std::size_t i = 0; i < throttles_.size(); ++i)
+      if (!(throttles_[i].key == r.throttles_[i].key))
+        refuse("throttles[" + std::to_string(i) + "].key",
+               fixed + " (existing " + describe_components(throttles_[i].key) + ", requested " +
+                   describe_components(r.throttles_[i].key) + "); rate_per_s and burst may change");
+  if (dedupe_.has_value() != r.dedupe_.has_value())
+    refuse("dedupe", std::string{dedupe_ ? "the queue has a dedupe rule, the request none"
+                                         : "the queue has no dedupe rule, the request one"} +
+                         ": whether a queue dedupes " + fixed);
+  else if (dedupe_ && !(dedupe_->key == r.dedupe_->key))
+    refuse("dedupe.key", fixed + " (existing " + describe_components(dedupe_->key) +
+                             ", requested " + describe_components(r.dedupe_->key) +
+                             "); window_ms may change");
+  if (!errors.empty()) return combine(errors);
+  queue_spec out = *this;
+  out.lease_ = r.lease_;
+  out.max_attempts_ = r.max_attempts_;
+  for (std::size_t i = 0; i < throttles_.size(); ++i) {
+    out.throttles_[i].rate_per_s = r.throttles_[i].rate_per_s;
+    out.throttles_[i].burst = r.throttles_[i].burst;
+  }
+  out.delivery_ = r.delivery_;
+  out.header_policy_ = r.header_policy_;
+  out.header_list_ = r.header_list_;
+  if (dedupe_) out.dedupe_->window = r.dedupe_->window;
+  out.depth_max_ = r.depth_max_;
+  if (auto invalid = out.validate(); !invalid.empty()) return combine(invalid);
   return out;
 }
 
@@ -510,6 +613,8 @@ std::string queue_spec::describe() const {
     }
     out += "] window_ms=" + std::to_string(dedupe_->window.count() / 1000);
   }
+  if (depth_max_.messages) out += " max_depth.messages=" + std::to_string(*depth_max_.messages);
+  if (depth_max_.bytes) out += " max_depth.bytes=" + std::to_string(*depth_max_.bytes);
   if (shards_ > 1) {
     out += " shards=" + std::to_string(shards_);
     if (!shard_key_.empty()) out += " shard_key=" + describe_components(shard_key_);

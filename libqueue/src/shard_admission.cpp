@@ -132,6 +132,14 @@ result<shard_engine::admitted> shard_engine::admit(std::vector<outgoing_message>
     out.batch.push_back(placed{std::move(m), std::move(where).value(), lane});
     ++stored;
   }
+  if (auto full = over_depth(out.batch)) {
+    ++counters_.refused_full;
+    return fail(std::move(*full));
+  }
+  std::uint64_t bytes = 0;
+  for (const auto& p : out.batch) bytes += p.msg.body.size();
+  admitting_ += out.batch.size();
+  admitting_bytes_ += bytes;
   counters_.key_missing += missing_total;
   // Ids and seqs only once the whole batch is accepted: a rejected batch leaves no gap.
   next_id_ += stored;
@@ -171,6 +179,46 @@ placement shard_engine::stored_placement(const message& m, const codec::lane_id&
   auto label = where && where.value().ordered ? std::move(where.value().ordering_key)
                                               : tenant_queue(cfg_.spec.name());
   return placement{true, std::move(key), std::move(label)};
+}
+
+std::uint64_t shard_engine::depth_messages() const {
+  const auto& c = counters_;
+  auto in = c.recovered + c.enqueued + c.redriven;
+  auto out = c.acked + c.dead_lettered;
+  return in > out ? in - out : 0;
+}
+
+std::optional<error> shard_engine::over_depth(const std::vector<placed>& batch) const {
+  const auto& max = cfg_.spec.depth_max();
+  if (!max.any() || batch.empty()) return std::nullopt;
+  // A sharded queue: each shard holds at most its share (docs/api.md "Backpressure").
+  const std::uint64_t shards = cfg_.spec.shard_count();
+  auto share = [shards](std::uint64_t total) { return (total + shards - 1) / shards; };
+  std::uint64_t bytes = 0;
+  for (const auto& p : batch) bytes += p.msg.body.size();
+  auto full = [&](const char* field, std::uint64_t have, std::uint64_t adds, std::uint64_t bound) {
+    auto per_shard = shards > 1 ? " (" + std::to_string(share(bound)) + " on each of its " +
+                                      std::to_string(shards) + " shards)"
+                                : std::string{};
+    return error{errc::queue_full, "queue '" + cfg_.spec.name() + "' is full: max_depth." + field +
+                                       " is " + std::to_string(bound) + per_shard + ", it holds " +
+                                       std::to_string(have) + " and the batch adds " +
+                                       std::to_string(adds) + "; nothing was stored, retry later"};
+  };
+  auto n = depth_messages() + admitting_;
+  if (max.messages && n + batch.size() > share(*max.messages))
+    return full("messages", n, batch.size(), *max.messages);
+  auto b = depth_bytes_ + admitting_bytes_;
+  if (max.bytes && b + bytes > share(*max.bytes)) return full("bytes", b, bytes, *max.bytes);
+  return std::nullopt;
+}
+
+void shard_engine::admitted_settled(const admitted& a, bool durable) {
+  std::uint64_t bytes = 0;
+  for (const auto& p : a.batch) bytes += p.msg.body.size();
+  admitting_ -= std::min<std::uint64_t>(admitting_, a.batch.size());
+  admitting_bytes_ -= std::min(admitting_bytes_, bytes);
+  if (durable) depth_bytes_ += bytes;
 }
 
 store_op shard_engine::counters_op() const {

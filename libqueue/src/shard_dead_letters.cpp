@@ -37,6 +37,7 @@ std::vector<store_op> shard_engine::move_dead(std::vector<dead_letter> dls,
   std::vector<store_op> ops;
   counters_.dead_lettered += dls.size();
   for (auto& dl : dls) {
+    depth_bytes_ -= std::min<std::uint64_t>(depth_bytes_, dl.msg.body.size());
     auto order = next_dead_++;
     dl.keep_lane(lane.bytes);  // the live record goes from the lane it was stored under (L7)
     ops.push_back(erase_message(cfg_.uid, lane, dl.msg.seq));
@@ -204,15 +205,18 @@ void shard_engine::redrive_taken(redrive_state& s) {
   }
   auto n = static_cast<std::uint64_t>(batch->size());
   if (n == 0) return end_redrive(s, std::nullopt);
+  std::uint64_t bytes = 0;
+  for (const auto& p : *batch) bytes += p.msg.body.size();
   auto r = s.r;
   w.admits = true;
   w.counters = true;
   w.answer = [this, r](std::optional<error> e) {
     if (e) reply(r, storage_failure(cfg_.spec.name(), std::move(*e)));
   };
-  w.settle = [this, r, n, batch](bool durable) {
+  w.settle = [this, r, n, bytes, batch](bool durable) {
     if (!durable) return;  // nothing was redriven (answered with the error)
     dead_count_ -= n;
+    depth_bytes_ += bytes;
     counters_.redriven += n;
     route(std::move(*batch), last_now_);
     reply(r, n);

@@ -33,6 +33,7 @@ std::function<void(std::optional<error>)> answer_with(
 
 shard_engine::shard_engine(shard_config cfg)
     : cfg_(std::move(cfg)),
+      durable_(cfg_.spec.delivery_mode() == delivery_durability::durable),
       writes_(cfg_.sync, cfg_.store_retry),
       sched_(cfg_.spec.throttles()),
       dedupe_(cfg_.dedupe_entries_max) {
@@ -120,6 +121,7 @@ void shard_engine::enqueue(request_id r, std::vector<outgoing_message> batch, ti
   };
   w.settle = [this, r, a](bool durable) {
     settle_dedupe(*a, durable);
+    admitted_settled(*a, durable);
     if (!durable) return;  // answered with the error
     counters_.enqueued += a->batch.size();
     counters_.deduplicated += a->duplicates;
@@ -361,12 +363,14 @@ void shard_engine::settle(request_id r, bool committed, timestamp now) {
   writes_.release();
   if (!committed) {
     settle_dedupe(*a, false);
+    admitted_settled(*a, false);
     return reply(r, ok_t{});
   }
   // Durable already; routed in order after this shard's earlier writes.
   writes_.add_durable(
       [this, r, a] {
         settle_dedupe(*a, true);
+        admitted_settled(*a, true);
         counters_.enqueued += a->batch.size();
         counters_.deduplicated += a->duplicates;
         route(std::move(a->batch), last_now_);
@@ -471,15 +475,15 @@ queue_stats shard_engine::stats(timestamp now) const {
   s.rejected = c.rejected;
   s.recovered = c.recovered;
   s.deduplicated = c.deduplicated;
+  s.refused_full = c.refused_full;
+  s.backlog_bytes = depth_bytes_;
   s.dedupe_evictions = dedupe_.evictions();
   s.window_reads = c.window_reads;
   s.window_read_messages = c.window_read_messages;
   s.corrupt_records = c.corrupt_records;
   s.first_delivery = c.first_delivery;
   s.first_delivery_sum_us = c.first_delivery_sum_us;
-  auto in = s.recovered + s.enqueued + s.redriven;
-  auto out = s.acked + s.dead_lettered;
-  s.backlog = in > out ? in - out : 0;
+  s.backlog = depth_messages();
   s.in_flight = leases_.size() + group_leases_.size();
   s.live_groups = groups_.size();
   s.dead_letters = dead_count_;

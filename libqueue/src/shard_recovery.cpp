@@ -56,6 +56,17 @@ void shard_engine::adopt(queue_spec spec, timestamp now) {
   }
 }
 
+void shard_engine::update(queue_spec spec, timestamp now) {
+  catch_up(now);
+  LANEQ_ASSERT(spec.same_ordering(cfg_.spec) && spec.shard_count() == cfg_.spec.shard_count(),
+               "an update keeps the queue's fixed fields");
+  sched_.set_throttles(spec.throttles(), last_now_);
+  cfg_.spec = std::move(spec);
+  // A faster throttle may let a waiter go now; the next wake-up is computed with the effects.
+  sched_.on_tick(last_now_);
+  serve_pending(last_now_);
+}
+
 void shard_engine::start_recovery(timestamp t) {
   (void)t;
   recovery_ = std::make_unique<recovery>();
@@ -151,6 +162,7 @@ std::optional<error> shard_engine::take_message(recovery& r, const store_entry& 
     // Stored before classes of unordered messages had lanes: each moves to its class's lane.
     auto m = codec::decode_message(e.value);
     if (!m) return named(m.err(), e.key);
+    depth_bytes_ += m.value().body.size();
     r.lane_zero.push_back(std::move(m).value());
     return std::nullopt;
   }
@@ -161,12 +173,17 @@ std::optional<error> shard_engine::take_message(recovery& r, const store_entry& 
   // Memory follows live groups and classes: past the window the payload stays in the store,
   // but for a class's message under a lease (it is in flight).
   if (!head && !room && !(lane.unordered && lease != r.leases.end())) {
+    // Left in the store, but counted in the queue's depth in bytes. A record that fails its
+    // check counts nothing: recovery does not stop on it, its group does when it reads it back
+    // (persistence.md, "Corrupt records").
+    if (auto body = codec::message_body_bytes(e.value)) depth_bytes_ += body.value();
     ++lane.beyond;
     lane.last = seq;
     return std::nullopt;
   }
   auto m = codec::decode_message(e.value);
   if (!m) return named(m.err(), e.key);
+  depth_bytes_ += m.value().body.size();
   lane.last = seq;
   if (head) {
     // The head says what the lane is, and so how much to decode: a group's window (once the

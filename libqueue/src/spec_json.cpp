@@ -7,6 +7,7 @@
 #include <string>
 
 #include <boost/json/array.hpp>
+#include <boost/json/serialize.hpp>
 
 namespace laneq {
 
@@ -272,6 +273,24 @@ json::array components_to_json(const std::vector<key_component>& cs) {
   return out;
 }
 
+/// `max_depth` (docs/api.md "Backpressure"): `{"messages": n, "bytes": b}`, either optional.
+void read_max_depth(reader& r, const json::value& v, queue_spec& spec) {
+  const auto* o = r.object("max_depth", v);
+  if (!o) return;
+  r.only("max_depth", *o, {"messages", "bytes"});
+  std::optional<std::uint64_t> messages;
+  std::optional<std::uint64_t> bytes;
+  if (const auto* x = o->if_contains("messages"))
+    if (auto n = r.integer("max_depth.messages", *x, 1,
+                           static_cast<std::int64_t>(limits::max_depth_messages_max)))
+      messages = static_cast<std::uint64_t>(*n);
+  if (const auto* x = o->if_contains("bytes"))
+    if (auto n = r.integer("max_depth.bytes", *x, 1,
+                           static_cast<std::int64_t>(limits::max_depth_bytes_max)))
+      bytes = static_cast<std::uint64_t>(*n);
+  spec.max_depth(messages, bytes);
+}
+
 /// `shards` and `shard_key` (docs/design/sharding.md).
 void read_shards(reader& r, const json::object& o, queue_spec& spec) {
   std::uint32_t shards = 1;
@@ -295,7 +314,7 @@ parsed_spec queue_spec_from_json(std::string_view name, const json::value& v) {
   }
   r.only("", *o,
          {"ordering", "lease_ms", "max_attempts", "throttles", "delivery_durability", "sync_writes",
-          "store_headers", "dedupe", "shards", "shard_key"});
+          "store_headers", "dedupe", "shards", "shard_key", "max_depth"});
   auto& spec = out.spec;
   if (const auto* x = o->if_contains("ordering")) read_ordering(r, *x, spec);
   if (const auto* x = o->if_contains("lease_ms")) {
@@ -315,6 +334,7 @@ parsed_spec queue_spec_from_json(std::string_view name, const json::value& v) {
     if (auto b = r.boolean("sync_writes", *x)) spec.sync_writes(*b);
   if (const auto* x = o->if_contains("store_headers")) read_store_headers(r, *x, spec);
   if (const auto* x = o->if_contains("dedupe")) read_dedupe(r, *x, spec);
+  if (const auto* x = o->if_contains("max_depth")) read_max_depth(r, *x, spec);
   read_shards(r, *o, spec);
   out.errors = r.take();
   for (auto& e : spec.validate()) out.errors.push_back(std::move(e));
@@ -351,8 +371,97 @@ json::object queue_spec_to_json(const queue_spec& s) {
     out["dedupe"] = json::object{
         {"key", components_to_json(d->key)},
         {"window_ms", std::chrono::duration_cast<std::chrono::milliseconds>(d->window).count()}};
+  if (const auto& d = s.depth_max(); d.any()) {
+    json::object depth;
+    if (d.messages) depth["messages"] = *d.messages;
+    if (d.bytes) depth["bytes"] = *d.bytes;
+    out["max_depth"] = std::move(depth);
+  }
   out["shards"] = s.shard_count();
   if (!s.shard_key().empty()) out["shard_key"] = components_to_json(s.shard_key());
+  return out;
+}
+
+namespace {
+
+/// RFC 7386: `patch` applied to `target`.
+json::value merge_patch(json::value target, const json::value& patch) {
+  const auto* p = patch.if_object();
+  if (p == nullptr) return patch;
+  if (!target.is_object()) target = json::object{};
+  auto& t = target.as_object();
+  for (const auto& kv : *p) {
+    if (kv.value().is_null())
+      t.erase(kv.key());
+    else if (auto* have = t.if_contains(kv.key()))
+      *have = merge_patch(std::move(*have), kv.value());
+    else
+      t[kv.key()] = merge_patch(json::value{}, kv.value());
+  }
+  return target;
+}
+
+/// Adds an error for each fixed field (docs/api.md "PATCH /v1/queues/{name}") whose value in
+/// `merged` is not the one in `have`; `ordering` is compared field by field.
+void fixed_changes(std::string_view queue, const json::object& have, const json::object& merged,
+                   std::vector<error>& errors) {
+  auto text = [](const json::value* v) { return v ? json::serialize(*v) : std::string{"none"}; };
+  auto check = [&](const std::string& field, const json::value* a, const json::value* b) {
+    if ((a == nullptr && b == nullptr) || (a && b && *a == *b)) return;
+    errors.push_back(error{errc::invalid_spec,
+                           "queue '" + std::string{queue} + "': " + field +
+                               ": is fixed once the queue exists (it decides where messages are "
+                               "stored or how they are keyed); create another queue to change it "
+                               "(existing " +
+                               text(a) + ", requested " + text(b) + ")"});
+  };
+  const auto* a = have.if_contains("ordering");
+  const auto* b = merged.if_contains("ordering");
+  if (a && b && a->is_object() && b->is_object()) {
+    for (const char* f : {"mode", "key", "when_key_missing"})
+      check(std::string{"ordering."} + f, a->as_object().if_contains(f),
+            b->as_object().if_contains(f));
+    for (const auto& kv : b->as_object())
+      if (kv.key() != "mode" && kv.key() != "key" && kv.key() != "when_key_missing")
+        check("ordering." + std::string{kv.key()}, nullptr, &kv.value());
+  } else {
+    check("ordering", a, b);
+  }
+  for (const char* f : {"shards", "shard_key", "sync_writes"})
+    check(f, have.if_contains(f), merged.if_contains(f));
+}
+
+}  // namespace
+
+parsed_spec queue_spec_patched(const queue_spec& current, const json::value& patch) {
+  parsed_spec out{current, {}};
+  const auto& name = current.name();
+  auto fail = [&](const std::string& what) {
+    out.errors.push_back(error{errc::invalid_spec, "queue '" + name + "': " + what});
+    return out;
+  };
+  if (!patch.is_object()) return fail("the settings to change must be a JSON object");
+  if (current.has_functions())
+    return fail(
+        "a key of this queue has a function component, which the JSON form cannot "
+        "carry: change its settings through the in-process API (update_queue)");
+  auto have = json::value(queue_spec_to_json(current));
+  auto merged = merge_patch(have, patch);
+  // The fixed fields first (queue_spec::updated): a change there is named as such, before the
+  // merged spec is read (where it could show only as a rule it breaks).
+  fixed_changes(name, have.as_object(), merged.as_object(), out.errors);
+  if (!out.errors.empty()) return out;
+  auto parsed = queue_spec_from_json(name, merged);
+  if (!parsed.ok()) {
+    out.errors = std::move(parsed.errors);
+    return out;
+  }
+  auto updated = current.updated(parsed.spec);
+  if (!updated) {
+    out.errors.push_back(updated.err());
+    return out;
+  }
+  out.spec = std::move(updated).value();
   return out;
 }
 

@@ -14,9 +14,15 @@ namespace laneq {
 // resolution of 0.001/s and is rounded DOWN, so a bucket never refills faster than its spec
 // (rounding up would break the G6 bound). The relative epsilon (1e-12) only absorbs binary
 // representation error (0.3 * 1000 is 299.99999999999994); it cannot lift a rate across a step.
+namespace {
+std::int64_t rate_x1000(double rate_per_s) {
+  return std::max<std::int64_t>(
+      1, static_cast<std::int64_t>(std::floor(rate_per_s * 1000.0 * (1.0 + 1e-12))));
+}
+}  // namespace
+
 token_bucket::token_bucket(double rate_per_s, std::uint32_t burst, timestamp now)
-    : rate_micro_per_us_x1000_(std::max<std::int64_t>(
-          1, static_cast<std::int64_t>(std::floor(rate_per_s * 1000.0 * (1.0 + 1e-12))))),
+    : rate_micro_per_us_x1000_(rate_x1000(rate_per_s)),
       capacity_(static_cast<std::int64_t>(burst) * unit),
       level_(capacity_),
       last_(now) {
@@ -74,6 +80,17 @@ bool token_bucket::full(timestamp now) const {
 
 duration token_bucket::refill_interval() const {
   return duration{(unit * 1000 + rate_micro_per_us_x1000_ - 1) / rate_micro_per_us_x1000_};
+}
+
+void token_bucket::reconfigure(double rate_per_s, std::uint32_t burst, timestamp now) {
+  LANEQ_ASSERT(burst >= 1, "a bucket holds at least one token");
+  // The level as it stands now under the old rate, then the new rate from now on: no token is
+  // credited twice, and none refilled under the old rate is lost (up to the new burst).
+  auto level = level_at(now);
+  rate_micro_per_us_x1000_ = rate_x1000(rate_per_s);
+  capacity_ = static_cast<std::int64_t>(burst) * unit;
+  level_ = std::min(level, capacity_);
+  last_ = std::max(last_, now);
 }
 
 }  // namespace laneq

@@ -144,6 +144,37 @@ TEST_F(admin, spec_conflict_names_each_setting_that_differs) {
   EXPECT_EQ(m.find("lease_ms"), std::string::npos) << m;
 }
 
+// docs/api.md "Change a queue's settings", in process: the requested spec's changeable settings
+// apply to every shard before the answer; a fixed field is refused naming it.
+TEST_F(admin, update_queue_changes_settings_on_every_shard_and_refuses_fixed_fields) {
+  auto spec = [] { return queue_spec("jobs").ordered_by({key::header("account")}).sharded(2); };
+  auto q = make(spec().lease(30s));
+  auto up = h.ask<queue_spec>(registry(), update_atom_v, spec().lease(5s).max_attempts(7));
+  ASSERT_TRUE(up.ok()) << to_string(up.err());
+  EXPECT_EQ(up.value().attempts_max(), 7u);
+  for (const char* account : {"A", "B", "C", "D"}) put(h, q, in_account("m", account));
+  std::vector<delivery> ds;  // a receive takes from one shard at a time (rotation)
+  for (int round = 0; round < 8 && ds.size() < 4; ++round)
+    for (auto& d : take(h, q, 10)) ds.push_back(std::move(d));
+  ASSERT_EQ(ds.size(), 4u);
+  for (const auto& d : ds) EXPECT_EQ(d.deadline, h.now() + 5s) << "on both shards";
+  auto d = describe("jobs");
+  ASSERT_TRUE(d.ok());
+  EXPECT_NE(d.value().spec_json.find("\"lease_ms\":5000"), std::string::npos)
+      << d.value().spec_json;
+  auto fixed = h.ask<queue_spec>(registry(), update_atom_v, queue_spec("jobs").ordered().lease(5s));
+  auto m = failure(fixed, errc::invalid_spec);
+  EXPECT_NE(m.find("queue 'jobs': ordering.mode: is fixed once the queue exists"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("queue 'jobs': shards: is fixed"), std::string::npos) << m;
+  auto missing =
+      h.ask<queue_spec>(registry(), update_atom_v, std::string{"nope"}, std::string{"{}"});
+  failure(missing, errc::queue_not_found);
+  auto bad = h.ask<queue_spec>(registry(), update_atom_v, std::string{"jobs"}, std::string{"{"});
+  EXPECT_NE(failure(bad, errc::invalid_spec).find("not valid JSON"), std::string::npos);
+}
+
 /// Every key in the store, whatever its kind.
 std::vector<std::string> every_key(harness& h) {
   auto entries = h.ask<std::vector<store_entry>>(h.store(), scan_atom_v, std::string{},

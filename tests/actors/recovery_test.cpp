@@ -199,6 +199,29 @@ TEST_F(recovery, a_restart_keeps_every_queue_with_its_spec_and_every_message_in_
   EXPECT_EQ(rest.size(), 3u);
 }
 
+// docs/api.md "Change a queue's settings": an update is stored before it is answered, so a
+// restart finds the new settings; a create must then name them (the old ones are a conflict).
+TEST_F(recovery, updated_settings_are_stored_and_survive_a_restart) {
+  auto& h = boot();
+  make(by_account().lease(7s));
+  auto up = h.ask<queue_spec>(h.brk().admin(), update_atom_v, std::string{"accounts"},
+                              std::string{R"({"lease_ms": 2000, "max_attempts": 2})"});
+  ASSERT_TRUE(up.ok()) << to_string(up.err());
+  EXPECT_EQ(up.value().lease_duration(), duration{2s});
+  EXPECT_EQ(restart(), 1u);
+  auto accounts = lookup("accounts");
+  ASSERT_TRUE(h.enqueue(accounts, {in_account("A1", "A")}).ok());
+  auto d = take(h, accounts, 1);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].deadline, h.now() + 2s) << "the updated lease came back";
+  auto old = h.create_flagged(by_account().lease(7s));
+  ASSERT_FALSE(old.ok());
+  EXPECT_EQ(old.err().code, errc::spec_conflict);
+  auto same = h.create_flagged(by_account().lease(2s).max_attempts(2));
+  ASSERT_TRUE(same.ok()) << to_string(same.err());
+  EXPECT_FALSE(same.value().second);
+}
+
 // -- R3, R5, R8: acks, dead letters, numbering ------------------------------------------------
 
 // R3, R5, R8: acked messages do not come back; dead letters do (with reason and time) and can be

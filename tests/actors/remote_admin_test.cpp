@@ -88,6 +88,22 @@ TEST_F(remote_admin, reports_every_broken_rule_and_creates_nothing) {
   EXPECT_TRUE(names.value().empty());
 }
 
+// docs/caf-client.md: a remote update takes a JSON merge patch and answers the spec's JSON.
+TEST_F(remote_admin, update_patches_the_settings_and_refuses_a_fixed_field) {
+  ASSERT_TRUE(create("jobs", R"({"ordering": {"mode": "queue"}})").ok());
+  auto up = h.ask<std::string>(remote, update_atom_v, std::string{"jobs"},
+                               std::string{R"({"lease_ms": 1234, "max_depth": {"bytes": 99}})"});
+  ASSERT_TRUE(up.ok()) << to_string(up.err());
+  EXPECT_NE(up.value().find("\"lease_ms\":1234"), std::string::npos) << up.value();
+  EXPECT_NE(up.value().find("\"max_depth\":{\"bytes\":99}"), std::string::npos) << up.value();
+  auto fixed = h.ask<std::string>(remote, update_atom_v, std::string{"jobs"},
+                                  std::string{R"({"ordering": {"mode": "none"}})"});
+  ASSERT_FALSE(fixed.ok());
+  EXPECT_EQ(fixed.err().code, errc::invalid_spec);
+  EXPECT_NE(fixed.err().message.find("queue 'jobs': ordering.mode: is fixed"), std::string::npos)
+      << fixed.err().message;
+}
+
 TEST_F(remote_admin, drop_deletes_the_queue) {
   ASSERT_TRUE(create("gone", "{}").ok());
   ASSERT_TRUE(h.ask<caf::ok_atom>(remote, drop_atom_v, std::string{"gone"}).ok());

@@ -200,9 +200,27 @@ test('console.creates_sends_shows_blocked_groups_and_redrives_a_dead_letter', as
     assert.deepEqual(back.map(m => [m.id, m.body]), [[a1.id, 'a1-first']]);
     await server.ok('POST', '/v1/queues/orders/ack', {lease: back[0].lease});
 
-    // Settings are shown read-only, saying what updating them waits on.
+    // Settings: shown, and changed in place with the form (PATCH); a fixed field is refused
+    // with the API's error.
     assert.equal(JSON.parse(await page.locator('#settings-spec').textContent()).max_attempts, 2);
     assert.match(await page.locator('#settings-note').textContent(), /PATCH/);
+    const form_start = JSON.parse(await page.inputValue('#settings-patch'));
+    assert.equal(form_start.max_attempts, 2);
+    assert.equal(form_start.ordering, undefined);
+    await page.fill('#settings-patch', JSON.stringify({max_attempts: 4, max_depth: {messages: 50}}));
+    await page.click('#settings-submit');
+    await page.locator('#settings-result', {hasText: 'updated: lease_ms 60000, max_attempts 4'})
+        .waitFor({timeout: wait_ms});
+    const patched = (await server.ok('GET', '/v1/queues/orders')).spec;
+    assert.equal(patched.max_attempts, 4);
+    assert.deepEqual(patched.max_depth, {messages: 50});
+    await page.waitForFunction(
+        () => JSON.parse(document.getElementById('settings-spec').textContent).max_attempts === 4,
+        null, {timeout: wait_ms});
+    await page.fill('#settings-patch', JSON.stringify({ordering: {mode: 'queue'}}));
+    await page.click('#settings-submit');
+    await page.locator('#settings-result', {hasText: 'invalid_spec (1)'}).waitFor({timeout: wait_ms});
+    assert.match(await page.locator('#settings-result').textContent(), /ordering\.mode: is fixed/);
     assert.ok(await page.locator('#dead-letters-delete').isDisabled());
 
     // Back on the list: the chart has several samples.

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import {test} from 'node:test';
 
 import {rates} from '../../apps/server/console/chart.js';
-import {why} from '../../apps/server/console/queue.js';
+import {settings_of, why} from '../../apps/server/console/queue.js';
 import {record, samples_of} from '../../apps/server/console/samples.js';
 
 test('console.rates_are_per_second_and_skip_a_counter_reset', () => {
@@ -36,4 +36,13 @@ test('console.why_a_group_waits_names_its_head_and_until_when', () => {
   assert.match(why({...g, state: 'corrupt', reason: 'corrupt record: seq 81'}, now),
                /corrupt record: seq 81/);
   assert.match(why({...g, state: 'ready', until_ms: 0}, now), /deliverable now/);
+});
+
+test('console.the_update_form_starts_from_the_changeable_settings_only', () => {
+  const spec = {ordering: {mode: 'key', key: [{header: 'a'}]}, lease_ms: 5000, max_attempts: 2,
+                throttles: [], delivery_durability: 'fast', sync_writes: true,
+                store_headers: 'all', shards: 1, max_depth: {messages: 9}};
+  assert.deepEqual(settings_of(spec), {lease_ms: 5000, max_attempts: 2, throttles: [],
+                                       delivery_durability: 'fast', store_headers: 'all',
+                                       max_depth: {messages: 9}});
 });

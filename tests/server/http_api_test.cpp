@@ -68,6 +68,78 @@ TEST_F(http_api, put_creates_201_then_200_when_identical_and_409_when_the_orderi
   EXPECT_EQ(get(port(), "/v1/queues/broken").status, 404u);
 }
 
+// docs/api.md "Change a queue's settings": PATCH merges the settings it names; a fixed field is
+// refused naming it and changes nothing.
+TEST_F(http_api, patch_changes_settings_in_place_and_refuses_a_fixed_field) {
+  create("orders", R"({"ordering": {"mode": "key", "key": [{"header": "account"}]},
+                       "lease_ms": 30000, "throttles": [{"rate_per_s": 5, "burst": 10}]})");
+  auto p = patch(port(), "/v1/queues/orders",
+                 R"({"lease_ms": 5000, "throttles": [{"rate_per_s": 50, "burst": 10}]})");
+  ASSERT_EQ(p.status, 200u) << p.body;
+  const auto& spec = p.obj().at("spec").as_object();
+  EXPECT_EQ(spec.at("lease_ms").to_number<std::int64_t>(), 5000);
+  EXPECT_EQ(spec.at("throttles").as_array()[0].as_object().at("rate_per_s").to_number<double>(),
+            50.0);
+  EXPECT_EQ(str(spec.at("ordering").as_object().at("mode")), "key");
+  auto g = get(port(), "/v1/queues/orders");
+  EXPECT_EQ(g.obj().at("spec").as_object().at("lease_ms").to_number<std::int64_t>(), 5000);
+  send("orders", R"({"body": "x", "headers": {"account": "A"}})");
+  auto ds = receive("orders");
+  ASSERT_EQ(ds.size(), 1u);
+  auto fixed =
+      patch(port(), "/v1/queues/orders", R"({"ordering": {"mode": "queue"}, "lease_ms": 1000})");
+  EXPECT_EQ(fixed.status, 400u) << fixed.body;
+  EXPECT_EQ(fixed.code(), "invalid_spec");
+  EXPECT_NE(fixed.message().find("queue 'orders': ordering.mode: is fixed"), std::string::npos)
+      << fixed.message();
+  EXPECT_EQ(get(port(), "/v1/queues/orders")
+                .obj()
+                .at("spec")
+                .as_object()
+                .at("lease_ms")
+                .to_number<std::int64_t>(),
+            5000)
+      << "a refused patch changes nothing";
+  EXPECT_EQ(patch(port(), "/v1/queues/nope", "{}").status, 404u);
+  auto not_object = patch(port(), "/v1/queues/orders", "[1]");
+  EXPECT_EQ(not_object.status, 400u) << not_object.body;
+}
+
+// docs/api.md "Backpressure": 429 queue_full with Retry-After, the whole batch refused.
+TEST_F(http_api, a_full_queue_answers_429_with_retry_after_and_stores_nothing) {
+  create("bounded", R"({"max_depth": {"messages": 2}})");
+  send("bounded", R"({"body": "a"})");
+  auto full = post(port(), "/v1/queues/bounded/messages",
+                   R"({"messages": [{"body": "b"}, {"body": "c"}]})");
+  EXPECT_EQ(full.status, 429u) << full.body;
+  EXPECT_EQ(full.code(), "queue_full");
+  EXPECT_EQ(full.number(), 21);
+  EXPECT_EQ(full.header("Retry-After"), "1");
+  EXPECT_NE(full.message().find("queue 'bounded' is full: max_depth.messages is 2"),
+            std::string::npos)
+      << full.message();
+  auto st = stats("bounded");
+  EXPECT_EQ(st.at("backlog").to_number<std::int64_t>(), 1) << "nothing of the batch was stored";
+  EXPECT_EQ(st.at("backlog_bytes").to_number<std::int64_t>(), 1);
+  EXPECT_EQ(st.at("refused_full").to_number<std::int64_t>(), 1);
+  // Raised with PATCH: the next enqueue fits.
+  ASSERT_EQ(patch(port(), "/v1/queues/bounded", R"({"max_depth": {"messages": 3}})").status, 200u);
+  send("bounded", R"({"messages": [{"body": "b"}, {"body": "c"}]})");
+}
+
+// An empty body is refused at every entry (docs/api.md "POST /v1/queues/{name}/messages").
+TEST_F(http_api, an_enqueue_without_a_body_is_refused_naming_the_message) {
+  create("q");
+  for (const char* body : {R"({"headers": {"a": "1"}})", R"({"body": ""})",
+                           R"({"messages": [{"body": "x"}, {"body_base64": ""}]})"}) {
+    auto r = post(port(), "/v1/queues/q/messages", body);
+    EXPECT_EQ(r.status, 400u) << body << ": " << r.body;
+    EXPECT_EQ(r.code(), "invalid_argument");
+    EXPECT_NE(r.message().find("body is empty"), std::string::npos) << r.message();
+  }
+  EXPECT_EQ(stats("q").at("backlog").to_number<std::int64_t>(), 0);
+}
+
 TEST_F(http_api, list_get_and_delete_queues) {
   create("a");
   create("b");

@@ -58,6 +58,12 @@ reply put(std::uint16_t port, const std::string& target, const std::string& body
   return c.call(http::verb::put, target, body, token);
 }
 
+reply patch(std::uint16_t port, const std::string& target, const std::string& body,
+            const std::string& token) {
+  client c{port};
+  return c.call(http::verb::patch, target, body, token);
+}
+
 reply del(std::uint16_t port, const std::string& target, const std::string& token) {
   client c{port};
   return c.call(http::verb::delete_, target, {}, token);

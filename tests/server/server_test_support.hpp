@@ -88,6 +88,8 @@ reply post(std::uint16_t port, const std::string& target, const std::string& bod
            const std::string& token = {});
 reply put(std::uint16_t port, const std::string& target, const std::string& body,
           const std::string& token = {});
+reply patch(std::uint16_t port, const std::string& target, const std::string& body,
+            const std::string& token = {});
 reply del(std::uint16_t port, const std::string& target, const std::string& token = {});
 
 /// A laneq broker in memory behind a real HTTP listener on an ephemeral port.

@@ -621,6 +621,14 @@ TEST(codec, queue_record_round_trips_each_mode_policy_and_default) {
   queues.push_back({u64_max, queue_spec("fast-synced").delivery(delivery_durability::fast), false});
   queues.push_back({4, queue_spec("durable-only").delivery(delivery_durability::durable), false});
   queues.push_back({5, queue_spec("unsynced-only").sync_writes(false), false});
+  // max_depth follows the shard part, which a queue of one shard then writes too.
+  queues.push_back({6, queue_spec("bounded").max_depth(100, std::nullopt), false});
+  queues.push_back({7, queue_spec("bounded-bytes").max_depth(std::nullopt, 1 << 20), false});
+  queues.push_back(
+      {8,
+       queue_spec("bounded-sharded").ordered_by({key::header("h")}).sharded(2).max_depth(5, 9),
+       false,
+       {9}});
   for (const auto& q : queues) {
     SCOPED_TRACE(q.spec.describe());
     auto back = codec::decode_queue(codec::encode_queue(q));

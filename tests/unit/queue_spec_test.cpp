@@ -454,5 +454,27 @@ TEST(queue_spec, enum_names_are_stable) {
   EXPECT_EQ(to_string(delivery_durability::durable), "durable");
 }
 
+// admin create's spec_conflict names each setting that differs, with both values.
+TEST(queue_spec, differences_name_each_setting_with_both_values) {
+  auto a = queue_spec("q")
+               .throttle({key::header("t")}, 5, 10)
+               .store_headers_deny({"authorization"})
+               .dedupe({key::header("id")}, std::chrono::seconds{60})
+               .max_depth(100);
+  auto b = queue_spec("q")
+               .throttle({key::header("t")}, 2.5, 10)
+               .dedupe({key::header("id")}, std::chrono::seconds{1})
+               .max_depth(std::nullopt, 4096);
+  EXPECT_THAT(a.differences(b),
+              testing::ElementsAre(
+                  "throttles (existing [[header:t] 5/s burst 10], requested [[header:t] 2.5/s "
+                  "burst 10])",
+                  "store_headers (existing deny [authorization], requested all)",
+                  "dedupe (existing [header:id] window_ms 60000, requested [header:id] window_ms "
+                  "1000)",
+                  "max_depth.messages (existing 100, requested none)",
+                  "max_depth.bytes (existing none, requested 4096)"));
+}
+
 }  // namespace
 }  // namespace laneq

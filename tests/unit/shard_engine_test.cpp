@@ -50,6 +50,102 @@ TEST(shard_engine, an_enqueue_is_answered_once_its_write_is_durable_and_then_del
   EXPECT_EQ(bodies(deliveries(d, d.receive(10))), (std::vector<std::string>{"a", "b"}));
 }
 
+// docs/api.md "Change a queue's settings": a new lease applies to leases granted after the
+// update; one in flight keeps its deadline. A new max_attempts counts when an attempt ends.
+TEST(shard_engine, an_update_applies_the_new_lease_to_new_leases_and_max_attempts_at_the_next_end) {
+  engine_driver d{test_config(queue_spec("jobs").lease(10s).max_attempts(5))};
+  d.enqueue({msg("a"), msg("b")});
+  auto first = deliveries(d, d.receive(1));
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].deadline, d.now + 10s);
+  auto spec = d.engine().config().spec.updated(queue_spec("jobs").lease(2s).max_attempts(1));
+  ASSERT_TRUE(spec) << spec.err().message;
+  d.engine().update(spec.value(), d.now);
+  auto second = deliveries(d, d.receive(1));
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].deadline, d.now + 2s);
+  d.advance(2s);  // b's attempt ends: its first, and the new maximum is 1
+  EXPECT_EQ(d.engine().stats(d.now).dead_letters, 1u);
+  d.advance(8s);  // a's lease kept its 10 s
+  EXPECT_EQ(d.engine().stats(d.now).dead_letters, 2u);
+}
+
+// throttling.md T5: a changed rate applies to the live bucket from the update on.
+TEST(shard_engine, an_update_of_a_throttle_rate_applies_to_its_bucket) {
+  engine_driver d{test_config(queue_spec("jobs").throttle({}, 1, 1))};
+  d.enqueue({msg("a"), msg("b"), msg("c"), msg("d")});
+  EXPECT_EQ(deliveries(d, d.receive(10)).size(), 1u);
+  d.advance(100ms);
+  EXPECT_TRUE(deliveries(d, d.receive(10)).empty()) << "1/s: the next token is 1 s away";
+  auto spec = d.engine().config().spec.updated(queue_spec("jobs").throttle({}, 10, 1));
+  ASSERT_TRUE(spec) << spec.err().message;
+  d.engine().update(spec.value(), d.now);
+  d.advance(100ms);  // 10/s from the update on: one token every 100 ms
+  EXPECT_EQ(deliveries(d, d.receive(10)).size(), 1u);
+  d.advance(100ms);
+  EXPECT_EQ(deliveries(d, d.receive(10)).size(), 1u);
+}
+
+// docs/api.md "Backpressure": depth counts waiting, delayed and in-flight messages (not dead
+// letters) and their body bytes; a batch that would go past either bound is refused whole with
+// queue_full and stores nothing; an ack or a dead-lettering makes room.
+TEST(shard_engine, max_depth_refuses_a_whole_batch_past_it_and_an_ack_makes_room) {
+  engine_driver d{test_config(queue_spec("jobs").max_depth(3, 10))};
+  ASSERT_NE(d.reply_as<std::vector<message_id>>(d.enqueue({msg("aa"), msg("bb")})), nullptr);
+  auto over = d.enqueue({msg("c"), msg("d")});  // 4 messages: past 3
+  const auto* err = d.reply_as<error>(over);
+  ASSERT_NE(err, nullptr);
+  EXPECT_EQ(err->code, errc::queue_full);
+  EXPECT_EQ(err->message,
+            "queue 'jobs' is full: max_depth.messages is 3, it holds 2 and the batch adds 2; "
+            "nothing was stored, retry later");
+  auto bytes = d.enqueue({msg("1234567")});  // 4 + 7 bytes: past 10
+  ASSERT_NE(d.reply_as<error>(bytes), nullptr);
+  EXPECT_NE(d.reply_as<error>(bytes)->message.find("max_depth.bytes is 10"), std::string::npos);
+  auto s = d.engine().stats(d.now);
+  EXPECT_EQ(s.backlog, 2u);
+  EXPECT_EQ(s.backlog_bytes, 4u);
+  EXPECT_EQ(s.refused_full, 2u);
+  EXPECT_EQ(test::message_records(d), 2u) << "a refused batch stores nothing";
+  auto got = deliveries(d, d.receive(1));  // in flight still counts
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_NE(d.reply_as<std::vector<message_id>>(d.enqueue({msg("c")})), nullptr);
+  ASSERT_NE(d.reply_as<error>(d.enqueue({msg("d")})), nullptr);
+  d.ack({got[0].lease});
+  EXPECT_EQ(d.engine().stats(d.now).backlog_bytes, 3u);
+  ASSERT_NE(d.reply_as<std::vector<message_id>>(d.enqueue({msg("d")})), nullptr);
+  // A dead letter leaves the depth.
+  auto next = deliveries(d, d.receive(1));
+  ASSERT_EQ(next.size(), 1u);
+  d.nack(next[0].lease, nack_kind::dead_letter);
+  EXPECT_EQ(d.engine().stats(d.now).backlog, 2u);
+  EXPECT_EQ(d.engine().stats(d.now).backlog_bytes, 2u);
+}
+
+TEST(shard_engine, a_restart_counts_the_depth_in_bytes_of_what_it_leaves_in_the_store) {
+  auto cfg = by_account();
+  cfg.window = 1;  // most of the group stays in the store
+  engine_driver d{cfg};
+  std::vector<outgoing_message> batch;
+  for (int i = 0; i < 20; ++i) batch.push_back(msg("body-" + std::to_string(i % 10), "A"));
+  d.enqueue(std::move(batch));
+  EXPECT_EQ(d.engine().stats(d.now).backlog_bytes, 20u * 6u);
+  cfg.epoch = 4;
+  d.restart(cfg);
+  d.recover();
+  EXPECT_EQ(d.engine().stats(d.now).backlog_bytes, 20u * 6u);
+}
+
+TEST(shard_engine, a_message_with_an_empty_body_is_refused_naming_it) {
+  engine_driver d{test_config(queue_spec("jobs"))};
+  const auto* err = d.reply_as<error>(d.enqueue({msg("a"), msg("")}));
+  ASSERT_NE(err, nullptr);
+  EXPECT_EQ(err->code, errc::invalid_argument);
+  EXPECT_EQ(err->message,
+            "messages[1].body is empty: a message needs a body of 1 to 1048576 bytes");
+  EXPECT_EQ(test::message_records(d), 0u);
+}
+
 TEST(shard_engine, one_message_per_group_is_in_flight_and_the_next_waits_for_the_acks_write) {
   engine_driver d{by_account()};
   d.enqueue({msg("a1", "A"), msg("a2", "A"), msg("b1", "B")});

@@ -88,7 +88,7 @@ TEST(spec_json, reports_every_error_naming_queue_and_field) {
                   "queue 'q': max_attempts: must be between 1 and 1000",
                   "queue 'q': retries: unknown field (known: ordering, lease_ms, max_attempts, "
                   "throttles, delivery_durability, sync_writes, store_headers, dedupe, shards, "
-                  "shard_key)",
+                  "shard_key, max_depth)",
                   "queue 'q': throttles[0].rate_per_s: must be a number",
                   "queue 'q': throttles[0].burst: must be an integer",
                   "queue 'q': throttles[1]: must be an object",
@@ -135,6 +135,122 @@ TEST(spec_json, misplaced_ordering_fields_are_errors) {
               testing::ElementsAre("queue 'q': spec: must be an object"));
   EXPECT_THAT(messages(parse("q", R"({"throttles": [{"burst": 2}]})")),
               testing::ElementsAre("queue 'q': throttles[0].rate_per_s: is required"));
+}
+
+// docs/api.md "Change a queue's settings": a JSON merge patch of the settings.
+TEST(spec_json, a_patch_changes_the_settings_it_names_and_keeps_the_rest) {
+  auto have = queue_spec("acme/orders")
+                  .ordered_by({key::header("account")})
+                  .lease(5s)
+                  .max_attempts(3)
+                  .throttle({key::header("account")}, 5, 10)
+                  .dedupe({key::header("idem")}, 60s);
+  auto p = queue_spec_patched(have, boost::json::parse(R"({
+    "lease_ms": 60000, "throttles": [{"key": [{"header": "account"}], "rate_per_s": 50,
+    "burst": 20}], "dedupe": {"window_ms": 1000}, "delivery_durability": "durable"})"));
+  ASSERT_TRUE(p.ok()) << messages(p).front();
+  EXPECT_EQ(p.spec.lease_duration(), duration{60s});
+  EXPECT_EQ(p.spec.attempts_max(), 3u);
+  EXPECT_EQ(p.spec.throttles().at(0).rate_per_s, 50.0);
+  EXPECT_EQ(p.spec.throttles().at(0).burst, 20u);
+  EXPECT_EQ(p.spec.dedupe_rule()->window, duration{1s});
+  EXPECT_EQ(p.spec.delivery_mode(), delivery_durability::durable);
+  EXPECT_TRUE(p.spec.same_ordering(have));
+  // null puts a setting back to its default.
+  auto q = queue_spec_patched(p.spec, boost::json::parse(R"({"lease_ms": null})"));
+  ASSERT_TRUE(q.ok()) << messages(q).front();
+  EXPECT_EQ(q.spec.lease_duration(), limits::lease_default);
+}
+
+TEST(spec_json, max_depth_reads_back_and_a_patch_may_set_or_clear_it) {
+  auto p = parse("q", R"({"max_depth": {"messages": 100}})");
+  ASSERT_TRUE(p.ok()) << messages(p).front();
+  EXPECT_EQ(p.spec.depth_max().messages, 100u);
+  EXPECT_FALSE(p.spec.depth_max().bytes);
+  auto back = queue_spec_from_json("q", queue_spec_to_json(p.spec));
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back.spec.same_definition(p.spec));
+  auto bytes = queue_spec_patched(p.spec, boost::json::parse(R"({"max_depth": {"bytes": 4096}})"));
+  ASSERT_TRUE(bytes.ok()) << messages(bytes).front();
+  EXPECT_EQ(bytes.spec.depth_max().messages, 100u) << "merged field by field";
+  EXPECT_EQ(bytes.spec.depth_max().bytes, 4096u);
+  auto none = queue_spec_patched(bytes.spec, boost::json::parse(R"({"max_depth": null})"));
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none.spec.depth_max().any());
+  EXPECT_THAT(messages(parse("q", R"({"max_depth": {"messages": 0, "rows": 1}})")),
+              testing::UnorderedElementsAre(
+                  "queue 'q': max_depth.rows: unknown field (known: messages, bytes)",
+                  "queue 'q': max_depth.messages: must be between 1 and 1000000000"));
+}
+
+TEST(spec_json, a_patch_that_changes_a_fixed_field_is_refused_naming_each) {
+  auto have = queue_spec("q").ordered_by({key::header("account")}).sharded(2);
+  auto p = queue_spec_patched(
+      have, boost::json::parse(R"({"ordering": {"key": [{"header": "tenant"}]}, "shards": 4,
+                                   "sync_writes": false, "lease_ms": 1000})"));
+  ASSERT_FALSE(p.ok());
+  const std::string fixed =
+      ": is fixed once the queue exists (it decides where messages are "
+      "stored or how they are keyed); create another queue to change it ";
+  EXPECT_THAT(messages(p),
+              testing::ElementsAre(
+                  "queue 'q': ordering.key" + fixed +
+                      R"((existing [{"header":"account"}], requested [{"header":"tenant"}]))",
+                  "queue 'q': shards" + fixed + "(existing 2, requested 4)",
+                  "queue 'q': sync_writes" + fixed + "(existing true, requested false)"));
+  // A mode of another ordering is named as the change it is (not as the rules it breaks).
+  auto mode = queue_spec_patched(have, boost::json::parse(R"({"ordering": {"mode": "queue"}})"));
+  EXPECT_THAT(messages(mode), testing::ElementsAre("queue 'q': ordering.mode" + fixed +
+                                                   R"((existing "key", requested "queue"))"));
+  // The same value again is no change.
+  auto same = queue_spec_patched(
+      have, boost::json::parse(R"({"ordering": {"mode": "key"}, "shards": 2, "lease_ms": 1000})"));
+  ASSERT_TRUE(same.ok()) << messages(same).front();
+  EXPECT_EQ(same.spec.lease_duration(), duration{1s});
+}
+
+TEST(spec_json, a_patch_keeps_throttle_keys_and_the_dedupe_rule_fixed) {
+  auto have = queue_spec("q").throttle({key::header("a")}, 1, 1);
+  auto more = queue_spec_patched(have, boost::json::parse(R"({"throttles": []})"));
+  ASSERT_FALSE(more.ok());
+  EXPECT_THAT(messages(more)[0], testing::HasSubstr("queue 'q': throttles: has 1 throttles"));
+  auto key = queue_spec_patched(
+      have, boost::json::parse(R"({"throttles": [{"key": [{"header": "b"}], "rate_per_s": 1}]})"));
+  ASSERT_FALSE(key.ok());
+  EXPECT_THAT(messages(key)[0], testing::HasSubstr("queue 'q': throttles[0].key: is fixed"));
+  auto dedupe = queue_spec_patched(
+      have, boost::json::parse(R"({"dedupe": {"key": [{"header": "id"}], "window_ms": 10}})"));
+  ASSERT_FALSE(dedupe.ok());
+  EXPECT_THAT(messages(dedupe)[0], testing::HasSubstr("queue 'q': dedupe: the queue has no"));
+}
+
+TEST(spec_json, a_patch_of_stored_headers_keeps_the_stored_headers_check) {
+  auto have = queue_spec("q").ordered_by({key::header("account")});
+  auto p =
+      queue_spec_patched(have, boost::json::parse(R"({"store_headers": {"deny": ["account"]}})"));
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(messages(p)[0],
+              testing::HasSubstr("ordering.key[0]: header 'account' is a key component but the "
+                                 "queue does not store it"));
+  auto bad = queue_spec_patched(have, boost::json::parse(R"({"lease_ms": 0, "colour": 1})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(messages(bad),
+              testing::Contains(testing::HasSubstr("queue 'q': colour: unknown field")));
+  EXPECT_THAT(messages(bad), testing::Contains(testing::HasSubstr("queue 'q': lease_ms: must be")));
+}
+
+TEST(spec_json, a_queue_with_a_key_function_is_patched_in_process_only) {
+  key_function tenant = [](const message&) -> std::optional<std::string> { return "t"; };
+  auto have = queue_spec("q").ordered_by({key::function("tenant", tenant)});
+  auto p = queue_spec_patched(have, boost::json::parse(R"({"lease_ms": 1000})"));
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(messages(p)[0], testing::HasSubstr("in-process API"));
+  // In process the spec itself is the request: its function stays.
+  auto in_process =
+      have.updated(queue_spec("q").ordered_by({key::function("tenant", tenant)}).lease(1s));
+  ASSERT_TRUE(in_process) << in_process.err().message;
+  EXPECT_EQ(in_process.value().lease_duration(), duration{1s});
+  EXPECT_FALSE(in_process.value().functions_missing());
 }
 
 }  // namespace

@@ -23,6 +23,20 @@ TEST(token_bucket, starts_full_with_burst_tokens) {
   EXPECT_EQ(b.next_available(t0), t0);
 }
 
+// throttling.md T5: a changed rate applies from the change; tokens held stay, cut to the burst.
+TEST(token_bucket, reconfigure_keeps_the_tokens_and_refills_at_the_new_rate) {
+  token_bucket b{1.0, 5, t0};
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(b.try_take(t0));
+  auto t1 = t0 + 1s;  // one token refilled at 1/s
+  b.reconfigure(10.0, 5, t1);
+  EXPECT_EQ(b.tokens(t1), 1);
+  EXPECT_EQ(b.tokens(t1 + 100ms), 2);  // 10/s from t1 on
+  EXPECT_EQ(b.next_available(t1 + 100ms), t1 + 100ms);
+  b.reconfigure(10.0, 1, t1 + 300ms);  // 4 tokens, cut to the new burst
+  EXPECT_EQ(b.tokens(t1 + 300ms), 1);
+  EXPECT_TRUE(b.full(t1 + 300ms));
+}
+
 TEST(token_bucket, try_take_drains_one_token_at_a_time) {
   token_bucket b{1.0, 3, t0};
   EXPECT_TRUE(b.try_take(t0));

@@ -419,6 +419,10 @@ api_result<json::value> http_client::delete_queue(std::string_view name) {
   return call("DELETE", queue_path(name));
 }
 
+api_result<json::value> http_client::update_queue(std::string_view name, const json::value& patch) {
+  return call("PATCH", queue_path(name), &patch);
+}
+
 namespace {
 
 /// `{"messages": [...]}` of a send or a publish.

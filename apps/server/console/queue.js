@@ -1,5 +1,6 @@
 // One queue's view (#/queue/<name>): its stats and chart, a form that sends a message, its
-// groups and why each waits, its dead letters with redrive, and its settings (read-only).
+// groups and why each waits, its dead letters with redrive, and its settings with a form that
+// changes them in place (PATCH /v1/queues/{name}).
 import {call, queue_path} from './api.js';
 import {chart} from './chart.js';
 import {clear_error, describe, fill, h, relative, say, show_error, time} from './dom.js';
@@ -180,18 +181,56 @@ function dead_letters_panel(name) {
   return {root, refresh: load};
 }
 
-function settings_panel() {
+/** The fields of a spec that PATCH may change (docs/api.md "PATCH /v1/queues/{name}"). */
+const changeable = ['lease_ms', 'max_attempts', 'throttles', 'delivery_durability',
+                    'store_headers', 'dedupe', 'max_depth'];
+
+/** The changeable settings of `spec`, as the update form starts from them. */
+export function settings_of(spec) {
+  const out = {};
+  for (const k of changeable) if (spec && spec[k] !== undefined) out[k] = spec[k];
+  return out;
+}
+
+function settings_panel(name, on_updated) {
   const pre = h('pre', {id: 'settings-spec'});
   const summary = h('p', {id: 'settings-summary'});
+  const patch = h('textarea', {id: 'settings-patch', rows: 8, cols: 60, spellcheck: 'false'});
+  const result = h('p', {class: 'result', id: 'settings-result'});
+  const form = h('form', {id: 'settings-form'},
+      h('label', {class: 'block'}, 'Change settings (a JSON merge patch: the fields given ' +
+        'replace the queue\'s, null puts a default back) ', patch),
+      h('button', {type: 'submit', id: 'settings-submit'}, 'Update'),
+      result);
   const root = h('section', {id: 'settings', class: 'panel'},
-      h('h3', {}, 'Settings (read-only)'), summary, pre,
-      h('p', {class: 'note', id: 'settings-note'}, 'Updating a queue\'s settings waits on ' +
-        'PATCH /v1/queues/{name} (issue 25 §1), which laneqd does not serve yet; until then they ' +
-        'are fixed at creation.'));
+      h('h3', {}, 'Settings'), summary, pre, form,
+      h('p', {class: 'note', id: 'settings-note'}, 'PATCH /v1/queues/{name}: lease, attempts, ' +
+        'throttle rates, delivery durability (from the next start), stored headers, the dedupe ' +
+        'window and max_depth may change; the ordering, shards and keys are fixed.'));
+  let shown = null;
+  form.addEventListener('submit', async ev => {
+    ev.preventDefault();
+    try {
+      // Sent as typed: the API names what is wrong with it.
+      const r = await call('PATCH', queue_path(name), patch.value);
+      say(result, `updated: lease_ms ${r.spec.lease_ms}, max_attempts ${r.spec.max_attempts}`);
+      shown = null;
+      on_updated(r.spec);
+      clear_error();
+    } catch (e) {
+      say(result, describe(e), 'error');
+    }
+  });
   const show = d => {
     summary.textContent = d.summary;
     const text = JSON.stringify(d.spec, null, 2);
     if (pre.textContent !== text) pre.textContent = text;
+    // The form starts from the settings as they are, until the operator edits it.
+    const start = JSON.stringify(settings_of(d.spec), null, 2);
+    if (shown === null || patch.value === shown) {
+      patch.value = start;
+      shown = start;
+    }
   };
   return {root, show};
 }
@@ -202,8 +241,9 @@ export function queue_view(name) {
   const send_box = h('div', {});
   const groups = groups_panel(name);
   const dead = dead_letters_panel(name);
-  const settings = settings_panel();
   let spec = null;
+  // After an update the view reads the queue again (summary, spec, stats).
+  const settings = settings_panel(name, () => refresh());
   const root = h('section', {id: 'queue-view', 'data-queue': name},
       h('p', {}, h('a', {href: '#/queues'}, '← all queues')),
       h('h2', {}, 'Queue ', h('span', {id: 'queue-name'}, name)),

@@ -64,6 +64,11 @@ class caf_gate_impl : public actor_base<caf_gate_actor> {
           if (enabled_) return log_in_first();
           return delegate(open_, a, n);
         },
+        [this](update_atom a, const std::string& n,
+               const std::string& patch) -> caf::result<std::string> {
+          if (enabled_) return log_in_first();
+          return delegate(open_, a, n, patch);
+        },
         [this](topic_atom t, create_atom a, const std::string& n,
                const std::string& s) -> caf::result<bool> {
           if (enabled_) return log_in_first();

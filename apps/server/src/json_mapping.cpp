@@ -771,11 +771,13 @@ json::object to_json(const queue_stats& s) {
   o["rejected"] = s.rejected;
   o["recovered"] = s.recovered;
   o["deduplicated"] = s.deduplicated;
+  o["refused_full"] = s.refused_full;
   o["dedupe_evictions"] = s.dedupe_evictions;
   o["window_reads"] = s.window_reads;
   o["window_read_messages"] = s.window_read_messages;
   o["corrupt_records"] = s.corrupt_records;
   o["backlog"] = s.backlog;
+  o["backlog_bytes"] = s.backlog_bytes;
   o["in_flight"] = s.in_flight;
   o["live_groups"] = s.live_groups;
   o["dead_letters"] = s.dead_letters;
@@ -828,6 +830,7 @@ unsigned http_status(errc code) {
     case errc::dead_letter_not_found:
     case errc::queue_deleted: return 404;
     case errc::limit_exceeded: return 413;
+    case errc::queue_full: return 429;
     case errc::storage_failed:
     case errc::unavailable: return 503;
     case errc::corrupt_record: return 500;

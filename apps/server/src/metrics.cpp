@@ -124,6 +124,9 @@ constexpr queue_series per_queue[] = {
     {"laneq_rejected_total", "counter", "Enqueues refused.", &queue_stats::rejected},
     {"laneq_deduplicated_total", "counter",
      "Enqueues answered with an earlier message's id (dedupe window).", &queue_stats::deduplicated},
+    {"laneq_queue_full_total", "counter",
+     "Enqueues refused with queue_full: the queue was at its max_depth.",
+     &queue_stats::refused_full},
     {"laneq_dedupe_evictions_total", "counter",
      "Dedupe keys forgotten before their window ended: the window held its entry bound.",
      &queue_stats::dedupe_evictions},
@@ -138,6 +141,9 @@ constexpr queue_series per_queue[] = {
      "Message records that failed their checksum when read back; each stops its group.",
      &queue_stats::corrupt_records},
     {"laneq_backlog", "gauge", "Messages in the queue, in flight included.", &queue_stats::backlog},
+    {"laneq_backlog_bytes", "gauge",
+     "Body bytes of the messages in the queue (what max_depth.bytes bounds).",
+     &queue_stats::backlog_bytes},
     {"laneq_in_flight", "gauge", "Messages delivered and not yet acked.", &queue_stats::in_flight},
     {"laneq_live_groups", "gauge", "Ordering groups with messages.", &queue_stats::live_groups},
     {"laneq_dead_letters", "gauge", "Messages on the dead-letter list.",
@@ -157,6 +163,7 @@ std::string_view to_string(route r) {
     case route::put_queue: return "put_queue";
     case route::get_queue: return "get_queue";
     case route::delete_queue: return "delete_queue";
+    case route::patch_queue: return "patch_queue";
     case route::enqueue: return "enqueue";
     case route::receive: return "receive";
     case route::ack: return "ack";

@@ -155,6 +155,7 @@ constexpr std::array<route_entry, route_count - 1> route_table{{
     {"PUT", "/v1/queues/{name}", route::put_queue, true},
     {"GET", "/v1/queues/{name}", route::get_queue, false},
     {"DELETE", "/v1/queues/{name}", route::delete_queue, false},
+    {"PATCH", "/v1/queues/{name}", route::patch_queue, true},
     {"POST", "/v1/queues/{name}/messages", route::enqueue, true},
     {"POST", "/v1/queues/{name}/receive", route::receive, true},
     {"POST", "/v1/queues/{name}/ack", route::ack, true},
@@ -513,6 +514,10 @@ http_response error_response(const error& e) {
   r.status = http_status(e.code);
   r.body = error_body(e);
   if (e.code == errc::unauthorized) r.headers.emplace_back("WWW-Authenticate", "Bearer");
+  // Backpressure (docs/api.md): a depth drains at the consumers' pace; the client waits this
+  // long before it sends again (and longer each time the queue is still full).
+  if (e.code == errc::queue_full)
+    r.headers.emplace_back("Retry-After", std::to_string(limits::queue_full_retry_after_s));
   return r;
 }
 
@@ -597,7 +602,8 @@ void router::handle(http_request req, respond_fn done) {
     case route::list_queues:
     case route::put_queue:
     case route::get_queue:
-    case route::delete_queue: return route_queues(r);
+    case route::delete_queue:
+    case route::patch_queue: return route_queues(r);
     case route::enqueue: return route_enqueue(r);
     case route::receive: return route_receive(r);
     case route::ack:
@@ -764,6 +770,17 @@ void router::route_queues(routed& r) const {
             return with_status{created ? 201u : 200u, std::move(o)};
           },
           create_atom_v, std::move(parsed.spec));
+    }
+    case route::patch_queue: {
+      return ask(
+          gw, c, st.admin,
+          [name](queue_spec& spec) {
+            json::object o;
+            o["name"] = name;
+            o["spec"] = queue_spec_to_json(spec);
+            return o;
+          },
+          update_atom_v, name, json::serialize(r.obj));
     }
     case route::get_queue: {
       return ask(

@@ -118,6 +118,9 @@ result<message_id> parse_dead_index_key(std::string_view key);
 std::string encode_message(const message& m);
 /// Decodes a record; corrupt_record on a bad checksum, an unknown version or a malformed body.
 result<message> decode_message(std::string_view record);
+/// The body's size in a message record, checked as `decode_message` checks it (recovery counts
+/// the bytes of messages it leaves in the store).
+result<std::size_t> message_body_bytes(std::string_view record);
 
 /// A queue as stored: its spec without the hook, and whether it had one.
 struct queue_record {

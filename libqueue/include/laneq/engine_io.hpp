@@ -108,6 +108,7 @@ struct queue_stats {
   std::uint64_t rejected = 0;      ///< enqueues refused (missing key, hook, limits)
   std::uint64_t recovered = 0;     ///< messages found in the store at start
   std::uint64_t deduplicated = 0;  ///< enqueues answered with an earlier message's id (dedupe)
+  std::uint64_t refused_full = 0;  ///< enqueues refused with queue_full (max_depth)
   /// Dedupe keys forgotten before their window was over: the window held its entry bound
   /// (limits::dedupe_entries_max per shard), and the oldest went first.
   std::uint64_t dedupe_evictions = 0;
@@ -119,7 +120,8 @@ struct queue_stats {
   /// each stops its group (fail-stop, docs/design/persistence.md).
   std::uint64_t corrupt_records = 0;
   // Gauges.
-  std::uint64_t backlog = 0;  ///< messages in the queue, in flight included
+  std::uint64_t backlog = 0;        ///< messages in the queue, in flight included
+  std::uint64_t backlog_bytes = 0;  ///< their body bytes (the depth max_depth.bytes bounds)
   std::uint64_t in_flight = 0;
   std::uint64_t live_groups = 0;
   std::uint64_t dead_letters = 0;
@@ -203,10 +205,11 @@ auto inspect(Inspector& f, fairness_backlog& x) {
 template <class Inspector>
 auto inspect(Inspector& f, queue_stats& x) {
   return f(x.name, x.enqueued, x.delivered, x.acked, x.nacked, x.lease_expired, x.dead_lettered,
-           x.redriven, x.key_missing, x.rejected, x.recovered, x.deduplicated, x.dedupe_evictions,
-           x.window_reads, x.window_read_messages, x.corrupt_records, x.backlog, x.in_flight,
-           x.live_groups, x.dead_letters, x.waiting_receives, x.window_bytes, x.first_delivery,
-           x.first_delivery_sum_us, x.fairness);
+           x.redriven, x.key_missing, x.rejected, x.recovered, x.deduplicated, x.refused_full,
+           x.dedupe_evictions, x.backlog_bytes, x.window_reads, x.window_read_messages,
+           x.corrupt_records, x.backlog, x.in_flight, x.live_groups, x.dead_letters,
+           x.waiting_receives, x.window_bytes, x.first_delivery, x.first_delivery_sum_us,
+           x.fairness);
 }
 template <class Inspector>
 auto inspect(Inspector& f, topic_prepared& x) {

@@ -83,6 +83,12 @@ class fair_scheduler {
   /// arrival order and reads it back from there (docs/design/persistence.md, P12).
   std::string class_of(const message& m) const;
 
+  /// The queue's throttles changed rate or burst (its settings were updated, throttling.md T5):
+  /// every live bucket keeps its tokens (cut to the new burst) and refills at the new rate from
+  /// `now`; waiters are woken when the new rate gives them a token. Precondition: the same
+  /// throttles, in the same order, with the same keys (the buckets an item belongs to stay).
+  void set_throttles(std::vector<throttle_spec> throttles, timestamp now);
+
   /// Moves items whose not-before time or throttle wake time has come into the ready set.
   void on_tick(timestamp now);
 

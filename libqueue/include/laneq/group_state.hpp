@@ -102,6 +102,7 @@ struct group_effects {
   const held_message* offer = nullptr;
   std::vector<dead_letter> dead_letters;  ///< messages that left the group
   std::vector<message_seq> removed;       ///< acked messages (delete from the store)
+  std::uint64_t removed_bytes = 0;        ///< their body bytes (the queue's depth in bytes)
   std::optional<message> updated;         ///< the head after a failed attempt (store it again)
   std::optional<fetch_request> fetch;     ///< refill the in-memory window from the store
   bool idle = false;                      ///< group is empty and has nothing in flight

@@ -28,6 +28,11 @@ inline constexpr duration dedupe_window_max = std::chrono::hours{24 * 7};
 inline constexpr std::size_t dedupe_entries_max = 1'000'000;
 inline constexpr std::size_t topic_queues_max = 16;  ///< queues a topic fans out into
 inline constexpr std::size_t topics_max = 1000;
+/// A queue's `max_depth` (docs/api.md "Backpressure"): messages and body bytes it may hold.
+inline constexpr std::uint64_t max_depth_messages_max = 1'000'000'000;
+inline constexpr std::uint64_t max_depth_bytes_max = std::uint64_t{1} << 40;  // 1 TiB
+/// What a `queue_full` answer tells the client to wait (HTTP `Retry-After`, whole seconds).
+inline constexpr std::uint32_t queue_full_retry_after_s = 1;
 
 // Leases.
 inline constexpr duration lease_min = 1ms;

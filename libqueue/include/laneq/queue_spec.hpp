@@ -65,6 +65,15 @@ struct dedupe_spec {
   friend bool operator==(const dedupe_spec&, const dedupe_spec&) = default;
 };
 
+/// How much a queue may hold (docs/api.md "Backpressure"); an unset bound is no bound. Depth
+/// counts the messages waiting, delayed and in flight (not dead letters) and their body bytes.
+struct depth_bounds {
+  std::optional<std::uint64_t> messages;
+  std::optional<std::uint64_t> bytes;
+  bool any() const { return messages || bytes; }
+  friend bool operator==(const depth_bounds&, const depth_bounds&) = default;
+};
+
 /// The on_enqueue hook: sees the message (id, seq, enqueued_at already set) and returns the
 /// attributes to attach, or an error (reported to the producer as `enqueue_rejected`).
 /// Runs inside the shard engine, on its shard actor's thread: it must be fast and must not
@@ -108,6 +117,10 @@ class queue_spec {
   /// the ordering key (ordering.md, "Ordering and sharding"); empty: the whole ordering key. An
   /// unordered queue spreads its messages. Fixed once the queue exists.
   queue_spec& sharded(std::uint32_t n, std::vector<key_component> key = {});
+  /// Bounds the queue's depth: an enqueue that would take it past either bound is refused with
+  /// `queue_full` and stores nothing (docs/api.md "Backpressure"). nullopt: no bound.
+  queue_spec& max_depth(std::optional<std::uint64_t> messages,
+                        std::optional<std::uint64_t> bytes = std::nullopt);
   /// Gives the key functions of a recovered spec their callables back, matched by label.
   /// Returns false if `from` lacks one of them.
   bool restore_functions(const queue_spec& from);
@@ -134,6 +147,7 @@ class queue_spec {
   std::vector<header_field> stored_headers(std::vector<header_field> headers) const;
   const std::optional<dedupe_spec>& dedupe_rule() const { return dedupe_; }
   std::uint32_t shard_count() const { return shards_; }
+  const depth_bounds& depth_max() const { return depth_max_; }
   /// The shard key as given (empty: the whole ordering key).
   const std::vector<key_component>& shard_key() const { return shard_key_; }
   /// True if a key function has no callable (a spec recovered from the store).
@@ -154,6 +168,16 @@ class queue_spec {
   /// api.md), with both values where they are short: `lease_ms (existing 30000, requested
   /// 60000)`. The one list of what makes two definitions of a queue differ.
   std::vector<std::string> differences(const queue_spec& requested) const;
+
+  /// This spec with the settings of `requested` that may change on a live queue (docs/api.md,
+  /// "Change a queue's settings"): lease, max_attempts, throttle rates and bursts,
+  /// delivery_durability, store_headers, the dedupe window. What decides where data lives or
+  /// which buckets and dedupe entries a message has stays fixed: the ordering, shards, shard_key,
+  /// sync_writes, the throttles' number and keys, the dedupe rule's presence and key. A request
+  /// that changes one of those is refused with `invalid_spec` naming each field. Keeps this
+  /// spec's name, on_enqueue hook and key functions. The result is validated (the stored-headers
+  /// check among others); every broken rule is one error.
+  result<queue_spec> updated(const queue_spec& requested) const;
 
   /// True when the ordering (mode, key, missing-key policy) is the same.
   bool same_ordering(const queue_spec& other) const;
@@ -178,6 +202,7 @@ class queue_spec {
   std::optional<dedupe_spec> dedupe_;
   std::uint32_t shards_ = 1;
   std::vector<key_component> shard_key_;
+  depth_bounds depth_max_;
 };
 
 /// Tenant of a queue name: the part before its '/', or `default_tenant` for a bare name.

@@ -119,6 +119,7 @@ struct shard_counters {
   std::uint64_t key_missing = 0;
   std::uint64_t deduplicated = 0;
   std::uint64_t rejected = 0;
+  std::uint64_t refused_full = 0;  ///< enqueues refused with queue_full (of `rejected`)
   std::uint64_t recovered = 0;
   std::uint64_t window_reads = 0;
   std::uint64_t window_read_messages = 0;
@@ -187,6 +188,14 @@ class shard_engine {
   void recover(request_id r, timestamp now);
   /// The queue was created again with this spec (its hook and key functions).
   void adopt(queue_spec spec, timestamp now);
+  /// The queue's settings changed (`queue_spec::updated`: its fixed fields are this spec's).
+  /// From `now`: receives lease for the new lease, an attempt counts against the new
+  /// max_attempts when it ends, throttle buckets keep their tokens and refill at the new rate,
+  /// new enqueues store the new headers and remember dedupe keys for the new window. Delivery
+  /// durability stays what the shard started with until the broker restarts (a lease is recorded
+  /// or not when granted; switching under leases in flight would leave records behind or miss
+  /// them), docs/api.md "Change a queue's settings".
+  void update(queue_spec spec, timestamp now);
   void on_written(std::uint64_t write, std::optional<error> failure, timestamp now);
   void on_read(std::uint64_t read, result<std::vector<store_entry>> page, timestamp now);
   void tick(timestamp now);
@@ -310,6 +319,13 @@ class shard_engine {
   codec::lane_id lane_of(const placement& where, const message& m) const;
   placement stored_placement(const message& m, const codec::lane_id& lane) const;
   store_op counters_op() const;
+  /// Messages stored and not acked or dead-lettered (waiting, delayed, in flight).
+  std::uint64_t depth_messages() const;
+  /// `queue_full` if storing `batch` would take the shard past its share of the queue's
+  /// max_depth (docs/api.md "Backpressure").
+  std::optional<error> over_depth(const std::vector<placed>& batch) const;
+  /// Admitted messages are written (`durable`) or not: they leave the admitting count.
+  void admitted_settled(const admitted& a, bool durable);
 
   // groups (shard_groups.cpp)
   group_slot& group_for(const placement& where, const codec::lane_id& lane,
@@ -349,7 +365,8 @@ class shard_engine {
   /// The attempt under `lease` is over: with `recorded`, its lease record goes with it.
   std::vector<store_op> end_attempt(const lease_token& lease, std::vector<store_op> ops,
                                     bool recorded);
-  bool durable() const { return cfg_.spec.delivery_mode() == delivery_durability::durable; }
+  /// The delivery durability the shard started with (`update` does not change it).
+  bool durable() const { return durable_; }
   /// Whether `g`'s lease has a record in the store: every lease in durable delivery; in fast
   /// delivery an ordered batch acked in part (its token no longer names the head, O12).
   bool lease_recorded(const group_slot& g) const;
@@ -457,6 +474,7 @@ class shard_engine {
   void read(read_slot slot, std::string from, std::string to, std::uint32_t max);
 
   shard_config cfg_;
+  bool durable_ = false;
   shard_counters counters_;
   write_log writes_;
   fair_scheduler sched_;
@@ -519,6 +537,10 @@ class shard_engine {
   std::deque<reading_receive> reading_;
 
   std::uint64_t dead_count_ = 0;  // dead letters in the store (they are not held in memory)
+  /// Body bytes of the messages `depth_messages` counts; of the admitted batches not settled yet.
+  std::uint64_t depth_bytes_ = 0;
+  std::uint64_t admitting_ = 0;
+  std::uint64_t admitting_bytes_ = 0;
   /// Dead-letter listings and redrives under way, by request.
   std::unordered_map<request_id, std::unique_ptr<redrive_state>> dead_ops_;
 

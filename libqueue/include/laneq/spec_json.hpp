@@ -30,7 +30,8 @@ struct parsed_spec {
 ///    "throttles": [{"key": [<component>...], "rate_per_s": 5, "burst": 10}],
 ///    "delivery_durability": "fast"|"durable", "sync_writes": true,
 ///    "store_headers": "all"|{"allow": ["account", ...]}|{"deny": ["authorization", ...]},
-///    "dedupe": {"key": [<component>...], "window_ms": 60000}}
+///    "dedupe": {"key": [<component>...], "window_ms": 60000},
+///    "max_depth": {"messages": 100000, "bytes": 1073741824}}
 /// where a component is {"fairness_key": true}, {"header": "account"}, {"attribute": "region"}
 /// or {"json": "data.object.customer"} (docs/design/lanes.md). A {"function": ...} component is
 /// an error naming the in-process API: JSON cannot carry a callable.
@@ -41,6 +42,14 @@ parsed_spec queue_spec_from_json(std::string_view name, const boost::json::value
 /// The JSON form of `s` (every field, defaults included); `queue_spec_from_json` reads it back
 /// to a spec with the same definition (the hook aside: JSON cannot carry one).
 boost::json::object queue_spec_to_json(const queue_spec& s);
+
+/// The spec of `current` after the JSON merge patch `patch` (RFC 7386, docs/api.md "Change a
+/// queue's settings"): each field of `patch` replaces the spec's (objects merge field by field,
+/// `null` puts back the default), then the result is read as `queue_spec_from_json` reads a spec
+/// and applied with `queue_spec::updated` (which refuses a change of a fixed field, naming it).
+/// A queue whose keys hold a function component cannot be patched from JSON (its JSON form
+/// cannot carry the function): the error says so and names the in-process update.
+parsed_spec queue_spec_patched(const queue_spec& current, const boost::json::value& patch);
 
 /// A topic spec read from JSON, or every reason it could not be.
 struct parsed_topic {

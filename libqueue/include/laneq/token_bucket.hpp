@@ -25,6 +25,9 @@ class token_bucket {
   bool full(timestamp now) const;
   /// Time one token takes to refill (rounded up).
   duration refill_interval() const;
+  /// Takes a new rate and burst at `now` (a queue's settings changed, throttling.md T5): the
+  /// tokens it holds stay, cut to the new burst; from `now` on it refills at the new rate.
+  void reconfigure(double rate_per_s, std::uint32_t burst, timestamp now);
 
  private:
   std::int64_t level_at(timestamp now) const;

@@ -53,6 +53,10 @@ class admin_actor_impl : public actor_base<admin_actor> {
   caf::result<queue_api> find(const std::string& name);
   /// create_atom: creates queue `spec.name()`, or finds it when it has the same definition.
   caf::result<queue_api, bool> create_queue(queue_spec& spec);
+  /// update_atom: queue `name`'s settings as `make` derives them from its spec (queue_spec::
+  /// updated, queue_spec_patched), stored, then applied by every shard before the answer.
+  caf::result<queue_spec> update_queue(
+      const std::string& name, const std::function<result<queue_spec>(const queue_spec&)>& make);
   /// describe_atom: queue `name`'s summary, stats and spec.
   caf::result<queue_description> describe_queue(const std::string& name);
   /// drop_atom: deletes queue `name` and, in one write, every record of it.

@@ -97,6 +97,12 @@ class blocking_admin {
   result<std::vector<std::string>> list_queues();
   result<queue_description> describe(const std::string& name);
   status delete_queue(const std::string& name);
+  /// Changes the settings of queue `spec.name()` in place to those of `spec` (docs/api.md,
+  /// "Change a queue's settings"); returns the queue's spec as stored. invalid_spec names each
+  /// fixed field (ordering, shards, ...) that `spec` would change; queue_not_found.
+  result<queue_spec> update_queue(queue_spec spec);
+  /// The same with a JSON merge patch of the settings (`{"lease_ms": 60000}`), as HTTP's PATCH.
+  result<queue_spec> update_queue(const std::string& name, const std::string& patch_json);
 
   /// Creates a topic over existing queues (true: newly created; the same spec again: false).
   result<bool> create_topic(topic_spec spec);

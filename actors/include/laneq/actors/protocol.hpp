@@ -207,6 +207,7 @@ CAF_ADD_ATOM(laneq, laneq, settle_atom, "settle")
 CAF_ADD_ATOM(laneq, laneq, checkpoint_atom, "checkpoint")
 CAF_ADD_ATOM(laneq, laneq, budget_atom, "budget")
 CAF_ADD_ATOM(laneq, laneq, watch_atom, "watch")
+CAF_ADD_ATOM(laneq, laneq, update_atom, "update")
 CAF_END_TYPE_ID_BLOCK(laneq)
 
 namespace laneq {
@@ -255,6 +256,9 @@ using queue_control = queue_api::extend<
     caf::replies_to<recover_atom>::with<caf::ok_atom>,
     // adopt a spec (its hook)
     caf::reacts_to<create_atom, queue_spec>,
+    // the queue's settings changed (queue_spec::updated, shard_engine::update): answered once
+    // every shard applies them
+    caf::replies_to<update_atom, queue_spec>::with<caf::ok_atom>,
     // a topic enqueue: place, answer the ops, hold writes
     caf::replies_to<prepare_atom, std::vector<outgoing_message>,
                     std::vector<shared_json>>::with<topic_prepared>,
@@ -280,6 +284,12 @@ using admin_actor = caf::typed_actor<
     caf::replies_to<list_atom>::with<std::vector<std::string>>,
     caf::replies_to<describe_atom, std::string>::with<queue_description>,
     caf::replies_to<drop_atom, std::string>::with<caf::ok_atom>,
+    // changes a queue's settings in place (docs/api.md "Change a queue's settings"): the
+    // requested spec's changeable settings (queue_spec::updated), or a JSON merge patch of them
+    // (name, patch; queue_spec_patched). Answered with the queue's spec once it is stored and
+    // every shard applies it; invalid_spec names each fixed field the request changes.
+    caf::replies_to<update_atom, queue_spec>::with<queue_spec>,
+    caf::replies_to<update_atom, std::string, std::string>::with<queue_spec>,
     caf::replies_to<recover_atom>::with<std::uint64_t>,  // load every queue; answers how many
     // topics (docs/design/lanes.md L9-L11): create (bool: newly created), look up, list, drop
     caf::replies_to<create_atom, topic_spec>::with<bool>,

@@ -16,6 +16,8 @@ namespace laneq {
 /// tenant; docs/caf-client.md).
 ///   create: (name, spec JSON) -> (queue, newly created); invalid_spec names every broken rule
 ///   lookup, list, describe, drop: as the in-process admin actor
+///   update: (name, JSON merge patch of the settings) -> the queue's spec JSON as stored
+///     (docs/api.md "Change a queue's settings"); invalid_spec names each fixed field it changes
 ///   topics (docs/design/lanes.md L9-L11):
 ///     (topic, create, name, spec JSON `{"queues": [...]}`) -> newly created; invalid_spec names
 ///       every broken rule (a missing queue too), spec_conflict other queues under the name
@@ -28,6 +30,7 @@ using scoped_admin_actor =
                      caf::replies_to<list_atom>::with<std::vector<std::string>>,
                      caf::replies_to<describe_atom, std::string>::with<queue_description>,
                      caf::replies_to<drop_atom, std::string>::with<caf::ok_atom>,
+                     caf::replies_to<update_atom, std::string, std::string>::with<std::string>,
                      caf::replies_to<topic_atom, create_atom, std::string, std::string>::with<bool>,
                      caf::replies_to<topic_atom, list_atom>::with<std::vector<topic_spec>>,
                      caf::replies_to<topic_atom, describe_atom, std::string>::with<topic_spec>,

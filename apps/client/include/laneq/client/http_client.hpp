@@ -160,6 +160,10 @@ class http_client {
   api_result<boost::json::value> get_queue(std::string_view name);
   api_result<boost::json::value> list_queues();
   api_result<boost::json::value> delete_queue(std::string_view name);
+  /// PATCH /v1/queues/{name}: changes the settings `patch` names (a JSON merge patch of the
+  /// spec, docs/api.md); the answer's JSON (`{"name", "spec"}` with the spec as stored).
+  api_result<boost::json::value> update_queue(std::string_view name,
+                                              const boost::json::value& patch);
   /// POST .../messages; answers the ids.
   api_result<std::vector<std::string>> send(std::string_view queue,
                                             const std::vector<outgoing>& messages);

@@ -21,6 +21,7 @@ enum class route : std::uint8_t {
   put_queue,
   get_queue,
   delete_queue,
+  patch_queue,
   enqueue,
   receive,
   ack,
