@@ -514,6 +514,8 @@ TEST(cli_generate, man_page_and_completion_name_every_command_and_option) {
     return out;
   };
   for (const auto& c : commands()) {
+    EXPECT_FALSE(c.summary.empty()) << c.words << " has no description";
+    for (const auto& o : c.options) EXPECT_FALSE(o.help.empty()) << c.words << " --" << o.name;
     EXPECT_NE(man.find(".SS \"" + std::string(c.words)), std::string::npos) << c.words;
     auto last = std::string(c.words.substr(c.words.rfind(' ') + 1));
     EXPECT_NE(completion.find(last), std::string::npos) << c.words;
