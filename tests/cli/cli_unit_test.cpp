@@ -543,3 +543,21 @@ TEST(cli_run, completion_and_man_need_no_server) {
   EXPECT_EQ(run({"man"}, {}, out, err, in), exit_ok);
   EXPECT_EQ(out.str().rfind(".TH LANEQ 1", 0), 0u);
 }
+
+// A throttle's rate is a decimal within laneqd's bounds (limits::throttle_rate_per_s_min/max);
+// its burst within limits::throttle_burst_max.
+TEST(cli_spec, throttle_rates_take_decimals_within_the_servers_bounds) {
+  auto s = spec_of({"queue", "create", "q", "--throttle", "0.5/2@header:a"});
+  EXPECT_EQ(json::value(s.at("throttles")),
+            json::parse(R"([{"key": [{"header": "a"}], "rate_per_s": 0.5, "burst": 2}])"));
+  auto err = [](std::string throttle) {
+    auto p = parse_ok({"queue", "create", "q", "--throttle", throttle});
+    auto r = spec_from_options(p);
+    return std::holds_alternative<usage_error>(r) ? std::get<usage_error>(r).message : "";
+  };
+  EXPECT_EQ(err("0.0001"), "--throttle rate wants a number from 0.001 to 1000000, got \"0.0001\"");
+  EXPECT_NE(err("1000001").find("--throttle rate"), std::string::npos);
+  EXPECT_NE(err("5/" + std::to_string(limits::throttle_burst_max + 1)).find("--throttle burst"),
+            std::string::npos);
+  EXPECT_EQ(err("1000000/" + std::to_string(limits::throttle_burst_max)), "");
+}
