@@ -68,6 +68,16 @@ foreach(_exe laneqd laneq)
     install(TARGETS ${_exe} RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT runtime)
   endif()
 endforeach()
+# laneq(1), laneqd(8) and laneq's bash completion (CMakeLists.txt makes them in the build tree).
+if(TARGET laneq_cli_docs)
+  install(FILES "${LANEQ_CLI_MAN_PAGE}.gz" DESTINATION "${CMAKE_INSTALL_MANDIR}/man1"
+    COMPONENT runtime)
+  if(TARGET laneqd)
+    install(FILES "${LANEQD_MAN_PAGE}" DESTINATION "${CMAKE_INSTALL_MANDIR}/man8" COMPONENT runtime)
+  endif()
+  install(FILES "${LANEQ_CLI_COMPLETION}"
+    DESTINATION "${CMAKE_INSTALL_DATADIR}/bash-completion/completions" COMPONENT runtime)
+endif()
 install(FILES "${PROJECT_SOURCE_DIR}/packaging/laneqd.service"
   DESTINATION lib/systemd/system COMPONENT runtime)
 install(FILES "${PROJECT_SOURCE_DIR}/packaging/laneqd.json"

@@ -1,6 +1,7 @@
 # packaging.cmake: the Debian package `laneq` (CPack, DEB generator) for Debian 12: laneqd and
-# laneq in /usr/bin, the systemd unit, /etc/laneq/laneqd.json (a conffile), the headers, static
-# libraries, CMake package config and laneq.pc of cmake/install.cmake. Build it with
+# laneq in /usr/bin, the systemd unit, /etc/laneq/laneqd.json (a conffile), laneq(1), laneqd(8),
+# laneq's bash completion, the headers, static libraries, CMake package config and laneq.pc of
+# cmake/install.cmake. Build it with
 # `cpack --config build/release/CPackConfig.cmake` (README.md "Install"); the ctest test
 # package.deb_has_the_daemon_unit_config_and_package_config checks it (tests/package/check_deb.sh).
 

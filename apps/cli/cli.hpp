@@ -1,6 +1,9 @@
-// The `laneq` command line (issue 4 §4): argument parsing, the request each command makes and
-// the human-readable rendering of the answers. main.cpp only wires argv, the environment and
-// stdout/stderr to `run`; the tests call the pieces directly.
+// The `laneq` command line (issue 4 §4, issue 25 §2): the command table (commands.cpp), its
+// CLI11 app and parsing (app.cpp), the request each command makes (queue_commands.cpp,
+// message_commands.cpp, admin_commands.cpp, consume.cpp), the rendering of the answers
+// (render.cpp), the bash completion and man page made from the app (generate.cpp) and `run`
+// (run.cpp). main.cpp only wires argv, the environment and stdout/stderr to `run`; the tests call
+// the pieces directly.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +39,13 @@ struct option_spec {
   bool takes_value = false;
   bool repeatable = false;
   std::string_view help;
+  /// A whole number from `min` to `max` (the server's bounds, laneq/limits.hpp), checked while
+  /// parsing; otherwise any text.
+  bool number = false;
+  std::int64_t min = 0;
+  std::int64_t max = 0;
+  char short_name = 0;  ///< `-q` for `--quiet`; 0: none
+  bool path = false;    ///< the value is a file (the bash completion completes file names)
 };
 
 struct parsed;
@@ -67,6 +77,8 @@ struct parsed {
   std::map<std::string, std::vector<std::string>> values;  ///< options with values
   std::map<std::string, bool> flags;                       ///< options without values
   bool help = false;
+  /// A hidden command that needs no server: `completion` (its args: the shell) or `man`.
+  std::string local_command;
   bool version = false;  ///< --version: print the version (laneq/version.hpp) and exit 0
   bool json = false;
   std::string url = "http://127.0.0.1:7070";
@@ -82,6 +94,8 @@ struct parsed {
   std::optional<std::string> value(std::string_view name) const;
   /// Every value of a repeatable option.
   std::vector<std::string> all(std::string_view name) const;
+  /// The last value of a number option (its range was checked while parsing), if given.
+  std::optional<std::int64_t> number(std::string_view name) const;
 };
 
 /// A usage error: what is wrong, for stderr.
@@ -89,12 +103,13 @@ struct usage_error {
   std::string message;
 };
 
-/// Parses argv (without argv[0]). `env` supplies LANEQ_URL, LANEQ_TOKEN and LANEQ_CACERT (flags
-/// win).
+/// Parses argv (without argv[0]) with the CLI11 app of `commands()`. `env` supplies LANEQ_URL,
+/// LANEQ_TOKEN and LANEQ_CACERT (flags win).
 std::variant<parsed, usage_error> parse(const std::vector<std::string>& argv,
                                         const std::map<std::string, std::string>& env);
 
-/// Parses an integer option value, naming the option when it is not one or out of range.
+/// Parses an integer option value, naming the option, the value and the range when it is not one
+/// or out of range.
 std::variant<std::int64_t, usage_error> parse_int(std::string_view option, std::string_view text,
                                                   std::int64_t min, std::int64_t max);
 
@@ -146,8 +161,51 @@ int fail(command_context& c, const client::api_error& e);
 /// Prints a usage error and the command's usage line on stderr; returns exit_usage.
 int usage(command_context& c, const usage_error& e);
 
+// -- the commands' handlers ---------------------------------------------------------------------
+
+// queue_commands.cpp: queues and topics.
+int cmd_queue_create(command_context& c);
+int cmd_queue_get(command_context& c);
+int cmd_queue_list(command_context& c);
+int cmd_queue_delete(command_context& c);
+int cmd_topic_create(command_context& c);
+int cmd_topic_list(command_context& c);
+int cmd_topic_delete(command_context& c);
+// message_commands.cpp: sending, receiving and settling messages.
+int cmd_send(command_context& c);
+int cmd_topic_publish(command_context& c);
+int cmd_receive(command_context& c);
+int cmd_ack(command_context& c);
+int cmd_nack(command_context& c);
+int cmd_extend(command_context& c);
+// admin_commands.cpp: dead letters, groups, stats, health, metrics and backups.
+int cmd_dlq_list(command_context& c);
+int cmd_dlq_redrive(command_context& c);
+int cmd_groups(command_context& c);
+int cmd_stats(command_context& c);
+int cmd_health(command_context& c);
+int cmd_metrics(command_context& c);
+int cmd_backup(command_context& c);
 /// `laneq consume` (consume.cpp).
 int cmd_consume(command_context& c);
+
+// -- made from the app (generate.cpp) -----------------------------------------------------------
+
+/// `laneq completion bash`: a bash completion script for every command and option.
+std::string render_bash_completion();
+/// `laneq man`: the laneq(1) man page in roff: commands, options, environment, exit codes.
+std::string render_man_page();
+
+// -- shared by the handlers and the renderers (render.cpp) --------------------------------------
+
+/// Prints `v` as one line of JSON.
+void print_json(command_context& c, const boost::json::value& v);
+/// A string's text, `-` for null, otherwise the JSON.
+std::string text_of(const boost::json::value& v);
+/// The array under `key`, or the first array member of an object, or the value itself.
+const boost::json::array* find_array(const boost::json::value& v, std::string_view key);
+/// `o[key]`'s text, `-` when absent.
+std::string field(const boost::json::object& o, std::string_view key);
 
 /// Runs the command line: parses, connects, runs, prints. Returns the exit code.
 int run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,

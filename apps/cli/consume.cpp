@@ -58,25 +58,11 @@ struct consume_options {
 };
 
 std::variant<consume_options, usage_error> options_of(const parsed& a) {
-  consume_options o;
-  o.receive.wait_ms = 5000;
-  auto number = [&](const char* name, std::int64_t min, std::int64_t max,
-                    std::int64_t& into) -> std::optional<usage_error> {
-    auto v = a.value(name);
-    if (!v) return std::nullopt;
-    auto n = parse_int(std::string{"--"} + name, *v, min, max);
-    if (auto* e = std::get_if<usage_error>(&n)) return *e;
-    into = std::get<std::int64_t>(n);
-    return std::nullopt;
-  };
-  std::int64_t lease = 0, max = 0;
-  for (auto e : {number("lease-ms", 1, INT64_MAX / 1000, lease),
-                 number("wait-ms", 0, 20'000, o.receive.wait_ms),
-                 number("retry-after-ms", 0, INT64_MAX / 1000, o.retry_after_ms),
-                 number("max-messages", 1, INT64_MAX, max)})
-    if (e) return *e;
-  if (lease > 0) o.receive.lease_ms = lease;
-  if (max > 0) o.max_messages = static_cast<std::uint64_t>(max);
+  consume_options o;  // the ranges were checked while parsing (commands.cpp)
+  o.receive.wait_ms = a.number("wait-ms").value_or(5000);
+  if (auto n = a.number("lease-ms")) o.receive.lease_ms = *n;
+  o.retry_after_ms = a.number("retry-after-ms").value_or(0);
+  if (auto n = a.number("max-messages")) o.max_messages = static_cast<std::uint64_t>(*n);
   for (const auto& text : a.all("dead-letter-on")) {
     auto n = parse_int("--dead-letter-on", text, 1, 255);
     if (auto* e = std::get_if<usage_error>(&n)) return *e;

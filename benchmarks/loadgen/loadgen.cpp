@@ -70,11 +70,19 @@ struct options {
   std::int64_t stall_s = 60;
   bool keep = false;  ///< keep the queue afterwards
   bool progress = true;
+  std::string cacert;  ///< https: trust this CA file instead of the system's (as laneq --cacert)
 };
+
+/// The HTTP client's options: the token, `timeout` per request and, for https, the CA file.
+laneq::client::client_options http_options(const options& o, std::chrono::milliseconds timeout) {
+  laneq::client::client_options c{o.token, timeout};
+  c.cacert_file = o.cacert;
+  return c;
+}
 
 void usage(std::ostream& o) {
   o << "usage: laneq_loadgen [--mode=flow|backlog] [--transport=http|caf]\n"
-       "         [--url=http://127.0.0.1:7070] [--token=T]\n"
+       "         [--url=http://127.0.0.1:7070] [--token=T] [--cacert=FILE (https)]\n"
        "         [--caf-host=127.0.0.1] [--caf-port=7071] [--queue=NAME] [--messages=N]\n"
        "         [--size=BYTES] [--groups=K (0: unordered)] [--consumers=C] [--batch=B]\n"
        "         [--in-flight=P (enqueue batches in flight)]\n"
@@ -133,6 +141,8 @@ bool parse_options(int argc, char** argv, options& o, std::string& err) {
       o.url = val;
     } else if (name == "token") {
       o.token = val;
+    } else if (name == "cacert") {
+      o.cacert = val;
     } else if (name == "caf-host") {
       o.caf_host = val;
     } else if (name == "caf-port") {
@@ -338,7 +348,7 @@ class transport {
 class http_transport : public transport {
  public:
   http_transport(const laneq::client::endpoint& ep, const options& o)
-      : c_(ep, {o.token, std::chrono::milliseconds(60'000)}), queue_(o.queue) {}
+      : c_(ep, http_options(o, std::chrono::milliseconds(60'000))), queue_(o.queue) {}
   bool send(std::vector<std::string> bodies, std::vector<std::string> groups,
             std::string& err) override {
     std::vector<laneq::client::outgoing> msgs(bodies.size());
@@ -875,7 +885,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   } else {
-    laneq::client::http_client c(ep.value(), {o.token, std::chrono::milliseconds(30'000)});
+    laneq::client::http_client c(ep.value(), http_options(o, std::chrono::milliseconds(30'000)));
     auto r = c.create_queue(o.queue, spec);
     if (!r) {
       std::cerr << "laneq_loadgen: create " << o.queue << ": " << to_string(r.err()) << "\n";
@@ -892,7 +902,7 @@ int main(int argc, char** argv) {
       self->request(caf_admin, std::chrono::seconds(30), laneq::drop_atom_v, o.queue)
           .receive([](caf::ok_atom) {}, [](caf::error&) {});
     } else {
-      laneq::client::http_client c(ep.value(), {o.token, std::chrono::milliseconds(30'000)});
+      laneq::client::http_client c(ep.value(), http_options(o, std::chrono::milliseconds(30'000)));
       (void)c.delete_queue(o.queue);
     }
   };

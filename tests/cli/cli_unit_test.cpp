@@ -7,6 +7,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "cli.hpp"
+#include "laneq/limits.hpp"
 #include "laneq/version.hpp"
 
 namespace json = boost::json;
@@ -434,4 +435,129 @@ TEST(http_client, reads_the_api_error_shape_and_survives_other_bodies) {
   auto odd = client::error_from_answer({502, "<html>bad gateway</html>"});
   EXPECT_EQ(odd.code, "");
   EXPECT_NE(odd.message.find("502"), std::string::npos);
+}
+
+// Every number option is checked while parsing against the bound laneqd applies
+// (laneq/limits.hpp), and the error names the option, the value and the range; nothing is sent.
+TEST(cli_parse, number_options_are_checked_against_the_servers_bounds) {
+  auto lease_ms_max = std::chrono::duration_cast<std::chrono::milliseconds>(limits::lease_max);
+  auto wait_ms_max =
+      std::chrono::duration_cast<std::chrono::milliseconds>(limits::receive_wait_max).count();
+  EXPECT_EQ(parse_err({"receive", "q", "--max", std::to_string(limits::receive_batch_max + 1)}),
+            "--max wants a number from 1 to " + std::to_string(limits::receive_batch_max) +
+                ", got \"" + std::to_string(limits::receive_batch_max + 1) + "\"");
+  EXPECT_EQ(
+      parse_ok({"receive", "q", "--max", std::to_string(limits::receive_batch_max)}).number("max"),
+      limits::receive_batch_max);
+  auto too_long = std::to_string(lease_ms_max.count() + 1);
+  EXPECT_EQ(parse_err({"extend", "q", "L", "--lease-ms", too_long}),
+            "--lease-ms wants a number from 1 to " + std::to_string(lease_ms_max.count()) +
+                ", got \"" + too_long + "\"");
+  EXPECT_NE(parse_err({"consume", "q", "--wait-ms", std::to_string(wait_ms_max + 1), "--", "true"})
+                .find("--wait-ms wants a number from 0 to " + std::to_string(wait_ms_max)),
+            std::string::npos);
+  EXPECT_NE(parse_err({"queue", "create", "q", "--max-attempts", "1001"})
+                .find("--max-attempts wants a number from 1 to " +
+                      std::to_string(limits::max_attempts_max) + ", got \"1001\""),
+            std::string::npos);
+  EXPECT_NE(parse_err({"send", "q", "x", "--batch", "0"}).find("--batch wants a number from 1 to "),
+            std::string::npos);
+  EXPECT_NE(parse_err({"nack", "q", "L", "--retry-after-ms", "-1"}).find("got \"-1\""),
+            std::string::npos);
+  EXPECT_NE(parse_err({"--timeout-ms", "0", "health"}).find("--timeout-ms wants"),
+            std::string::npos)
+      << "a global option too";
+  EXPECT_NE(parse_err({"groups", "q", "--limit", "many"}).find("--limit wants a whole number"),
+            std::string::npos);
+}
+
+// The table's number options carry a range, and `--help` shows it.
+TEST(cli_parse, every_number_option_has_a_range_that_help_shows) {
+  std::size_t numbers = 0;
+  for (const auto& c : commands())
+    for (const auto& o : c.options)
+      if (o.number) {
+        ++numbers;
+        EXPECT_LE(o.min, o.max) << c.words << " --" << o.name;
+        EXPECT_NE(render_help(&c).find("--" + std::string(o.name) + " N"), std::string::npos);
+      }
+  EXPECT_GE(numbers, 15u);
+  for (const auto& c : commands()) {
+    if (c.words != "receive") continue;
+    EXPECT_NE(render_help(&c).find("(1 to " + std::to_string(limits::ordered_batch_max) + ")"),
+              std::string::npos)
+        << render_help(&c);
+  }
+}
+
+TEST(cli_parse, a_group_alone_or_with_help_shows_help_and_a_group_needs_a_sub_command) {
+  EXPECT_TRUE(parse_ok({"queue", "--help"}).help);
+  EXPECT_TRUE(parse_ok({"-h"}).help);
+  EXPECT_EQ(parse_ok({"help"}).command, nullptr);
+  EXPECT_NE(parse_err({"dlq"}).find("\"dlq\" needs a sub-command"), std::string::npos);
+  EXPECT_NE(parse_err({"receive", "q", "-x"}).find("unknown option -x"), std::string::npos);
+  auto p = parse_ok({"consume", "q", "--max-messages", "2", "--", "sh", "-c", "exit 3", "--json"});
+  EXPECT_EQ(p.args, (std::vector<std::string>{"q", "sh", "-c", "exit 3", "--json"}));
+  EXPECT_FALSE(p.json) << "after --, --json is the command's argument";
+  EXPECT_EQ(parse_ok({"send", "q", "stats", "-q"}).args, (std::vector<std::string>{"q", "stats"}))
+      << "a body that names a command is a body";
+  EXPECT_TRUE(parse_ok({"send", "q", "x", "-q"}).flag("quiet"));
+}
+
+// The man page and the completion are made from the app: every command and option is in them.
+TEST(cli_generate, man_page_and_completion_name_every_command_and_option) {
+  auto man = render_man_page();
+  auto completion = render_bash_completion();
+  auto roff = [](std::string_view name) {
+    std::string out;
+    for (char ch : name) out += ch == '-' ? std::string("\\-") : std::string(1, ch);
+    return out;
+  };
+  for (const auto& c : commands()) {
+    EXPECT_FALSE(c.summary.empty()) << c.words << " has no description";
+    for (const auto& o : c.options) EXPECT_FALSE(o.help.empty()) << c.words << " --" << o.name;
+    EXPECT_NE(man.find(".SS \"" + std::string(c.words)), std::string::npos) << c.words;
+    auto last = std::string(c.words.substr(c.words.rfind(' ') + 1));
+    EXPECT_NE(completion.find(last), std::string::npos) << c.words;
+    for (const auto& o : c.options) {
+      EXPECT_NE(man.find("\\fB\\-\\-" + roff(o.name) + "\\fR"), std::string::npos) << o.name;
+      EXPECT_NE(completion.find("--" + std::string(o.name)), std::string::npos) << o.name;
+    }
+  }
+  for (const auto& g : global_options())
+    EXPECT_NE(man.find("\\-\\-" + roff(g.name)), std::string::npos) << g.name;
+  for (auto env : {"LANEQ_URL", "LANEQ_TOKEN", "LANEQ_CACERT"})
+    EXPECT_NE(man.find(env), std::string::npos) << env;
+  EXPECT_NE(man.find(".SH EXIT STATUS"), std::string::npos);
+  EXPECT_EQ(render_help(nullptr).find("completion"), std::string::npos) << "a hidden command";
+}
+
+TEST(cli_run, completion_and_man_need_no_server) {
+  std::ostringstream out, err;
+  std::istringstream in;
+  const std::string url = "http://127.0.0.1:1";  // were anything sent, the exit code would be 3
+  EXPECT_EQ(run({"--url", url, "completion", "bash"}, {}, out, err, in), exit_ok) << err.str();
+  EXPECT_NE(out.str().find("complete -F _laneq laneq"), std::string::npos);
+  EXPECT_EQ(run({"completion", "fish"}, {}, out, err, in), exit_usage);
+  out.str("");
+  EXPECT_EQ(run({"man"}, {}, out, err, in), exit_ok);
+  EXPECT_EQ(out.str().rfind(".TH LANEQ 1", 0), 0u);
+}
+
+// A throttle's rate is a decimal within laneqd's bounds (limits::throttle_rate_per_s_min/max);
+// its burst within limits::throttle_burst_max.
+TEST(cli_spec, throttle_rates_take_decimals_within_the_servers_bounds) {
+  auto s = spec_of({"queue", "create", "q", "--throttle", "0.5/2@header:a"});
+  EXPECT_EQ(json::value(s.at("throttles")),
+            json::parse(R"([{"key": [{"header": "a"}], "rate_per_s": 0.5, "burst": 2}])"));
+  auto err = [](std::string throttle) {
+    auto p = parse_ok({"queue", "create", "q", "--throttle", throttle});
+    auto r = spec_from_options(p);
+    return std::holds_alternative<usage_error>(r) ? std::get<usage_error>(r).message : "";
+  };
+  EXPECT_EQ(err("0.0001"), "--throttle rate wants a number from 0.001 to 1000000, got \"0.0001\"");
+  EXPECT_NE(err("1000001").find("--throttle rate"), std::string::npos);
+  EXPECT_NE(err("5/" + std::to_string(limits::throttle_burst_max + 1)).find("--throttle burst"),
+            std::string::npos);
+  EXPECT_EQ(err("1000000/" + std::to_string(limits::throttle_burst_max)), "");
 }

@@ -306,6 +306,23 @@ TEST_F(tls_daemon, the_cli_verifies_laneqds_certificate_unless_told_otherwise) {
   EXPECT_NE(r.out.find("hello"), std::string::npos) << r.out;
 }
 
+#ifdef LANEQ_LOADGEN_BIN
+// laneq_loadgen --cacert means what the CLI's does: with laneqd's CA it runs over https; without
+// it the system's CAs do not trust laneqd and the run stops before it starts.
+TEST_F(tls_daemon, the_load_generator_trusts_laneqds_ca_with_cacert) {
+  ASSERT_TRUE(start(https_config()));
+  const auto url = d_->https_url("localhost");
+  auto r = laneq::test::run({LANEQ_LOADGEN_BIN, "--url=" + url, "--cacert=" + s(certs().ca()),
+                             "--messages=200", "--groups=4", "--consumers=2", "--no-progress"},
+                            dir_);
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("\"ok\""), std::string::npos) << r.out;
+  r = laneq::test::run({LANEQ_LOADGEN_BIN, "--url=" + url, "--messages=10", "--no-progress"}, dir_);
+  EXPECT_NE(r.rc, 0) << r.out;
+  EXPECT_NE(r.err.find("certificate verification failed"), std::string::npos) << r.err;
+}
+#endif
+
 // With http.tls.client_ca_file, laneqd asks every client for a certificate that CA signed.
 TEST_F(tls_daemon, client_ca_file_requires_a_client_certificate_from_that_ca) {
   const auto& c = certs();

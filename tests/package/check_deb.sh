@@ -2,7 +2,7 @@
 # ctest package.deb_has_the_daemon_unit_config_and_package_config: builds the Debian package
 # with CPack (cmake/packaging.cmake) and checks it: its control fields (name, version, the
 # runtime libraries in Depends, the conffile), that it holds the binaries, the systemd unit, the
-# config and the package config, and that the laneqd and laneq extracted from it (dpkg-deb -x
+# config, the package config, the man pages and laneq's bash completion, and that the laneqd and laneq extracted from it (dpkg-deb -x
 # into a scratch directory) print the version, that laneqd serves with the packaged config and
 # stops on SIGTERM, and that a CAF program builds with its laneq.pc and runs; the unit is
 # verified with systemd-analyze when it is installed. Installs nothing on the system. Exits
@@ -46,7 +46,9 @@ for path in ./usr/bin/laneqd ./usr/bin/laneq ./usr/lib/systemd/system/laneqd.ser
             ./etc/laneq/laneqd.json ./usr/share/doc/laneq/laneqd.json \
             ./usr/include/laneq/actors/broker.hpp ./usr/include/laneq/version.hpp \
             ./usr/lib/cmake/laneq/laneqConfig.cmake ./usr/lib/cmake/laneq/laneqTargets.cmake \
-            ./usr/lib/pkgconfig/laneq.pc ./usr/lib/liblaneq_actors.a; do
+            ./usr/lib/pkgconfig/laneq.pc ./usr/lib/liblaneq_actors.a \
+            ./usr/share/man/man1/laneq.1.gz ./usr/share/man/man8/laneqd.8.gz \
+            ./usr/share/bash-completion/completions/laneq; do
   grep -q " $path\$" "$work/contents.txt" || { cat "$work/contents.txt"; fail "the package lacks $path"; }
 done
 grep -q " ./usr/bin/laneqd\$" "$work/contents.txt" && \
