@@ -115,6 +115,8 @@ std::variant<std::int64_t, usage_error> parse_int(std::string_view option, std::
 
 /// Builds the queue spec JSON of `laneq queue create` from its options.
 std::variant<boost::json::object, usage_error> spec_from_options(const parsed& p);
+/// Builds the JSON merge patch of `laneq queue update` from its options (not empty).
+std::variant<boost::json::object, usage_error> patch_from_options(const parsed& p);
 
 /// Parses one ordering key component: `fairness_key`, `header:NAME`, `attribute:NAME`, `json:PATH`.
 std::variant<boost::json::object, usage_error> parse_key_component(std::string_view text);
@@ -167,6 +169,7 @@ int usage(command_context& c, const usage_error& e);
 int cmd_queue_create(command_context& c);
 int cmd_queue_get(command_context& c);
 int cmd_queue_list(command_context& c);
+int cmd_queue_update(command_context& c);
 int cmd_queue_delete(command_context& c);
 int cmd_topic_create(command_context& c);
 int cmd_topic_list(command_context& c);

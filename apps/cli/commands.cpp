@@ -53,6 +53,8 @@ constexpr std::int64_t delay_ms_max = ms(limits::delay_max);
 constexpr std::int64_t retry_after_ms_max = ms(limits::retry_after_max);
 constexpr std::int64_t ordered_batch_max = limits::ordered_batch_max;
 constexpr std::int64_t enqueue_batch_max = limits::enqueue_batch_max;
+constexpr auto max_depth_messages_max = static_cast<std::int64_t>(limits::max_depth_messages_max);
+constexpr auto max_depth_bytes_max = static_cast<std::int64_t>(limits::max_depth_bytes_max);
 
 /// Options `send` and `topic publish` share.
 std::vector<option_spec> outgoing_options() {
@@ -121,9 +123,34 @@ const std::vector<command_spec>& commands() {
             "RATE[/BURST][@KEY,KEY...]: at most RATE deliveries/s per group of KEY (repeatable)",
             true),
         opt("durability", true, "delivery durability: fast | durable"),
+        num("max-depth-messages", 1, max_depth_messages_max,
+            "refuse enqueues past this many messages (429 queue_full)"),
+        num("max-depth-bytes", 1, max_depth_bytes_max,
+            "refuse enqueues past this many body bytes (429 queue_full)"),
         opt("spec", true, "the whole spec as JSON (the other options override its fields)"),
         file("spec-file", "read the spec JSON from a file")},
        cmd_queue_create},
+      {"queue update",
+       "NAME",
+       "change a queue's settings in place (PATCH): the ordering, shards and keys stay fixed",
+       1,
+       1,
+       {num("lease-ms", lease_ms_min, lease_ms_max, "default lease of a delivery"),
+        num("max-attempts", 1, limits::max_attempts_max,
+            "deliveries before a message is dead-lettered"),
+        opt("throttle", true,
+            "RATE[/BURST][@KEY,KEY...]: replaces the throttles (same keys, in order; repeatable)",
+            true),
+        opt("durability", true, "delivery durability: fast | durable (from the next start)"),
+        num("max-depth-messages", 1, max_depth_messages_max,
+            "refuse enqueues past this many messages (429 queue_full)"),
+        num("max-depth-bytes", 1, max_depth_bytes_max,
+            "refuse enqueues past this many body bytes (429 queue_full)"),
+        opt("patch", true,
+            "a JSON merge patch of the spec (the other options override its fields; null resets "
+            "a field)"),
+        file("patch-file", "read the JSON merge patch from a file")},
+       cmd_queue_update},
       {"queue get", "NAME", "show a queue's spec and stats", 1, 1, {}, cmd_queue_get},
       {"queue list", "", "list the queues", 0, 0, {}, cmd_queue_list},
       {"queue delete",

@@ -51,6 +51,19 @@ int cmd_queue_list(command_context& c) {
   return exit_ok;
 }
 
+int cmd_queue_update(command_context& c) {
+  auto patch = patch_from_options(c.args);
+  if (auto* e = std::get_if<usage_error>(&patch)) return usage(c, *e);
+  const auto& name = c.args.args[0];
+  auto r = c.client.update_queue(name, json::value(std::move(std::get<json::object>(patch))));
+  if (!r) return fail(c, r.err());
+  if (c.args.json)
+    print_json(c, r.value());
+  else
+    c.out << "updated queue " << name << "\n" << render_tree(r.value());
+  return exit_ok;
+}
+
 int cmd_queue_delete(command_context& c) {
   auto r = c.client.delete_queue(c.args.args[0]);
   if (!r) return fail(c, r.err());
@@ -147,24 +160,25 @@ std::optional<usage_error> add_key_component(std::string_view text, json::array&
   return std::nullopt;
 }
 
-/// The spec given whole with --spec or --spec-file, or an empty object when neither is given.
-std::variant<json::object, usage_error> base_spec(const parsed& p) {
-  json::object spec;
-  auto base_text = p.value("spec");
-  if (auto file = p.value("spec-file")) {
-    if (base_text) return usage_error{"give --spec or --spec-file, not both"};
+/// The JSON object given whole with --OPTION or --OPTION-file (a spec, a patch), or an empty
+/// object when neither is given.
+std::variant<json::object, usage_error> base_object(const parsed& p, const std::string& option) {
+  json::object obj;
+  auto base_text = p.value(option);
+  if (auto file = p.value(option + "-file")) {
+    if (base_text) return usage_error{"give --" + option + " or --" + option + "-file, not both"};
     std::ifstream f(*file);
-    if (!f) return usage_error{"--spec-file: cannot read \"" + *file + "\""};
+    if (!f) return usage_error{"--" + option + "-file: cannot read \"" + *file + "\""};
     base_text = std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   }
   if (base_text) {
     json::error_code ec;
     auto v = json::parse(*base_text, ec);
-    if (ec) return usage_error{"the spec is not valid JSON (" + ec.message() + ")"};
-    if (!v.is_object()) return usage_error{"the spec must be a JSON object"};
-    spec = std::move(v.as_object());
+    if (ec) return usage_error{"the " + option + " is not valid JSON (" + ec.message() + ")"};
+    if (!v.is_object()) return usage_error{"the " + option + " must be a JSON object"};
+    obj = std::move(v.as_object());
   }
-  return spec;
+  return obj;
 }
 
 /// Checks --ordering, --key and --when-key-missing and merges them into the spec's "ordering".
@@ -267,12 +281,12 @@ std::optional<usage_error> add_throttles(const parsed& p, json::object& spec) {
 
 }  // namespace
 
-std::variant<json::object, usage_error> spec_from_options(const parsed& p) {
-  auto base = base_spec(p);
-  if (auto* e = std::get_if<usage_error>(&base)) return *e;
-  json::object spec = std::move(std::get<json::object>(base));
-  if (auto e = add_ordering(p, spec)) return *e;
-  if (auto n = p.number("lease-ms")) spec["lease_ms"] = *n;  // ranges checked while parsing
+namespace {
+
+/// Sets the settings a queue may also change in place (lease, max attempts, throttles, delivery
+/// durability, max depth) from their options; ranges were checked while parsing.
+std::optional<usage_error> add_settings(const parsed& p, json::object& spec) {
+  if (auto n = p.number("lease-ms")) spec["lease_ms"] = *n;
   if (auto n = p.number("max-attempts")) spec["max_attempts"] = *n;
   if (auto e = add_throttles(p, spec)) return *e;
   if (auto v = p.value("durability")) {
@@ -280,7 +294,36 @@ std::variant<json::object, usage_error> spec_from_options(const parsed& p) {
       return usage_error{"--durability wants fast or durable, got \"" + *v + "\""};
     spec["delivery_durability"] = *v;
   }
+  auto messages = p.number("max-depth-messages");
+  auto bytes = p.number("max-depth-bytes");
+  if (messages || bytes) {
+    json::object depth;
+    if (auto* d = spec.if_contains("max_depth"); d && d->is_object()) depth = d->as_object();
+    if (messages) depth["messages"] = *messages;
+    if (bytes) depth["bytes"] = *bytes;
+    spec["max_depth"] = std::move(depth);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::variant<json::object, usage_error> spec_from_options(const parsed& p) {
+  auto base = base_object(p, "spec");
+  if (auto* e = std::get_if<usage_error>(&base)) return *e;
+  json::object spec = std::move(std::get<json::object>(base));
+  if (auto e = add_ordering(p, spec)) return *e;
+  if (auto e = add_settings(p, spec)) return *e;
   return spec;
+}
+
+std::variant<json::object, usage_error> patch_from_options(const parsed& p) {
+  auto base = base_object(p, "patch");
+  if (auto* e = std::get_if<usage_error>(&base)) return *e;
+  json::object patch = std::move(std::get<json::object>(base));
+  if (auto e = add_settings(p, patch)) return *e;
+  if (patch.empty()) return usage_error{"nothing to change: give a setting or --patch"};
+  return patch;
 }
 
 }  // namespace laneq::cli

@@ -169,6 +169,26 @@ TEST(cli_spec, rejects_contradictions_and_bad_values_naming_them) {
             std::string::npos);
 }
 
+TEST(cli_spec, queue_update_builds_a_merge_patch_of_the_settings_given) {
+  auto patch_of = [](std::vector<std::string> argv) -> std::variant<json::object, usage_error> {
+    return patch_from_options(parse_ok(std::move(argv)));
+  };
+  auto p = patch_of({"queue", "update", "q", "--patch", R"({"lease_ms": 1, "max_attempts": null})",
+                     "--lease-ms", "2000", "--max-depth-messages", "10", "--throttle", "5/10"});
+  ASSERT_TRUE(std::holds_alternative<json::object>(p));
+  EXPECT_EQ(json::value(std::get<json::object>(p)), json::parse(R"({
+    "lease_ms": 2000, "max_attempts": null, "max_depth": {"messages": 10},
+    "throttles": [{"key": [], "rate_per_s": 5, "burst": 10}]})"));
+  auto nothing = patch_of({"queue", "update", "q"});
+  ASSERT_TRUE(std::holds_alternative<usage_error>(nothing));
+  EXPECT_NE(std::get<usage_error>(nothing).message.find("nothing to change"), std::string::npos);
+  auto bad = patch_of({"queue", "update", "q", "--patch", "[1]"});
+  ASSERT_TRUE(std::holds_alternative<usage_error>(bad));
+  EXPECT_EQ(std::get<usage_error>(bad).message, "the patch must be a JSON object");
+  EXPECT_EQ(json::value(spec_of({"queue", "create", "q", "--max-depth-bytes", "4096"})),
+            json::parse(R"({"max_depth": {"bytes": 4096}})"));
+}
+
 TEST(cli_render, messages_show_id_attempt_key_lease_body_and_headers) {
   auto v = json::parse(R"({"messages": [{"id": "7", "lease": "L1", "attempt": 2,
       "body": "line1\nline2", "headers": {"account": "42"}, "fairness_key": "",

@@ -84,6 +84,25 @@ TEST_F(cli_e2e, queue_create_get_list_delete) {
   EXPECT_NE(r.err.find("lease_ms"), std::string::npos) << r.err;
 }
 
+TEST_F(cli_e2e, queue_update_changes_settings_and_a_full_queue_refuses_sends) {
+  ASSERT_EQ(cli({"queue", "create", "bounded", "--key", "header:k"}).rc, 0);
+  auto r = cli({"queue", "update", "bounded", "--lease-ms", "45000", "--max-depth-messages", "2"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("updated queue bounded"), std::string::npos) << r.out;
+  auto spec = cli_json({"queue", "get", "bounded"}).at("spec");
+  EXPECT_EQ(spec.at("lease_ms").to_number<std::int64_t>(), 45000) << spec;
+  EXPECT_EQ(spec.at("max_depth").at("messages").to_number<std::int64_t>(), 2) << spec;
+  ASSERT_EQ(cli({"send", "bounded", "a", "b", "--header", "k=1"}).rc, 0);
+  r = cli({"send", "bounded", "c", "--header", "k=1"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("queue_full"), std::string::npos) << r.err;
+  r = cli({"queue", "update", "bounded", "--patch", R"({"ordering": {"mode": "queue"}})"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("invalid_spec"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ordering"), std::string::npos) << r.err;
+  EXPECT_EQ(cli({"queue", "update", "bounded"}).rc, 2);
+}
+
 TEST_F(cli_e2e, send_receive_ack_round_trip_and_a_stale_lease_fails) {
   ASSERT_EQ(cli({"queue", "create", "jobs"}).rc, 0);
   auto sent = cli_json({"send", "jobs", "one", "two", "--header", "k=v", "--fairness-key", "t1"});
