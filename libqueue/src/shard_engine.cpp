@@ -465,6 +465,7 @@ void shard_engine::measure(queue_stats& s, timestamp now) const {
   for (const auto& g : groups_) {
     auto state = g->state.describe(now).state;
     if (throttled.contains(g->state.id())) state = group_status::throttled;
+    if (g->held) state = group_status::reclaim_grace;
     ++s.groups_by_state[static_cast<std::size_t>(state)];
   }
   // Unordered messages whose not-before time lies ahead (those due are moved at the next pick).
@@ -564,6 +565,11 @@ result<groups_page> shard_engine::groups(const groups_query& q, timestamp now) c
       info.state = group_status::throttled;
       info.since = w->second.since;
       info.until = w->second.until;
+    }
+    // A recovered head held for its old lease holder (R6) is not offered until the grace ends.
+    if (g->held) {
+      info.state = group_status::reclaim_grace;
+      info.until = holds_.deadline(g->state.id()).value_or(timestamp{});
     }
     if (q.blocked_only && (info.state == group_status::ready || info.state == group_status::idle))
       continue;
