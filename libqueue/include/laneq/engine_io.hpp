@@ -135,8 +135,9 @@ struct queue_stats {
   std::vector<std::uint64_t> groups_by_state;
   /// How long the item waiting longest for a consumer has waited at the time of the stats, in
   /// microseconds (0: none): unordered messages and group heads that are ready or held back by a
-  /// throttle, counted from when they became deliverable (enqueue, end of the enqueue delay, or
-  /// return after a nack or an expired lease). Neither in flight nor delayed items count.
+  /// throttle, counted from when they became deliverable (enqueue, or becoming a group's head;
+  /// end of the enqueue delay; return after a nack or an expired lease). Neither in flight nor
+  /// delayed items count.
   std::int64_t oldest_waiting_us = 0;
   /// Age of the oldest dead letter at the time of the stats, in microseconds (0: none). After a
   /// redrive of chosen ids it may name one redriven since the list was last empty (an upper bound).
