@@ -67,11 +67,19 @@ void add_stats(queue_stats& sum, const queue_stats& s) {
                           {&sum.dead_letters, s.dead_letters},
                           {&sum.waiting_receives, s.waiting_receives},
                           {&sum.window_bytes, s.window_bytes},
-                          {&sum.first_delivery_sum_us, s.first_delivery_sum_us}})
+                          {&sum.first_delivery_sum_us, s.first_delivery_sum_us},
+                          {&sum.delayed, s.delayed},
+                          {&sum.receive_to_ack_sum_us, s.receive_to_ack_sum_us}})
     *to += from;
-  sum.first_delivery.resize(std::max(sum.first_delivery.size(), s.first_delivery.size()));
-  for (std::size_t i = 0; i < s.first_delivery.size(); ++i)
-    sum.first_delivery[i] += s.first_delivery[i];
+  // Ages: the queue's oldest is its oldest shard's.
+  sum.oldest_waiting_us = std::max(sum.oldest_waiting_us, s.oldest_waiting_us);
+  sum.oldest_dead_letter_us = std::max(sum.oldest_dead_letter_us, s.oldest_dead_letter_us);
+  for (auto [to, from] : {std::pair{&sum.first_delivery, &s.first_delivery},
+                          {&sum.receive_to_ack, &s.receive_to_ack},
+                          {&sum.groups_by_state, &s.groups_by_state}}) {
+    to->resize(std::max(to->size(), from->size()));
+    for (std::size_t i = 0; i < from->size(); ++i) (*to)[i] += (*from)[i];
+  }
   for (const auto& f : s.fairness) {
     auto it = std::find_if(sum.fairness.begin(), sum.fairness.end(),
                            [&f](const auto& x) { return x.key == f.key && x.other == f.other; });
@@ -293,6 +301,7 @@ void gateway_actor_impl::watch_all(std::shared_ptr<receive_state> s) {
 void gateway_actor_impl::finish(std::shared_ptr<receive_state> s) {
   if (s->answered) return;
   s->answered = true;
+  if (s->out.empty()) ++empty_receives_;
   s->promise.deliver(std::move(s->out));
 }
 
@@ -361,6 +370,7 @@ caf::result<queue_stats> gateway_actor_impl::stats() {
   auto g = std::make_shared<gather<queue_stats>>();
   g->promise = make_response_promise<queue_stats>();
   g->value.name = gc_.spec.name();
+  g->value.empty_receives = empty_receives_;  // add_stats leaves it: the shards' are partial
   g->remaining = shard_count();
   for (auto& shard : gc_.shards)
     request(shard, caf::infinite, stats_atom_v)

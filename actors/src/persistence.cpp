@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -401,6 +403,7 @@ class persistence_impl : public actor_base<store_actor> {
             -> caf::result<std::vector<store_entry>> { return on_scan(from, to, max); },
         [this](stats_atom) -> store_stats {
           measure_space(clock().now());
+          measure_db();
           return stats_;
         },
         [this](checkpoint_atom, const std::string& dir) -> caf::result<checkpoint_info> {
@@ -538,6 +541,34 @@ class persistence_impl : public actor_base<store_actor> {
                                ? opts_.reserve_bytes
                                : std::min(store_reserve_bytes_max, disk->capacity / 20);
     update_low_space();
+  }
+
+  /// RocksDB's live data, compaction debt and write stalls (the metrics page asks for them; a
+  /// figure RocksDB cannot give keeps its last value).
+  void measure_db() {
+    if (!db_) return;
+    auto prop = [this](const std::string& name, std::uint64_t& into) {
+      std::uint64_t v = 0;
+      if (db_->GetIntProperty(name, &v)) into = v;
+    };
+    prop(rocksdb::DB::Properties::kEstimateLiveDataSize, stats_.live_data_bytes);
+    prop(rocksdb::DB::Properties::kEstimatePendingCompactionBytes, stats_.pending_compaction_bytes);
+    prop(rocksdb::DB::Properties::kActualDelayedWriteRate, stats_.delayed_write_rate);
+    std::uint64_t stopped = 0;
+    prop(rocksdb::DB::Properties::kIsWriteStopped, stopped);
+    stats_.write_stopped = stopped != 0;
+    std::map<std::string, std::string> cf;
+    if (!db_->GetMapProperty(rocksdb::DB::Properties::kCFStats, &cf)) return;
+    auto count = [&cf](const char* key, std::uint64_t& into) {
+      auto it = cf.find(key);
+      if (it == cf.end()) return;
+      // RocksDB prints the counts as integers or as doubles ("3" or "3.000000").
+      char* end = nullptr;
+      auto v = std::strtod(it->second.c_str(), &end);
+      if (end != it->second.c_str() && v >= 0) into = static_cast<std::uint64_t>(v);
+    };
+    count("io_stalls.total_stop", stats_.write_stops);
+    count("io_stalls.total_slowdown", stats_.write_slowdowns);
   }
 
   /// Low on space (health says degraded): below the reserve, or the last enqueue refused for

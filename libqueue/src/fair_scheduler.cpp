@@ -494,6 +494,20 @@ std::unordered_map<std::string, std::uint64_t> fair_scheduler::backlog_by_fairne
   return out;
 }
 
+std::optional<timestamp> fair_scheduler::oldest_deliverable_since() const {
+  std::optional<timestamp> out;
+  auto consider = [&out](const entry& e) {
+    auto t = std::max(e.since, e.wake);
+    if (!out || t < *out) out = t;
+  };
+  for (const auto& [name, ks] : impl_->keys)
+    for (const auto& e : ks->heap) consider(e);
+  for (const auto& [name, w] : impl_->parked)
+    for (const auto& [ks, heap] : w.by_key)
+      for (const auto& e : heap) consider(e);
+  return out;
+}
+
 template <class Keep>
 std::vector<waiting_item> fair_scheduler::waiting_if(Keep keep) const {
   const auto& s = *impl_;

@@ -22,6 +22,7 @@ std::string_view to_string(group_status x) {
     case group_status::throttled: return "throttled";
     case group_status::idle: return "idle";
     case group_status::corrupt: return "corrupt";
+    case group_status::reclaim_grace: return "reclaim_grace";
   }
   return "?";
 }

@@ -45,7 +45,7 @@ std::vector<store_op> shard_engine::move_dead(std::vector<dead_letter> dls,
                            codec::encode_dead_letter(dl)});
     ops.push_back(store_op{store_op::kind::put, codec::dead_index_key(cfg_.uid, dl.msg.id),
                            codec::encode_u64(order)});
-    ++dead_count_;
+    if (dead_count_++ == 0) oldest_dead_at_ = dl.at;
   }
   return ops;
 }
@@ -217,6 +217,7 @@ void shard_engine::redrive_taken(redrive_state& s) {
     if (!durable) return;  // nothing was redriven (answered with the error)
     dead_count_ -= n;
     depth_bytes_ += bytes;
+    if (dead_count_ == 0) oldest_dead_at_.reset();
     counters_.redriven += n;
     route(std::move(*batch), last_now_);
     reply(r, n);

@@ -172,6 +172,7 @@ void shard_engine::deliver_group(group_slot& g, std::size_t room, duration lease
 }
 
 void shard_engine::hand_out(request_id r, std::vector<delivery> out) {
+  if (out.empty()) ++counters_.empty_receives;
   if (!durable() || out.empty()) {
     reply(r, std::move(out));
     return;
@@ -225,17 +226,26 @@ void shard_engine::end_polls(timestamp t) {
   auto expired = std::stable_partition(pending_.begin(), pending_.end(),
                                        [t](const pending_receive& p) { return p.deadline > t; });
   for (auto it = expired; it != pending_.end(); ++it) {
+    ++counters_.empty_receives;
     reply(it->r, std::vector<delivery>{});
     pending_deadlines_.erase(pending_deadlines_.find(it->deadline));
   }
   pending_.erase(expired, pending_.end());
 }
 
-result<std::vector<store_op>> shard_engine::ack_unordered(const lease_token& l) {
+void shard_engine::count_ack(timestamp since, timestamp t, std::uint64_t messages) {
+  auto d = std::max(t - since, duration{0});
+  counters_.receive_to_ack.at(latency_bucket(d)) += messages;
+  counters_.receive_to_ack_sum_us += messages * static_cast<std::uint64_t>(d.count());
+}
+
+result<std::vector<store_op>> shard_engine::ack_unordered(const lease_token& l, timestamp t) {
+  auto window = leases_.window(l.msg);
   auto m = leases_.release(l);
   if (!m) return m.err();
   ++counters_.acked;
   depth_bytes_ -= std::min<std::uint64_t>(depth_bytes_, m.value().body.size());
+  if (window) count_ack(window->first, t, 1);
   auto& c = class_for(m.value());
   auto ops = end_attempt(l, {erase_message(cfg_.uid, c.lane, m.value().seq)}, durable());
   left_unordered(c);
@@ -245,7 +255,7 @@ result<std::vector<store_op>> shard_engine::ack_unordered(const lease_token& l) 
 void shard_engine::ack_one(const lease_token& l, timestamp t, std::vector<store_op>& ops,
                            std::vector<lease_outcome>& failed, std::vector<group_id>& touched) {
   if (!l.group) {
-    auto done = ack_unordered(l);
+    auto done = ack_unordered(l, t);
     if (!done) return failed.push_back(lease_outcome{l, done.err()});
     for (auto& op : done.value()) ops.push_back(std::move(op));
     return;
@@ -259,11 +269,13 @@ void shard_engine::ack_one(const lease_token& l, timestamp t, std::vector<store_
   reclaim(*g, l, t);
   expire_if_due(*g, t);
   bool recorded = lease_recorded(*g);
+  auto leased_at = g->state.since();
   auto fx = g->state.on_ack(l, t, window_for(*g));
   if (!fx) {
     failed.push_back(lease_outcome{l, fx.err()});
     return;
   }
+  count_ack(leased_at, t, fx.value().removed.size());
   group_leases_.erase(g->state.id());
   auto w = apply(*g, std::move(fx).value());
   for (auto& op : end_attempt(l, std::move(w.ops), recorded)) ops.push_back(std::move(op));

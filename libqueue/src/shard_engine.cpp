@@ -249,7 +249,7 @@ void shard_engine::ack(request_id r, const lease_token& l, std::uint32_t count, 
       return reply(r, error{errc::invalid_argument,
                             "ack: count " + std::to_string(count) + " is out of range for lease " +
                                 to_string(l) + ", a single message, so it must be 1"});
-    auto ops = ack_unordered(l);
+    auto ops = ack_unordered(l, t);
     if (!ops) return reply(r, ops.err());
     write_request w;
     w.ops = std::move(ops).value();
@@ -263,10 +263,12 @@ void shard_engine::ack(request_id r, const lease_token& l, std::uint32_t count, 
   reclaim(*g, l, t);
   expire_if_due(*g, t);
   bool recorded = lease_recorded(*g);
+  auto leased_at = g->state.since();
   auto fx = g->state.on_ack(l, t, window_for(*g), count);
   if (!fx) return reply(r, fx.err());
   auto rest = fx.value().batch_rest;
   auto acked = static_cast<std::uint64_t>(fx.value().removed.size());
+  count_ack(leased_at, t, acked);
   if (!rest) group_leases_.erase(g->state.id());
   auto w = apply(*g, std::move(fx).value());
   // The rest of the batch stays leased: its record says so, also in fast delivery, where the
@@ -459,8 +461,28 @@ engine_effects shard_engine::take_effects() {
 
 // -- introspection -------------------------------------------------------------------------------
 
+void shard_engine::measure(queue_stats& s, timestamp now) const {
+  s.groups_by_state.assign(group_status_count, 0);
+  std::unordered_set<group_id> throttled;
+  for (const auto& w : sched_.waiting())
+    if (w.throttled && w.group) throttled.insert(w.group);
+  for (const auto& g : groups_) {
+    auto state = g->state.describe(now).state;
+    if (throttled.contains(g->state.id())) state = group_status::throttled;
+    if (g->held) state = group_status::reclaim_grace;
+    ++s.groups_by_state[static_cast<std::size_t>(state)];
+  }
+  // Unordered messages whose not-before time lies ahead (those due are moved at the next pick).
+  auto unordered = std::distance(delayed_.upper_bound(now), delayed_.end());
+  s.delayed = static_cast<std::uint64_t>(unordered) +
+              s.groups_by_state[static_cast<std::size_t>(group_status::delayed)] +
+              s.groups_by_state[static_cast<std::size_t>(group_status::retry_wait)];
+  auto age = [now](timestamp since) { return std::max<std::int64_t>(0, (now - since).count()); };
+  if (auto since = sched_.oldest_deliverable_since()) s.oldest_waiting_us = age(*since);
+  if (dead_count_ > 0 && oldest_dead_at_) s.oldest_dead_letter_us = age(*oldest_dead_at_);
+}
+
 queue_stats shard_engine::stats(timestamp now) const {
-  (void)now;
   const auto& c = counters_;
   queue_stats s;
   s.name = cfg_.spec.name();
@@ -481,14 +503,18 @@ queue_stats shard_engine::stats(timestamp now) const {
   s.window_reads = c.window_reads;
   s.window_read_messages = c.window_read_messages;
   s.corrupt_records = c.corrupt_records;
+  s.empty_receives = c.empty_receives;
   s.first_delivery = c.first_delivery;
   s.first_delivery_sum_us = c.first_delivery_sum_us;
+  s.receive_to_ack = c.receive_to_ack;
+  s.receive_to_ack_sum_us = c.receive_to_ack_sum_us;
   s.backlog = depth_messages();
   s.in_flight = leases_.size() + group_leases_.size();
   s.live_groups = groups_.size();
   s.dead_letters = dead_count_;
-  s.waiting_receives = pending_.size() + reading_.size();
+  s.waiting_receives = waiting_receives();
   s.window_bytes = window_bytes_;
+  measure(s, now);
   // The largest backlogs by name, the rest summed: a bounded number of metric series.
   std::vector<fairness_backlog> all;
   auto backlog = sched_.backlog_by_fairness_key();
@@ -543,6 +569,11 @@ result<groups_page> shard_engine::groups(const groups_query& q, timestamp now) c
       info.state = group_status::throttled;
       info.since = w->second.since;
       info.until = w->second.until;
+    }
+    // A recovered head held for its old lease holder (R6) is not offered until the grace ends.
+    if (g->held) {
+      info.state = group_status::reclaim_grace;
+      info.until = holds_.deadline(g->state.id()).value_or(timestamp{});
     }
     if (q.blocked_only && (info.state == group_status::ready || info.state == group_status::idle))
       continue;

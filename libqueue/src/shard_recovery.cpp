@@ -128,6 +128,7 @@ std::optional<error> shard_engine::take_record(recovery& r, const store_entry& e
       auto order = codec::parse_dead_order(e.key);
       if (!order) return order.err();
       ++dead_count_;
+      if (!oldest_dead_at_ || d.value().at < *oldest_dead_at_) oldest_dead_at_ = d.value().at;
       // A dead letter stored before the index existed gets its index record now.
       if (!r.indexed.contains(d.value().msg.id))
         r.expired.push_back(store_op{store_op::kind::put,

@@ -559,6 +559,32 @@ TEST_F(recovery, within_the_reclaim_grace_the_old_lease_holder_can_extend_and_ac
   EXPECT_TRUE(is_stale_lease(late.err())) << to_string(late.err());
 }
 
+// R6: while a recovered head waits out the reclaim grace, the groups listing says so (state
+// reclaim_grace, until the grace's end), also among the blocked groups, instead of `ready`; once
+// the grace is over the group is ready and no longer blocked.
+TEST_F(recovery, a_group_waiting_out_the_reclaim_grace_reports_it_and_its_end) {
+  auto& h = boot(with_grace(5s));
+  auto q = make(by_account());
+  ASSERT_TRUE(h.enqueue(q, {in_account("A1", "A"), in_account("B1", "B")}).ok());
+  ASSERT_EQ(take(h, q, 1).size(), 1u);  // the other head was never delivered: held all the same
+  advance_to(h, 1s);
+  EXPECT_EQ(restart(), 1u);
+  q = lookup("accounts");
+  auto blocked = h.groups(q, true);
+  ASSERT_TRUE(blocked.ok());
+  ASSERT_EQ(blocked.value().size(), 2u);
+  for (const auto& g : blocked.value()) {
+    EXPECT_EQ(g.state, group_status::reclaim_grace) << g.key;
+    EXPECT_EQ(g.until, at(6s)) << g.key;
+  }
+  advance_to(h, 7s);
+  auto after = h.groups(q, false);
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after.value().size(), 2u);
+  for (const auto& g : after.value()) EXPECT_EQ(g.state, group_status::ready) << g.key;
+  EXPECT_TRUE(h.groups(q, true).value().empty());
+}
+
 // R6 (b, d): if nobody reclaims, every recovered head of an ordered group is held until the
 // grace ends (the one in flight at the crash and one that was never delivered alike), while
 // unordered messages are delivered at once (their fast leases are not kept). After the grace the

@@ -35,6 +35,8 @@ test('console.why_a_group_waits_names_its_head_and_until_when', () => {
   assert.match(why({...g, state: 'throttled'}, now), /throttle .* until/);
   assert.match(why({...g, state: 'corrupt', reason: 'corrupt record: seq 81'}, now),
                /corrupt record: seq 81/);
+  assert.match(why({...g, state: 'reclaim_grace'}, now),
+               /^head message 7 waits after a restart .* until .*in 30 s/);
   assert.match(why({...g, state: 'ready', until_ms: 0}, now), /deliverable now/);
 });
 

@@ -418,6 +418,8 @@ TEST(group_state, enum_names_are_stable) {
   EXPECT_EQ(to_string(group_status::delayed), "delayed");
   EXPECT_EQ(to_string(group_status::throttled), "throttled");
   EXPECT_EQ(to_string(group_status::idle), "idle");
+  EXPECT_EQ(to_string(group_status::corrupt), "corrupt");
+  EXPECT_EQ(to_string(group_status::reclaim_grace), "reclaim_grace");
   EXPECT_EQ(to_string(dead_letter_reason::max_attempts), "max_attempts");
   EXPECT_EQ(to_string(dead_letter_reason::requested), "requested");
 }

@@ -19,6 +19,8 @@ export function why(g, now = Date.now()) {
     case 'delayed': return `head message ${g.head} is delayed${until}`;
     case 'throttled': return `a throttle of the queue has no token for it${until}`;
     case 'corrupt': return `stopped for good on a corrupt record: ${g.reason || ''}`;
+    case 'reclaim_grace':
+      return `head message ${g.head} waits after a restart for the consumer that held it${until}`;
     default: return g.reason || g.state;
   }
 }

@@ -153,7 +153,73 @@ constexpr queue_series per_queue[] = {
     {"laneq_window_bytes", "gauge",
      "Memory of the messages the queue's groups hold (counted against window_budget_mb).",
      &queue_stats::window_bytes},
+    {"laneq_delayed_messages", "gauge",
+     "Messages waiting for their not-before time (an enqueue delay or a nack's retry_after): "
+     "unordered messages in memory and group heads.",
+     &queue_stats::delayed},
+    {"laneq_empty_receives_total", "counter",
+     "Receives and long polls answered with no message (a long poll once its wait ran out).",
+     &queue_stats::empty_receives},
 };
+
+/// A per-queue gauge of seconds from a figure in microseconds.
+void render_ages(std::string& out, const std::vector<queue_stats>& queues, const char* name,
+                 const char* help, std::int64_t queue_stats::*field) {
+  header(out, name, "gauge", help);
+  for (const auto& q : queues)
+    out += std::string{name} + "{queue=\"" + escape_label(q.name) + "\"} " +
+           num(static_cast<double>(q.*field) / 1e6) + "\n";
+}
+
+/// The figures the queues measure when asked: ages, groups per state, receive-to-ack times.
+void render_queue_measures(std::string& out, const std::vector<queue_stats>& queues) {
+  render_ages(out, queues, "laneq_oldest_waiting_message_age_seconds",
+              "How long the message waiting longest for a consumer has waited since it became "
+              "deliverable (ready or throttled; neither delayed nor in flight); 0 when none waits.",
+              &queue_stats::oldest_waiting_us);
+  render_ages(out, queues, "laneq_oldest_dead_letter_age_seconds",
+              "Age of the oldest dead letter (since it was dead-lettered); 0 without dead letters.",
+              &queue_stats::oldest_dead_letter_us);
+  header(out, "laneq_groups", "gauge",
+         "Live ordering groups per state, as GET /v1/queues/{q}/groups reports them.");
+  for (const auto& q : queues) {
+    if (q.groups_by_state.size() != group_status_count) continue;
+    for (std::size_t i = 0; i < group_status_count; ++i)
+      out += "laneq_groups{queue=\"" + escape_label(q.name) + "\",state=\"" +
+             std::string{to_string(static_cast<group_status>(i))} + "\"} " +
+             std::to_string(q.groups_by_state[i]) + "\n";
+  }
+  header(out, "laneq_receive_to_ack_seconds", "histogram",
+         "Time from a delivery to the ack that ended its lease, per message acked.");
+  for (const auto& q : queues) {
+    if (q.receive_to_ack.size() != latency_bounds_s.size() + 1) continue;
+    render_buckets(out, "laneq_receive_to_ack_seconds", "queue=\"" + escape_label(q.name) + "\"",
+                   latency_bounds_s, q.receive_to_ack,
+                   static_cast<double>(q.receive_to_ack_sum_us) / 1e6);
+  }
+}
+
+/// RocksDB's figures (0 for the memory store).
+void render_rocksdb(std::string& out, const store_stats& s) {
+  single(out, "laneq_store_live_data_bytes", "gauge",
+         "RocksDB's estimate of the live data in the store (rocksdb.estimate-live-data-size).",
+         s.live_data_bytes);
+  single(out, "laneq_store_pending_compaction_bytes", "gauge",
+         "Bytes RocksDB estimates compaction has to rewrite "
+         "(rocksdb.estimate-pending-compaction-bytes); writes slow, then stop, as it grows.",
+         s.pending_compaction_bytes);
+  single(out, "laneq_store_write_stopped", "gauge",
+         "1 while RocksDB stops writes (rocksdb.is-write-stopped).", s.write_stopped ? 1 : 0);
+  single(out, "laneq_store_delayed_write_rate_bytes", "gauge",
+         "The write rate in bytes per second RocksDB slows writes to, 0 when not slowed "
+         "(rocksdb.actual-delayed-write-rate).",
+         s.delayed_write_rate);
+  const char* stalls = "laneq_store_write_stalls_total";
+  header(out, stalls, "counter",
+         "RocksDB write stalls since start: stop (writes stopped), slowdown (writes slowed).");
+  labelled(out, stalls, "kind", "stop", s.write_stops);
+  labelled(out, stalls, "kind", "slowdown", s.write_slowdowns);
+}
 
 }  // namespace
 
@@ -230,8 +296,9 @@ void server_metrics::observe_request(route r, unsigned status, double seconds) {
 
 std::string server_metrics::render(const std::vector<queue_stats>& queues,
                                    const store_stats* store) const {
+  auto scrapes = ++scrapes_;
   std::string out;
-  out.reserve(4096 + queues.size() * 1024);
+  out.reserve(8192 + queues.size() * 2048);
   for (const auto& s : per_queue) {
     header(out, s.name, s.type, s.help);
     for (const auto& q : queues) {
@@ -258,6 +325,7 @@ std::string server_metrics::render(const std::vector<queue_stats>& queues,
                    "queue=\"" + escape_label(q.name) + "\"", latency_bounds_s, q.first_delivery,
                    static_cast<double>(q.first_delivery_sum_us) / 1e6);
   }
+  render_queue_measures(out, queues);
   single(out, "laneq_queues", "gauge", "Queues on this broker.", queues.size());
   if (store != nullptr) {
     header(out, "laneq_store_batch_writes", "histogram",
@@ -293,6 +361,7 @@ std::string server_metrics::render(const std::vector<queue_stats>& queues,
            "1 while enqueues are refused for space (below the reserve).", store->low_space ? 1 : 0);
     single(out, "laneq_store_refused_low_space_total", "counter",
            "Enqueues refused because the disk was below its reserve.", store->refused_low_space);
+    render_rocksdb(out, *store);
   }
   render_connections(out, connections_);
   single(out, "laneq_http_answer_bytes", "gauge",
@@ -307,6 +376,14 @@ std::string server_metrics::render(const std::vector<queue_stats>& queues,
          "refused and the old tokens stay).");
   labelled(out, reload, "result", "ok", tokens_reloaded_);
   labelled(out, reload, "result", "error", tokens_reload_failed_);
+  single(out, "laneq_metrics_scrapes_total", "counter", "/metrics pages served, this one included.",
+         scrapes);
+  header(out, "laneq_metrics_last_scrape_duration_seconds", "gauge",
+         "How long the previous /metrics scrape took, from its request to its page (gathering "
+         "every queue's and the store's figures included).");
+  out += "laneq_metrics_last_scrape_duration_seconds " +
+         num(static_cast<double>(last_scrape_us_.load()) / 1e6) + "\n";
+  render_process(out);
   std::lock_guard guard{mtx_};
   header(out, "laneq_http_request_duration_seconds", "histogram",
          "HTTP request latency per route, from parsed request to response.");

@@ -707,11 +707,14 @@ void router::route_metrics(routed& r) const {
       std::size_t remaining = 0;
     };
     auto g = std::make_shared<gather>();
-    auto complete = [c, g] {
+    auto started = std::chrono::steady_clock::now();
+    auto complete = [c, g, started] {
       if (--g->remaining > 0) return;
       http_response resp;
       resp.content_type = "text/plain; version=0.0.4; charset=utf-8";
       resp.body = c->st->metrics->render(g->queues, g->store ? &*g->store : nullptr);
+      c->st->metrics->note_scrape(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
       c->finish(std::move(resp));
     };
     self.request(c->st->admin, call_timeout(*c), list_atom_v)

@@ -127,10 +127,34 @@ struct queue_stats {
   std::uint64_t dead_letters = 0;
   std::uint64_t waiting_receives = 0;
   std::uint64_t window_bytes = 0;  ///< memory of the messages its groups hold (window budget)
+  /// Messages waiting for their not-before time (an enqueue delay, or a nack's retry_after):
+  /// unordered ones in memory and group heads (docs/operations.md "Metrics"; the messages queued
+  /// behind a group's head, and unordered ones left in the store past their class's window, are
+  /// not counted).
+  std::uint64_t delayed = 0;
+  /// Live groups per state, indexed by `group_status` (group_status_count entries; a group whose
+  /// head waits for a throttle token counts as throttled, as `groups?state=` reports it).
+  std::vector<std::uint64_t> groups_by_state;
+  /// How long the item waiting longest for a consumer has waited at the time of the stats, in
+  /// microseconds (0: none): unordered messages and group heads that are ready or held back by a
+  /// throttle, counted from when they became deliverable (enqueue, or becoming a group's head;
+  /// end of the enqueue delay; return after a nack or an expired lease). Neither in flight nor
+  /// delayed items count.
+  std::int64_t oldest_waiting_us = 0;
+  /// Age of the oldest dead letter at the time of the stats, in microseconds (0: none). After a
+  /// redrive of chosen ids it may name one redriven since the list was last empty (an upper bound).
+  std::int64_t oldest_dead_letter_us = 0;
+  /// Receives (and long polls) answered with no message: counted by the shard, or for a sharded
+  /// queue by its gateway (which asks each shard without waiting, so a shard's count is not the
+  /// queue's).
+  std::uint64_t empty_receives = 0;
   // Histogram: enqueue to first delivery, counts per bucket of latency_bounds_s (the
   // last one unbounded), and the sum of the observed times.
   std::vector<std::uint64_t> first_delivery;
   std::uint64_t first_delivery_sum_us = 0;
+  // Histogram: delivery to ack (the lease's start to the ack that ended it), as `first_delivery`.
+  std::vector<std::uint64_t> receive_to_ack;
+  std::uint64_t receive_to_ack_sum_us = 0;
   /// The largest per-fairness-key backlogs, at most limits::fairness_backlog_keys_max of them,
   /// plus one `other` entry summing the rest (bounded metric cardinality).
   std::vector<fairness_backlog> fairness;
@@ -209,7 +233,8 @@ auto inspect(Inspector& f, queue_stats& x) {
            x.dedupe_evictions, x.backlog_bytes, x.window_reads, x.window_read_messages,
            x.corrupt_records, x.backlog, x.in_flight, x.live_groups, x.dead_letters,
            x.waiting_receives, x.window_bytes, x.first_delivery, x.first_delivery_sum_us,
-           x.fairness);
+           x.fairness, x.delayed, x.groups_by_state, x.oldest_waiting_us, x.oldest_dead_letter_us,
+           x.empty_receives, x.receive_to_ack, x.receive_to_ack_sum_us);
 }
 template <class Inspector>
 auto inspect(Inspector& f, topic_prepared& x) {

@@ -102,6 +102,10 @@ class fair_scheduler {
   std::vector<std::string> rotation() const;
   /// Number of items per fairness key (ready or waiting).
   std::unordered_map<std::string, std::uint64_t> backlog_by_fairness_key() const;
+  /// When the item waiting longest for a consumer became deliverable: the latest of when it came
+  /// and its not-before time, over the ready items and those held back by a throttle (delayed
+  /// items do not count); none when there are none. One pass over the items (metrics).
+  std::optional<timestamp> oldest_deliverable_since() const;
   /// Items waiting for time or a token.
   std::vector<waiting_item> waiting() const;
   /// The waiting items of the groups in `groups` (one pass over the waiting items, no copy of

@@ -70,7 +70,12 @@ enum class group_status : std::uint8_t {
   throttled = 4,   ///< head waits for a throttle token (known to the fair scheduler)
   idle = 5,        ///< no messages
   corrupt = 6,     ///< its next stored record failed its checksum: the group stopped (reason)
+  /// Its recovered head waits out the reclaim grace for its old lease holder (fast delivery,
+  /// recovery.md R6; known to the shard engine, which holds the head).
+  reclaim_grace = 7,
 };
+/// How many states `group_status` has (the metrics count groups per state).
+inline constexpr std::size_t group_status_count = 8;
 std::string_view to_string(group_status x);
 
 /// A group as reported by introspection.
@@ -251,6 +256,8 @@ class group_state {
   std::uint64_t received_total() const { return received_; }
   /// Introspection (throttle state is added by the shard engine, from the fair scheduler).
   group_info describe(timestamp now) const;
+  /// When the current state began: in flight, when the lease was granted (or restored).
+  timestamp since() const { return since_; }
   /// Aborts on a broken invariant.
   void check_invariants() const;
 

@@ -125,9 +125,15 @@ struct shard_counters {
   std::uint64_t window_read_messages = 0;
   std::uint64_t class_reads = 0;  ///< of `window_reads`, those of classes of unordered messages
   std::uint64_t corrupt_records = 0;
+  /// Receives answered with no message (a sharded queue's gateway counts its own instead).
+  std::uint64_t empty_receives = 0;
   std::vector<std::uint64_t> first_delivery =
       std::vector<std::uint64_t>(latency_bounds_s.size() + 1);
   std::uint64_t first_delivery_sum_us = 0;
+  /// Delivery to ack, per bucket of latency_bounds_s (queue_stats::receive_to_ack).
+  std::vector<std::uint64_t> receive_to_ack =
+      std::vector<std::uint64_t>(latency_bounds_s.size() + 1);
+  std::uint64_t receive_to_ack_sum_us = 0;
 };
 
 class shard_engine {
@@ -178,7 +184,12 @@ class shard_engine {
 
   // -- introspection (answered at once) ---------------------------------------------------------
 
+  /// The counters and gauges, the gauges measured at `now` (one pass over the live groups and
+  /// the scheduler's items: the caller asks when scraped, not per message).
   queue_stats stats(timestamp now) const;
+  /// Receives waiting for messages (long polls, and those reading from the store): the one
+  /// gauge of `stats` without its pass over the groups.
+  std::size_t waiting_receives() const { return pending_.size() + reading_.size(); }
   result<groups_page> groups(const groups_query& q, timestamp now) const;
 
   // -- the store and time -----------------------------------------------------------------------
@@ -445,13 +456,15 @@ class shard_engine {
   template <class M>
   lease_token lease_for(group_id group, const M& m, std::uint32_t batch) const;
   void count_first_delivery(const message& m, timestamp t);
+  /// Counts `messages` acked at `t` under a lease granted at `since` (receive-to-ack histogram).
+  void count_ack(timestamp since, timestamp t, std::uint64_t messages);
   void hand_out(request_id r, std::vector<delivery> out);
   void serve_pending(timestamp t);
   void end_polls(timestamp t);
   /// Answers the watchers once something is ready (or their deadline passed).
   void notify_watchers(timestamp t);
   /// Ends unordered lease `l` by an ack: the store operations that do it, or why it cannot.
-  result<std::vector<store_op>> ack_unordered(const lease_token& l);
+  result<std::vector<store_op>> ack_unordered(const lease_token& l, timestamp t);
   void ack_one(const lease_token& l, timestamp t, std::vector<store_op>& ops,
                std::vector<lease_outcome>& failed, std::vector<group_id>& touched);
   std::vector<store_op> retry_or_dead_letter(message m, duration retry_after, bool force_dead,
@@ -470,6 +483,9 @@ class shard_engine {
   void hold(request_id r, std::function<void()> f);
   void release_held();
 
+  /// The gauges of `stats` that take a pass over the groups and items: groups per state,
+  /// delayed messages, the oldest waiting item's and dead letter's ages.
+  void measure(queue_stats& s, timestamp now) const;
   void reply(request_id r, engine_answer a);
   void read(read_slot slot, std::string from, std::string to, std::uint32_t max);
 
@@ -541,6 +557,8 @@ class shard_engine {
   std::uint64_t depth_bytes_ = 0;
   std::uint64_t admitting_ = 0;
   std::uint64_t admitting_bytes_ = 0;
+  /// When the oldest dead letter died (or one redriven by id since the list was last empty).
+  std::optional<timestamp> oldest_dead_at_;
   /// Dead-letter listings and redrives under way, by request.
   std::unordered_map<request_id, std::unique_ptr<redrive_state>> dead_ops_;
 

@@ -266,7 +266,10 @@ void engine_episode::do_nack(std::size_t q, end_kind k) {
   if (c.held.empty()) return;
   auto h = take_held(c);
   std::optional<std::uint32_t> from;
-  if (h.left() > 1 && pick(2) == 0) from = h.done + static_cast<std::uint32_t>(pick(h.left()));
+  // Of a batch with more than one message left: a quarter name its first, half one behind it
+  // (mid-batch: those before it are acked), a quarter leave `from` out (the engine's default).
+  if (auto r = pick(4); h.left() > 1 && r < 3)
+    from = h.done + (r == 0 ? 0 : 1 + static_cast<std::uint32_t>(pick(h.left() - 1)));
   send_end(q, h, k, from);
 }
 

@@ -98,9 +98,9 @@ bool engine_world::commit_next() {
   ++counts_.writes_committed;
   // Polls whose time is up ended at the last input (this one comes at the same instant): fewer
   // waiting after an enqueue's commit were served by it.
-  auto waiting = h.w.write.admits ? engine.stats(now_).waiting_receives : 0;
+  auto waiting = h.w.write.admits ? engine.waiting_receives() : 0;
   engine.on_written(h.w.id, std::nullopt, now_);
-  if (waiting > 0) counts_.polls_served_by_enqueue += waiting - engine.stats(now_).waiting_receives;
+  if (waiting > 0) counts_.polls_served_by_enqueue += waiting - engine.waiting_receives();
   collect(h.q);
   return true;
 }

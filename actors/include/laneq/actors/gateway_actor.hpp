@@ -71,6 +71,7 @@ class gateway_actor_impl : public actor_base<queue_control> {
   gateway_actor_config gc_;
   std::uint32_t next_receive_ = 0;       ///< where the next receive starts its rotation
   std::uint64_t next_unordered_ = 0;     ///< spreads unordered messages without a dedupe key
+  std::uint64_t empty_receives_ = 0;     ///< receives answered with no message (queue_stats)
   std::vector<std::uint32_t> prepared_;  ///< shards holding a topic's prepared batch
 };
 

@@ -52,6 +52,16 @@ struct store_stats {
   /// Enqueues are being refused for space: free space is below the reserve, or the last
   /// enqueue refused would still not fit (deliveries and acks go on).
   bool low_space = false;
+  /// RocksDB's own figures, read when the stats are asked for (all 0 for the memory store):
+  /// estimated live data, estimated bytes compaction has to rewrite, the write rate RocksDB
+  /// slows writers to (0: not slowed), whether writes are stopped, and write stalls since start
+  /// (stops and slowdowns, RocksDB's io_stalls.total_stop / total_slowdown).
+  std::uint64_t live_data_bytes = 0;
+  std::uint64_t pending_compaction_bytes = 0;
+  std::uint64_t delayed_write_rate = 0;
+  bool write_stopped = false;
+  std::uint64_t write_stops = 0;
+  std::uint64_t write_slowdowns = 0;
 
   /// Counts a committed batch of `batch_writes` write requests in `batch_histogram`.
   void count_batch(std::size_t batch_writes) {
@@ -95,7 +105,9 @@ template <class Inspector>
 auto inspect(Inspector& f, store_stats& x) {
   return f(x.batches, x.writes, x.ops, x.bytes, x.syncs, x.failed_batches, x.reopens,
            x.batch_histogram, x.commit_histogram, x.commit_sum_us, x.degraded, x.reason,
-           x.free_bytes, x.reserve_bytes, x.refused_low_space, x.low_space);
+           x.free_bytes, x.reserve_bytes, x.refused_low_space, x.low_space, x.live_data_bytes,
+           x.pending_compaction_bytes, x.delayed_write_rate, x.write_stopped, x.write_stops,
+           x.write_slowdowns);
 }
 template <class Inspector>
 auto inspect(Inspector& f, topic_enqueued& x) {

@@ -89,8 +89,11 @@ class server_metrics {
   void count_tokens_reload(bool ok) { ++(ok ? tokens_reloaded_ : tokens_reload_failed_); }
 
   /// The whole exposition: the queues' counters and gauges, the store's batch histogram and
-  /// health, and this front end's histograms.
+  /// health, this front end's histograms, and the process's figures. Counts a scrape.
   std::string render(const std::vector<queue_stats>& queues, const store_stats* store) const;
+
+  /// A scrape took `seconds` from its request to its rendered page (the next scrape shows it).
+  void note_scrape(double seconds) { last_scrape_us_ = static_cast<std::uint64_t>(seconds * 1e6); }
 
  private:
   mutable std::mutex mtx_;
@@ -99,7 +102,14 @@ class server_metrics {
   connection_counts connections_;
   std::atomic<std::uint64_t> tokens_reloaded_{0};
   std::atomic<std::uint64_t> tokens_reload_failed_{0};
+  mutable std::atomic<std::uint64_t> scrapes_{0};  ///< render() calls: /metrics pages served
+  std::atomic<std::uint64_t> last_scrape_us_{0};
 };
+
+/// Appends the process's series (process_cpu_seconds_total, process_resident_memory_bytes,
+/// process_virtual_memory_bytes, process_start_time_seconds, process_open_fds, process_max_fds,
+/// read from /proc) and laneq_build_info (process_metrics.cpp).
+void render_process(std::string& out);
 
 /// Escapes a Prometheus label value (backslash, double quote, newline).
 std::string escape_label(std::string_view v);
