@@ -25,6 +25,7 @@ std::string_view to_string(errc x) {
     case errc::already_exists: return "already_exists";
     case errc::checkpoint_failed: return "checkpoint_failed";
     case errc::topic_not_found: return "topic_not_found";
+    case errc::queue_not_empty: return "queue_not_empty";
   }
   return "unknown_error";
 }
@@ -53,6 +54,7 @@ std::string_view describe(errc x) {
     case errc::already_exists: return "the target path exists already";
     case errc::checkpoint_failed: return "the checkpoint could not be written";
     case errc::topic_not_found: return "no topic with that name";
+    case errc::queue_not_empty: return "the queue still holds messages or dead letters";
   }
   return "unknown error";
 }

@@ -397,6 +397,8 @@ void shard_engine::on_read(std::uint64_t read, result<std::vector<store_entry>> 
       return on_redrive_index(slot.request, slot.index, std::move(page));
     case read_kind::redrive_dead: return on_redrive_dead(slot.request, std::move(page));
     case read_kind::unordered: return on_class_fetched(slot.index, std::move(page), last_now_);
+    case read_kind::peek: return on_peek(slot.request, std::move(page));
+    case read_kind::discarded: return;  // a purge made it moot
     case read_kind::recovery: break;
   }
   if (!page) {
@@ -467,6 +469,8 @@ queue_stats shard_engine::stats(timestamp now) const {
   s.lease_expired = c.lease_expired;
   s.dead_lettered = c.dead_lettered;
   s.redriven = c.redriven;
+  s.purged = c.purged;
+  s.dead_letters_deleted = c.dead_letters_deleted;
   s.key_missing = c.key_missing;
   s.rejected = c.rejected;
   s.recovered = c.recovered;
@@ -478,7 +482,7 @@ queue_stats shard_engine::stats(timestamp now) const {
   s.first_delivery = c.first_delivery;
   s.first_delivery_sum_us = c.first_delivery_sum_us;
   auto in = s.recovered + s.enqueued + s.redriven;
-  auto out = s.acked + s.dead_lettered;
+  auto out = s.acked + s.dead_lettered + s.purged;
   s.backlog = in > out ? in - out : 0;
   s.in_flight = leases_.size() + group_leases_.size();
   s.live_groups = groups_.size();

@@ -12,7 +12,7 @@ namespace laneq {
 namespace {
 
 constexpr int errc_first = 1;
-constexpr int errc_last = 20;
+constexpr int errc_last = 21;
 
 errc errc_from(int n) {
   return static_cast<errc>(static_cast<std::uint8_t>(n));
@@ -56,6 +56,8 @@ TEST(error, numbers_and_names_are_stable) {
   EXPECT_EQ(static_cast<int>(errc::checkpoint_failed), 19);
   EXPECT_EQ(static_cast<int>(errc::topic_not_found), 20);
   EXPECT_EQ(to_string(errc::topic_not_found), "topic_not_found");
+  EXPECT_EQ(static_cast<int>(errc::queue_not_empty), 21);
+  EXPECT_EQ(to_string(errc::queue_not_empty), "queue_not_empty");
   EXPECT_EQ(to_string(errc::invalid_spec), "invalid_spec");
   EXPECT_EQ(to_string(errc::spec_conflict), "spec_conflict");
   EXPECT_EQ(to_string(errc::queue_not_found), "queue_not_found");

@@ -35,6 +35,7 @@ enum class errc : std::uint8_t {
   already_exists = 18,     ///< the target (a checkpoint directory) exists already; names the path
   checkpoint_failed = 19,  ///< the checkpoint could not be written; names the path and the cause
   topic_not_found = 20,    ///< no topic with that name
+  queue_not_empty = 21,    ///< a delete without force of a queue that still holds messages
 };
 
 /// Name of an error number, as used in the HTTP API (`"lease_not_found"`).
