@@ -702,6 +702,26 @@ result<std::vector<message_id>> redrive_from_json(const json::object& body, std:
 
 namespace {
 
+/// `{"<list>": [...]}` with `each(w, x)` writing the fields of every element of `xs`.
+template <class T, class Each>
+std::string list_json(std::string_view list, const std::vector<T>& xs, std::size_t bytes,
+                      Each each) {
+  json_writer w{bytes};
+  w.open('{');
+  w.key(list);
+  w.open('[');
+  for (const auto& x : xs) {
+    w.open('{');
+    each(w, x);
+    w.close('}');
+  }
+  w.close(']');
+  w.close('}');
+  return w.take();
+}
+
+}  // namespace
+
 result<std::optional<std::string>> redrive_target_from_json(const json::object& body) {
   auto to = get_string(body, "to", "");
   if (!to) return to.err();
@@ -729,26 +749,6 @@ result<group_filter> purge_from_json(const json::object& body) {
   }
   return out;
 }
-
-/// `{"<list>": [...]}` with `each(w, x)` writing the fields of every element of `xs`.
-template <class T, class Each>
-std::string list_json(std::string_view list, const std::vector<T>& xs, std::size_t bytes,
-                      Each each) {
-  json_writer w{bytes};
-  w.open('{');
-  w.key(list);
-  w.open('[');
-  for (const auto& x : xs) {
-    w.open('{');
-    each(w, x);
-    w.close('}');
-  }
-  w.close(']');
-  w.close('}');
-  return w.take();
-}
-
-}  // namespace
 
 std::string deliveries_json(const std::vector<delivery>& ds) {
   std::size_t bytes = 32;
