@@ -524,7 +524,7 @@ caf::result<queue_description> admin_actor_impl::describe_queue(const std::strin
   return promise;
 }
 
-caf::result<caf::ok_atom> admin_actor_impl::drop_queue(const std::string& name) {
+caf::result<caf::ok_atom> admin_actor_impl::drop_queue(const std::string& name, bool force) {
   auto it = queues_.find(name);
   if (it == queues_.end())
     return to_caf(error{errc::queue_not_found, "no queue named '" + name + "'"});
@@ -532,6 +532,41 @@ caf::result<caf::ok_atom> admin_actor_impl::drop_queue(const std::string& name) 
     return to_caf(error{errc::invalid_argument, "queue '" + name +
                                                     "' is a subscription of topic '" + t->second +
                                                     "'; drop the topic first"});
+  auto promise = make_response_promise<caf::ok_atom>();
+  if (force) {
+    drop_now(name, promise);
+    return promise;
+  }
+  // Empty: no message waiting, delayed or in flight, no dead letter. Checked on the queue's
+  // stats; the delete follows at once, in this actor's next step.
+  auto handle = it->second.handle;
+  request(handle, caf::infinite, stats_atom_v)
+      .then(
+          [this, name, handle, promise](queue_stats& s) mutable {
+            auto again = queues_.find(name);
+            if (again == queues_.end() || again->second.handle != handle) {
+              promise.deliver(
+                  to_caf(error{errc::queue_not_found, "no queue named '" + name + "'"}));
+              return;
+            }
+            if (s.backlog > 0 || s.dead_letters > 0) {
+              promise.deliver(to_caf(
+                  error{errc::queue_not_empty,
+                        "queue '" + name + "' is not empty: it holds " + std::to_string(s.backlog) +
+                            " message(s) (" + std::to_string(s.in_flight) + " in flight) and " +
+                            std::to_string(s.dead_letters) +
+                            " dead letter(s); delete it with force to delete them too"}));
+              return;
+            }
+            drop_now(name, promise);
+          },
+          [promise](caf::error& e) mutable { promise.deliver(std::move(e)); });
+  return promise;
+}
+
+void admin_actor_impl::drop_now(const std::string& name,
+                                caf::typed_response_promise<caf::ok_atom> promise) {
+  auto it = queues_.find(name);
   send_exit(it->second.handle, queue_deleted_reason(name));
   auto uids = it->second.shard_uids;
   uids.insert(uids.begin(), it->second.uid);
@@ -543,13 +578,11 @@ caf::result<caf::ok_atom> admin_actor_impl::drop_queue(const std::string& name) 
   for (auto uid : uids)
     for (auto& [from, to] : codec::queue_ranges(uid))
       ops.push_back({store_op::kind::erase_range, std::move(from), std::move(to)});
-  auto promise = make_response_promise<caf::ok_atom>();
   request(ac_.store, caf::infinite, write_atom_v, store_write{std::move(ops), true})
       .then([promise](caf::ok_atom) mutable { promise.deliver(caf::ok_atom_v); },
             [promise, name](caf::error& e) mutable {
               promise.deliver(to_caf(storage_error(name, e)));
             });
-  return promise;
 }
 
 admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
@@ -580,7 +613,10 @@ admin_actor_impl::behavior_type admin_actor_impl::make_behavior() {
           return std::move(parsed.spec);
         });
       },
-      [this](drop_atom, const std::string& name) { return drop_queue(name); },
+      [this](drop_atom, const std::string& name) { return drop_queue(name, false); },
+      [this](drop_atom, const std::string& name, bool force) { return drop_queue(name, force); },
+      [this](redrive_atom, const std::string& from, std::vector<message_id>& ids,
+             const std::string& to) { return redrive_into(from, std::move(ids), to); },
       [this](recover_atom) { return recover(); },
       [this](create_atom, topic_spec& spec) { return create_topic(spec); },
       [this](topic_atom, lookup_atom, const std::string& name) { return find_topic(name); },

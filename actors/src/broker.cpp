@@ -120,8 +120,14 @@ result<queue_description> blocking_admin::describe(const std::string& name) {
   return call<queue_description>(sys_, admin_, timeout_, describe_atom_v, name);
 }
 
-status blocking_admin::delete_queue(const std::string& name) {
-  return call_ok(sys_, admin_, timeout_, drop_atom_v, name);
+status blocking_admin::delete_queue(const std::string& name, bool force) {
+  return call_ok(sys_, admin_, timeout_, drop_atom_v, name, force);
+}
+
+result<std::uint64_t> blocking_admin::redrive_into(const std::string& from,
+                                                   std::vector<message_id> ids,
+                                                   const std::string& to) {
+  return call<std::uint64_t>(sys_, admin_, timeout_, redrive_atom_v, from, std::move(ids), to);
 }
 
 result<queue_spec> blocking_admin::update_queue(queue_spec spec) {
@@ -212,6 +218,22 @@ result<std::vector<laneq::dead_letter>> blocking_queue::dead_letters(std::uint32
 
 result<std::uint64_t> blocking_queue::redrive(std::vector<message_id> ids) {
   return call<std::uint64_t>(sys_, q_, timeout_, redrive_atom_v, std::move(ids));
+}
+
+result<std::vector<laneq::dead_letter>> blocking_queue::dead_letters(std::vector<message_id> ids) {
+  return call<std::vector<laneq::dead_letter>>(sys_, q_, timeout_, dlq_atom_v, std::move(ids));
+}
+
+result<std::uint64_t> blocking_queue::delete_dead_letters(std::vector<message_id> ids) {
+  return call<std::uint64_t>(sys_, q_, timeout_, dlq_atom_v, drop_atom_v, std::move(ids));
+}
+
+result<std::uint64_t> blocking_queue::purge(group_filter which) {
+  return call<std::uint64_t>(sys_, q_, timeout_, purge_atom_v, std::move(which));
+}
+
+result<std::vector<peeked_message>> blocking_queue::peek(peek_request req) {
+  return call<std::vector<peeked_message>>(sys_, q_, timeout_, peek_atom_v, std::move(req));
 }
 
 result<queue_stats> blocking_queue::stats() {

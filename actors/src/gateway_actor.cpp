@@ -51,6 +51,8 @@ void add_stats(queue_stats& sum, const queue_stats& s) {
                           {&sum.lease_expired, s.lease_expired},
                           {&sum.dead_lettered, s.dead_lettered},
                           {&sum.redriven, s.redriven},
+                          {&sum.purged, s.purged},
+                          {&sum.dead_letters_deleted, s.dead_letters_deleted},
                           {&sum.key_missing, s.key_missing},
                           {&sum.rejected, s.rejected},
                           {&sum.recovered, s.recovered},
@@ -341,6 +343,138 @@ caf::result<std::uint64_t> gateway_actor_impl::redrive(const std::vector<message
   return g->promise;
 }
 
+std::optional<caf::error> gateway_actor_impl::split_ids(
+    const std::vector<message_id>& ids, std::vector<std::vector<message_id>>& parts) {
+  parts.assign(shard_count(), {});
+  for (auto id : ids) {
+    if (!shard_of(id))
+      return to_caf(error{errc::dead_letter_not_found, "queue '" + gc_.spec.name() + "': message " +
+                                                           std::to_string(id.value) +
+                                                           " is not a dead letter"});
+    parts[shard_of_id(id)].push_back(id);
+  }
+  return std::nullopt;
+}
+
+caf::result<std::vector<dead_letter>> gateway_actor_impl::dead_letters_by_id(
+    const std::vector<message_id>& ids) {
+  std::vector<std::vector<message_id>> parts;
+  if (auto e = split_ids(ids, parts)) return *e;
+  auto g = std::make_shared<gather<std::vector<dead_letter>>>();
+  g->promise = make_response_promise<std::vector<dead_letter>>();
+  // In the order the ids were given (each shard answers its own in that order).
+  g->shape = [ids](std::vector<dead_letter>& all) {
+    std::vector<dead_letter> out;
+    for (auto id : ids)
+      for (auto& d : all)
+        if (d.msg.id == id) {
+          out.push_back(d);
+          break;
+        }
+    all = std::move(out);
+  };
+  g->remaining = 1;
+  for (std::uint32_t s = 0; s < shard_count(); ++s) {
+    if (parts[s].empty()) continue;
+    ++g->remaining;
+    request(gc_.shards[s], caf::infinite, dlq_atom_v, std::move(parts[s]))
+        .then(
+            [g](std::vector<dead_letter>& dls) {
+              for (auto& d : dls) g->value.push_back(std::move(d));
+              g->done();
+            },
+            [g](caf::error& e) {
+              if (!g->failed) g->failed = e;
+              g->done();
+            });
+  }
+  g->done();
+  return g->promise;
+}
+
+caf::result<std::uint64_t> gateway_actor_impl::delete_dead_letters(
+    const std::vector<message_id>& ids) {
+  std::vector<std::vector<message_id>> parts;
+  if (auto e = split_ids(ids, parts)) return *e;
+  auto g = std::make_shared<gather<std::uint64_t>>();
+  g->promise = make_response_promise<std::uint64_t>();
+  g->remaining = 1;
+  for (std::uint32_t s = 0; s < shard_count(); ++s) {
+    if (!ids.empty() && parts[s].empty()) continue;  // empty ids: every shard deletes all
+    ++g->remaining;
+    request(gc_.shards[s], caf::infinite, dlq_atom_v, drop_atom_v, std::move(parts[s]))
+        .then(
+            [g](std::uint64_t n) {
+              g->value += n;
+              g->done();
+            },
+            [g](caf::error& e) {
+              if (!g->failed) g->failed = e;
+              g->done();
+            });
+  }
+  g->done();
+  return g->promise;
+}
+
+caf::result<std::uint64_t> gateway_actor_impl::purge(const group_filter& which) {
+  // A group lives in one shard; every shard is asked (the others find nothing).
+  auto g = std::make_shared<gather<std::uint64_t>>();
+  g->promise = make_response_promise<std::uint64_t>();
+  g->remaining = shard_count();
+  for (auto& shard : gc_.shards)
+    request(shard, caf::infinite, purge_atom_v, which)
+        .then(
+            [g](std::uint64_t n) {
+              g->value += n;
+              g->done();
+            },
+            [g](caf::error& e) {
+              if (!g->failed) g->failed = e;
+              g->done();
+            });
+  return g->promise;
+}
+
+caf::result<std::vector<peeked_message>> gateway_actor_impl::peek(const peek_request& req) {
+  // Shard by shard, in shard order: the first `limit` of them all.
+  using per_shard = std::vector<std::vector<peeked_message>>;
+  struct peek_gather {
+    caf::typed_response_promise<std::vector<peeked_message>> promise;
+    per_shard parts;
+    std::size_t remaining = 0;
+    std::optional<caf::error> failed;
+  };
+  auto g = std::make_shared<peek_gather>();
+  g->promise = make_response_promise<std::vector<peeked_message>>();
+  g->parts.resize(shard_count());
+  g->remaining = shard_count();
+  auto answered = [g, limit = req.limit] {
+    if (--g->remaining > 0) return;
+    if (g->failed) {
+      g->promise.deliver(*g->failed);
+      return;
+    }
+    std::vector<peeked_message> out;
+    for (auto& part : g->parts)
+      for (auto& m : part)
+        if (out.size() < limit) out.push_back(std::move(m));
+    g->promise.deliver(std::move(out));
+  };
+  for (std::uint32_t s = 0; s < shard_count(); ++s)
+    request(gc_.shards[s], caf::infinite, peek_atom_v, req)
+        .then(
+            [g, s, answered](std::vector<peeked_message>& ms) {
+              g->parts[s] = std::move(ms);
+              answered();
+            },
+            [g, answered](caf::error& e) {
+              if (!g->failed) g->failed = e;
+              answered();
+            });
+  return g->promise;
+}
+
 caf::result<std::vector<dead_letter>> gateway_actor_impl::dead_letters(std::uint32_t max) {
   auto g = std::make_shared<gather<std::vector<dead_letter>>>();
   g->promise = make_response_promise<std::vector<dead_letter>>();
@@ -545,6 +679,12 @@ gateway_actor_impl::behavior_type gateway_actor_impl::make_behavior() {
       },
       [this](dlq_atom, std::uint32_t max) { return dead_letters(max); },
       [this](redrive_atom, const std::vector<message_id>& ids) { return redrive(ids); },
+      [this](dlq_atom, const std::vector<message_id>& ids) { return dead_letters_by_id(ids); },
+      [this](dlq_atom, drop_atom, const std::vector<message_id>& ids) {
+        return delete_dead_letters(ids);
+      },
+      [this](purge_atom, const group_filter& which) { return purge(which); },
+      [this](peek_atom, const peek_request& req) { return peek(req); },
       [this](stats_atom) { return stats(); },
       [this](groups_atom, const groups_query& q) { return groups(q); },
       [this](recover_atom) { return to_all(recover_atom_v); },

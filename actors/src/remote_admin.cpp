@@ -86,6 +86,13 @@ class remote_admin_impl : public actor_base<scoped_admin_actor> {
                   [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
           return rp;
         },
+        [this](drop_atom, const std::string& name, bool force) {
+          return delegate(admin_, drop_atom_v, name, force);
+        },
+        [this](redrive_atom, const std::string& from, std::vector<message_id>& ids,
+               const std::string& to) {
+          return delegate(admin_, redrive_atom_v, from, std::move(ids), to);
+        },
         [this](topic_atom, create_atom, const std::string& name,
                const std::string& spec_json) -> caf::result<bool> {
           auto spec = topic_spec_from_text(name, spec_json);

@@ -157,6 +157,30 @@ shard_actor_impl::behavior_type shard_actor_impl::make_behavior() {
         flush();
         return p;
       },
+      [this](dlq_atom, const std::vector<message_id>& ids) {
+        auto [id, p] = open<std::vector<dead_letter>>();
+        engine_.dead_letters(id, ids, now());
+        flush();
+        return p;
+      },
+      [this](dlq_atom, drop_atom, const std::vector<message_id>& ids) {
+        auto [id, p] = open<std::uint64_t>();
+        engine_.delete_dead_letters(id, ids, now());
+        flush();
+        return p;
+      },
+      [this](purge_atom, const group_filter& which) {
+        auto [id, p] = open<std::uint64_t>();
+        engine_.purge(id, which, now());
+        flush();
+        return p;
+      },
+      [this](peek_atom, const peek_request& req) {
+        auto [id, p] = open<std::vector<peeked_message>>();
+        engine_.peek(id, req, now());
+        flush();
+        return p;
+      },
       [this](stats_atom) { return engine_.stats(now()); },
       [this](groups_atom, const groups_query& q) -> caf::result<groups_page> {
         auto page = engine_.groups(q, now());

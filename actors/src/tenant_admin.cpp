@@ -72,6 +72,23 @@ class scoped_queue_impl : public actor_base<queue_api> {
           if (!from_client()) return stranger();
           return delegate(q_, a, std::move(ids));
         },
+        [this](dlq_atom a, std::vector<message_id>& ids) -> caf::result<std::vector<dead_letter>> {
+          if (!from_client()) return stranger();
+          return delegate(q_, a, std::move(ids));
+        },
+        [this](dlq_atom a, drop_atom d,
+               std::vector<message_id>& ids) -> caf::result<std::uint64_t> {
+          if (!from_client()) return stranger();
+          return delegate(q_, a, d, std::move(ids));
+        },
+        [this](purge_atom a, const group_filter& g) -> caf::result<std::uint64_t> {
+          if (!from_client()) return stranger();
+          return delegate(q_, a, g);
+        },
+        [this](peek_atom a, const peek_request& r) -> caf::result<std::vector<peeked_message>> {
+          if (!from_client()) return stranger();
+          return delegate(q_, a, r);
+        },
         [this](stats_atom a) -> caf::result<queue_stats> {
           if (!from_client()) return stranger();
           return delegate(q_, a);
@@ -166,6 +183,19 @@ class tenant_admin_impl : public actor_base<scoped_admin_actor> {
                   },
                   [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
           return rp;
+        },
+        [this](drop_atom, const std::string& name, bool force) -> caf::result<caf::ok_atom> {
+          auto full = scope(name, "queue");
+          if (!full) return to_caf(full.err());
+          return delegate(admin_, drop_atom_v, full.value(), force);
+        },
+        [this](redrive_atom, const std::string& from, std::vector<message_id>& ids,
+               const std::string& to) -> caf::result<std::uint64_t> {
+          auto source = scope(from, "queue");
+          if (!source) return to_caf(source.err());
+          auto target = scope(to, "queue");
+          if (!target) return to_caf(target.err());
+          return delegate(admin_, redrive_atom_v, source.value(), std::move(ids), target.value());
         },
         [this](topic_atom, create_atom, const std::string& name,
                const std::string& spec_json) -> caf::result<bool> {

@@ -899,11 +899,11 @@ int main(int argc, char** argv) {
   auto drop_queue = [&] {
     if (o.transport == "caf") {
       caf::scoped_actor self{sys};
-      self->request(caf_admin, std::chrono::seconds(30), laneq::drop_atom_v, o.queue)
+      self->request(caf_admin, std::chrono::seconds(30), laneq::drop_atom_v, o.queue, true)
           .receive([](caf::ok_atom) {}, [](caf::error&) {});
     } else {
       laneq::client::http_client c(ep.value(), http_options(o, std::chrono::milliseconds(30'000)));
-      (void)c.delete_queue(o.queue);
+      (void)c.delete_queue(o.queue, /*force=*/true);
     }
   };
   if (o.mode == "backlog") return run_backlog(o, make, drop_queue);

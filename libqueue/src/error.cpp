@@ -26,6 +26,7 @@ std::string_view to_string(errc x) {
     case errc::checkpoint_failed: return "checkpoint_failed";
     case errc::topic_not_found: return "topic_not_found";
     case errc::queue_full: return "queue_full";
+    case errc::queue_not_empty: return "queue_not_empty";
   }
   return "unknown_error";
 }
@@ -55,6 +56,7 @@ std::string_view describe(errc x) {
     case errc::checkpoint_failed: return "the checkpoint could not be written";
     case errc::topic_not_found: return "no topic with that name";
     case errc::queue_full: return "the queue is at its max_depth; nothing was stored, retry later";
+    case errc::queue_not_empty: return "the queue still holds messages or dead letters";
   }
   return "unknown error";
 }

@@ -328,6 +328,37 @@ struct fair_scheduler::impl {
     if (ks->in_rotation || !ks->heap.empty() || ks->waiting > 0) return;
     keys.erase(ks->name);
   }
+
+  /// Removes the entries of `heap` that `gone` accepts, calling `each` on them first; keeps the
+  /// rest a heap under `order`. Returns how many went.
+  template <class Gone, class Each, class Order>
+  static std::size_t remove_from(std::vector<entry>& heap, Gone gone, Each each, Order order) {
+    auto before = heap.size();
+    for (auto& e : heap)
+      if (gone(e)) each(e);
+    heap.erase(std::remove_if(heap.begin(), heap.end(), gone), heap.end());
+    std::make_heap(heap.begin(), heap.end(), order);
+    return before - heap.size();
+  }
+
+  /// The parked waiters of `w` that `gone` accepts leave; returns how many.
+  template <class Gone>
+  std::size_t remove_parked(bucket_wait& w, Gone gone) {
+    std::size_t n = 0;
+    for (auto it = w.by_key.begin(); it != w.by_key.end();) {
+      auto* ks = it->first;
+      n += remove_from(
+          it->second, gone, [](entry& e) { --e.ks->waiting; }, by_seq_desc{});
+      if (!it->second.empty()) {
+        ++it;
+        continue;
+      }
+      std::erase_if(w.order, [ks](const auto& o) { return o.second == ks; });
+      it = w.by_key.erase(it);
+    }
+    w.count -= n;
+    return n;
+  }
 };
 
 fair_scheduler::fair_scheduler(std::vector<throttle_spec> throttles)
@@ -377,6 +408,36 @@ void fair_scheduler::on_head(const held_message& head, group_id group, timestamp
   if (!s.throttles.empty()) return on_head(head.unpack(), group, now);
   s.add(s.entry_for(head.id, head.seq, head.fairness_key(), group, now), head.not_before, now,
         ready_count_);
+}
+
+std::size_t fair_scheduler::remove_if(const std::function<bool(group_id, message_seq)>& drop) {
+  auto& s = *impl_;
+  auto gone = [&drop](const entry& e) { return drop(e.group, e.seq); };
+  std::size_t n = 0;
+  for (auto& [name, ks] : s.keys) {
+    auto k = impl::remove_from(
+        ks->heap, gone, [&s](entry& e) { s.settle_release(e); }, by_seq_desc{});
+    ready_count_ -= k;
+    n += k;
+    if (ks->heap.empty() && ks->in_rotation) {
+      s.rotation.erase(s.rotation.iterator_to(*ks));
+      ks->in_rotation = false;
+    }
+  }
+  n += impl::remove_from(
+      s.delayed, gone, [](entry& e) { --e.ks->waiting; }, by_wake_desc{});
+  for (auto it = s.parked.begin(); it != s.parked.end();) {
+    auto k = s.remove_parked(it->second, gone);
+    s.parked_count -= k;
+    n += k;
+    it = it->second.count == 0 ? s.parked.erase(it) : std::next(it);
+  }
+  s.prune_stale_wakes();
+  std::vector<key_state*> idle;
+  for (auto& [name, ks] : s.keys)
+    if (!ks->in_rotation && ks->heap.empty() && ks->waiting == 0) idle.push_back(ks.get());
+  for (auto* ks : idle) s.maybe_drop(ks);
+  return n;
 }
 
 std::string fair_scheduler::class_of(const message& m) const {

@@ -374,6 +374,27 @@ group_effects group_state::advance(group_effects fx, timestamp now, bool grow) {
   return fx;
 }
 
+std::uint64_t group_state::on_purge(std::size_t keep, timestamp now) {
+  LANEQ_ASSERT(keep >= batch_left() && keep <= messages_.size(),
+               "a purge keeps what is in flight, and only what memory holds");
+  std::uint64_t gone = stored_only_ + (messages_.size() - keep);
+  while (messages_.size() > keep) {
+    memory_bytes_ -= messages_.back().footprint();
+    messages_.pop_back();
+  }
+  stored_only_ = 0;
+  fetching_ = false;  // the engine drops what a read under way returns
+  corrupt_.reset();   // a corrupt record is erased with the rest
+  if (!messages_.empty()) {
+    loaded_ = messages_.back().seq;
+    return gone;
+  }
+  phase_ = phase::empty;
+  lease_.reset();  // a failed lease of the head goes with it
+  since_ = now;
+  return gone;
+}
+
 group_info group_state::describe(timestamp now) const {
   group_info info;
   info.backlog = backlog();

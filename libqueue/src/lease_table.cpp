@@ -82,6 +82,13 @@ void lease_table::check_invariants() const {
   LANEQ_ASSERT(deadlines_.size() + held == leases_.size(), "every lease not held has a deadline");
 }
 
+std::vector<message_seq> lease_table::seqs() const {
+  std::vector<message_seq> out;
+  out.reserve(leases_.size());
+  for (const auto& [id, e] : leases_) out.push_back(e.msg.seq);
+  return out;
+}
+
 const message* lease_table::leased(const lease_token& lease) const {
   auto it = leases_.find(lease.msg);
   return it != leases_.end() && it->second.lease == lease ? &it->second.msg : nullptr;

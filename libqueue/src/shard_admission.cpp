@@ -184,8 +184,21 @@ placement shard_engine::stored_placement(const message& m, const codec::lane_id&
 std::uint64_t shard_engine::depth_messages() const {
   const auto& c = counters_;
   auto in = c.recovered + c.enqueued + c.redriven;
-  auto out = c.acked + c.dead_lettered;
+  auto out = c.acked + c.dead_lettered + c.purged;
   return in > out ? in - out : 0;
+}
+
+void shard_engine::release_bytes(std::uint64_t bytes) {
+  depth_bytes_ -= std::min(depth_bytes_, bytes);
+  if (depth_messages() == 0) depth_bytes_ = 0;  // exact again (after purges, estimated)
+}
+
+void shard_engine::release_purged_bytes(std::uint64_t n) {
+  auto before = depth_messages();
+  if (n >= before)
+    depth_bytes_ = 0;
+  else
+    depth_bytes_ -= std::min(depth_bytes_, depth_bytes_ / before * n);
 }
 
 std::optional<error> shard_engine::over_depth(const std::vector<placed>& batch) const {

@@ -37,7 +37,7 @@ std::vector<store_op> shard_engine::move_dead(std::vector<dead_letter> dls,
   std::vector<store_op> ops;
   counters_.dead_lettered += dls.size();
   for (auto& dl : dls) {
-    depth_bytes_ -= std::min<std::uint64_t>(depth_bytes_, dl.msg.body.size());
+    release_bytes(dl.msg.body.size());
     auto order = next_dead_++;
     dl.keep_lane(lane.bytes);  // the live record goes from the lane it was stored under (L7)
     ops.push_back(erase_message(cfg_.uid, lane, dl.msg.seq));
@@ -91,12 +91,64 @@ void shard_engine::redrive(request_id r, const std::vector<message_id>& ids, tim
   // Its place now: the arrival seqs its messages get, and its write among the shard's writes.
   s->first_seq = next_seq_;
   next_seq_ += ids.empty() ? limits::redrive_batch_max : ids.size();
+  start_dead_op(std::move(s));
+}
+
+void shard_engine::dead_letters(request_id r, const std::vector<message_id>& ids, timestamp now) {
+  catch_up(now);
+  if (recovery_) return hold(r, [this, r, ids] { dead_letters(r, ids, last_now_); });
+  if (ids.empty()) return reply(r, std::vector<dead_letter>{});
+  if (ids.size() > limits::redrive_batch_max)
+    return reply(r, error{errc::limit_exceeded,
+                          "queue '" + cfg_.spec.name() + "': dead letters by id: at most " +
+                              std::to_string(limits::redrive_batch_max) + " ids at once"});
+  auto s = std::make_unique<redrive_state>();
+  s->what = redrive_state::op::list;
+  s->r = r;
+  s->ids = ids;
+  start_dead_op(std::move(s));
+}
+
+void shard_engine::delete_dead_letters(request_id r, const std::vector<message_id>& ids,
+                                       timestamp now) {
+  catch_up(now);
+  if (recovery_) return hold(r, [this, r, ids] { delete_dead_letters(r, ids, last_now_); });
+  if (ids.size() > limits::dead_letter_delete_max)
+    return reply(r, error{errc::limit_exceeded,
+                          "queue '" + cfg_.spec.name() + "': delete dead letters: at most " +
+                              std::to_string(limits::dead_letter_delete_max) + " ids at once"});
+  auto s = std::make_unique<redrive_state>();
+  s->what = redrive_state::op::erase;
+  s->r = r;
+  s->ids = ids;
+  // Deleting every one: what moved to the list after this request is not deleted (its write
+  // comes after this one); the count leaves it out.
+  s->moved_before = counters_.dead_lettered;
+  start_dead_op(std::move(s));
+}
+
+void shard_engine::start_dead_op(std::unique_ptr<redrive_state> s) {
+  auto r = s->r;
   dead_ops_.emplace(r, std::move(s));
-  writes_.add_durable([this, r] { read_dead_letters(*dead_ops_.at(r)); }, last_now_);
-  dead_ops_.at(r)->slot = writes_.reserve();
+  // Once every earlier write is durable it reads, in the place it reserves now among the
+  // shard's writes. With nothing pending that is at once, before its place is reserved: then it
+  // reads right after.
+  writes_.add_durable(
+      [this, r] {
+        auto& st = *dead_ops_.at(r);
+        if (st.slot == 0)
+          st.due = true;
+        else
+          read_dead_letters(st);
+      },
+      last_now_);
+  auto& st = *dead_ops_.at(r);
+  st.slot = writes_.reserve();
+  if (st.due) read_dead_letters(st);
 }
 
 void shard_engine::read_dead_letters(redrive_state& s) {
+  if (s.what == redrive_state::op::erase && s.ids.empty()) return erase_dead_letters(s);
   if (s.ids.empty()) {
     auto [from, to] = codec::queue_range(codec::tag::dead, cfg_.uid);
     s.waiting = 1;
@@ -154,6 +206,7 @@ void shard_engine::on_redrive_dead(request_id r, result<std::vector<store_entry>
   }
   if (--s.waiting > 0) return;
   if (s.failed) return end_redrive(s, std::move(s.failed));
+  if (s.what != redrive_state::op::redrive) return dead_letters_taken(s);
   redrive_taken(s);
 }
 
@@ -227,13 +280,79 @@ void shard_engine::redrive_taken(redrive_state& s) {
   writes_.fill(slot, std::move(w), last_now_);
 }
 
-void shard_engine::end_redrive(redrive_state& s, std::optional<error> failed) {
+void shard_engine::dead_letters_taken(redrive_state& s) {
+  redrive_in_given_order(s);
+  if (s.what == redrive_state::op::list) {
+    std::vector<dead_letter> out;
+    out.reserve(s.taken.size());
+    for (auto& [order, dl] : s.taken) out.push_back(std::move(dl));
+    auto r = s.r;
+    end_redrive(s, std::nullopt, false);
+    return reply(r, std::move(out));
+  }
+  write_request w;
+  for (const auto& [order, dl] : s.taken) {
+    w.ops.push_back(erase(codec::dead_key(cfg_.uid, order)));
+    w.ops.push_back(erase(codec::dead_index_key(cfg_.uid, dl.msg.id)));
+  }
+  auto n = static_cast<std::uint64_t>(s.taken.size());
+  if (n == 0) return end_redrive(s, std::nullopt);
+  auto r = s.r;
+  // Not a write that admits: a failed one is answered at once and sent again until durable, so
+  // the answer is the write's (the error, or the count) and the bookkeeping waits for its settle.
+  w.answer = [this, r, n](std::optional<error> e) {
+    if (e)
+      reply(r, storage_failure(cfg_.spec.name(), std::move(*e)));
+    else
+      reply(r, n);
+  };
+  w.settle = [this, n](bool durable) {
+    if (!durable) return;
+    dead_count_ -= n;
+    counters_.dead_letters_deleted += n;
+  };
+  auto slot = s.slot;
+  dead_ops_.erase(r);
+  writes_.fill(slot, std::move(w), last_now_);
+}
+
+void shard_engine::erase_dead_letters(redrive_state& s) {
+  // Every dead letter moved before the request: those moved since are in writes after this one
+  // (and counted in dead_count_ already), so the count leaves them out.
+  auto moved_since = counters_.dead_lettered - s.moved_before;
+  auto n = dead_count_ - std::min(dead_count_, moved_since);
+  if (n == 0) return end_redrive(s, std::nullopt);
+  write_request w;
+  for (auto t : {codec::tag::dead, codec::tag::dead_index}) {
+    auto [from, to] = codec::queue_range(t, cfg_.uid);
+    w.ops.push_back(store_op{store_op::kind::erase_range, std::move(from), std::move(to)});
+  }
+  auto r = s.r;
+  // Not a write that admits: a failed one is answered at once and sent again until durable, so
+  // the answer is the write's (the error, or the count) and the bookkeeping waits for its settle.
+  w.answer = [this, r, n](std::optional<error> e) {
+    if (e)
+      reply(r, storage_failure(cfg_.spec.name(), std::move(*e)));
+    else
+      reply(r, n);
+  };
+  w.settle = [this, n](bool durable) {
+    if (!durable) return;
+    dead_count_ -= n;
+    counters_.dead_letters_deleted += n;
+  };
+  auto slot = s.slot;
+  dead_ops_.erase(r);
+  writes_.fill(slot, std::move(w), last_now_);
+}
+
+void shard_engine::end_redrive(redrive_state& s, std::optional<error> failed, bool answer) {
   auto r = s.r;
   auto slot = s.slot;
   dead_ops_.erase(r);
   if (failed)
     reply(r, std::move(*failed));
-  else
+  else if (answer)
     reply(r, std::uint64_t{0});
   writes_.fill(slot, std::nullopt, last_now_);
 }

@@ -244,7 +244,7 @@ result<std::vector<store_op>> shard_engine::ack_unordered(const lease_token& l, 
   auto m = leases_.release(l);
   if (!m) return m.err();
   ++counters_.acked;
-  depth_bytes_ -= std::min<std::uint64_t>(depth_bytes_, m.value().body.size());
+  release_bytes(m.value().body.size());
   if (window) count_ack(window->first, t, 1);
   auto& c = class_for(m.value());
   auto ops = end_attempt(l, {erase_message(cfg_.uid, c.lane, m.value().seq)}, durable());

@@ -403,6 +403,8 @@ void shard_engine::on_read(std::uint64_t read, result<std::vector<store_entry>> 
       return on_redrive_index(slot.request, slot.index, std::move(page));
     case read_kind::redrive_dead: return on_redrive_dead(slot.request, std::move(page));
     case read_kind::unordered: return on_class_fetched(slot.index, std::move(page), last_now_);
+    case read_kind::peek: return on_peek(slot.request, std::move(page));
+    case read_kind::discarded: return;  // a purge made it moot
     case read_kind::recovery: break;
   }
   if (!page) {
@@ -493,6 +495,8 @@ queue_stats shard_engine::stats(timestamp now) const {
   s.lease_expired = c.lease_expired;
   s.dead_lettered = c.dead_lettered;
   s.redriven = c.redriven;
+  s.purged = c.purged;
+  s.dead_letters_deleted = c.dead_letters_deleted;
   s.key_missing = c.key_missing;
   s.rejected = c.rejected;
   s.recovered = c.recovered;

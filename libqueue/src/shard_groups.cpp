@@ -105,7 +105,7 @@ shard_engine::group_write shard_engine::apply(group_slot& g, group_effects fx) {
   }
   for (auto seq : fx.removed) w.ops.push_back(erase_message(cfg_.uid, g.lane, seq));
   counters_.acked += fx.removed.size();
-  depth_bytes_ -= std::min(depth_bytes_, fx.removed_bytes);
+  release_bytes(fx.removed_bytes);
   if (fx.updated) w.ops.push_back(put_message(cfg_.uid, g.lane, *fx.updated));
   if (!fx.dead_letters.empty()) {
     for (auto& op : move_dead(std::move(fx.dead_letters), g.lane)) w.ops.push_back(std::move(op));

@@ -81,9 +81,16 @@ struct shard_engine::group_write {
 /// letters (by id; or the first ones of the list), then the records, then fills its place among
 /// the shard's writes.
 struct shard_engine::redrive_state {
+  /// What it does with the dead letters it reads: puts them back in the queue, answers them, or
+  /// deletes them.
+  enum class op : std::uint8_t { redrive, list, erase };
+  op what = op::redrive;
   request_id r = 0;
   std::uint64_t first_seq = 0;  ///< the arrival seqs it took when it came
-  std::uint64_t slot = 0;       ///< its place in the write log (write_log::reserve)
+  /// Deleting every dead letter: the shard's dead-letter moves when it came (counters_).
+  std::uint64_t moved_before = 0;
+  std::uint64_t slot = 0;  ///< its place in the write log (write_log::reserve)
+  bool due = false;        ///< every earlier write was durable before `slot` was reserved
   std::vector<message_id> ids;
   std::vector<std::optional<std::uint64_t>> orders;  // by id, as the index answers
   std::vector<std::pair<std::uint64_t, dead_letter>> taken;

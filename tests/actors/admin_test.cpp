@@ -29,7 +29,7 @@ class admin : public ::testing::Test {
     return h.ask<queue_description>(registry(), describe_atom_v, name);
   }
   status drop(const std::string& name) {
-    auto r = h.ask<caf::ok_atom>(registry(), drop_atom_v, name);
+    auto r = h.ask<caf::ok_atom>(registry(), drop_atom_v, name, true);  // force: whatever it holds
     if (!r) return r.err();
     return ok_t{};
   }

@@ -95,7 +95,7 @@ class recovery : public ::testing::Test {
   }
 
   status drop(const std::string& name) {
-    auto r = h_->ask<caf::ok_atom>(h_->brk().admin(), drop_atom_v, name);
+    auto r = h_->ask<caf::ok_atom>(h_->brk().admin(), drop_atom_v, name, true);  // force
     if (!r) return r.err();
     return ok_t{};
   }

@@ -187,7 +187,7 @@ TEST_F(sharding, a_sharded_queue_restarts_whole_and_its_delete_leaves_nothing) {
   h.advance(limits::reclaim_grace_default);  // R6: recovered heads wait out the grace
   auto all = take(h, again.value(), 100);
   EXPECT_EQ(all.size(), 20u);
-  auto dropped = h.ask<caf::ok_atom>(h.brk().admin(), drop_atom_v, std::string{"acct"});
+  auto dropped = h.ask<caf::ok_atom>(h.brk().admin(), drop_atom_v, std::string{"acct"}, true);
   ASSERT_TRUE(dropped.ok());
   auto entries = h.ask<std::vector<store_entry>>(h.store(), scan_atom_v, std::string{},
                                                  std::string(4, '\xFF'), limits::store_scan_max);

@@ -221,7 +221,6 @@ test('console.creates_sends_shows_blocked_groups_and_redrives_a_dead_letter', as
     await page.click('#settings-submit');
     await page.locator('#settings-result', {hasText: 'invalid_spec (1)'}).waitFor({timeout: wait_ms});
     assert.match(await page.locator('#settings-result').textContent(), /ordering\.mode: is fixed/);
-    assert.ok(await page.locator('#dead-letters-delete').isDisabled());
 
     // Back on the list: the chart has several samples.
     await page.click('#nav-queues');
@@ -229,6 +228,53 @@ test('console.creates_sends_shows_blocked_groups_and_redrives_a_dead_letter', as
       const svg = document.querySelector('#queues-body tr[data-queue="orders"] svg.chart');
       return svg && Number(svg.dataset.samples) >= 2;
     }, null, {timeout: wait_ms});
+  });
+});
+
+test('console.deletes_chosen_dead_letters_and_then_all_of_them', async () => {
+  await server.ok('PUT', '/v1/queues/doomed', {lease_ms: 200, max_attempts: 1});
+  await server.ok('POST', '/v1/queues/doomed/messages',
+                  {messages: [{body: 'd1'}, {body: 'd2'}, {body: 'd3'}, {body: 'd4'}]});
+  // One attempt each, never acked: the four leases expire and the messages are dead letters.
+  assert.equal((await receive('doomed', 10, 200)).length, 4);
+  await with_page('delete-dead-letters', async page => {
+    await enter_token(page, token);
+    await page.goto(`${server.url}/console/#/queue/doomed`);
+    const rows = page.locator('#dead-letters-body tr[data-id]');
+    const count_is = n => page.waitForFunction(k =>
+        document.querySelectorAll('#dead-letters-body tr[data-id]').length === k, n,
+        {timeout: wait_ms});
+    await count_is(4);
+    const ids = await rows.evaluateAll(trs => trs.map(tr => tr.dataset.id));
+
+    // One chosen (DELETE .../dead-letters/{id}).
+    await page.locator(`#dead-letters-body tr[data-id="${ids[0]}"] input.pick`).check();
+    await page.click('#dead-letters-delete');
+    await page.locator('#redrive-result', {hasText: 'deleted: 1'}).waitFor({timeout: wait_ms});
+    await count_is(3);
+
+    // Two chosen (their ids in one request).
+    for (const id of ids.slice(1, 3)) {
+      await page.locator(`#dead-letters-body tr[data-id="${id}"] input.pick`).check();
+    }
+    await page.click('#dead-letters-delete');
+    await page.locator('#redrive-result', {hasText: 'deleted: 2'}).waitFor({timeout: wait_ms});
+    await count_is(1);
+    assert.deepEqual(await rows.evaluateAll(trs => trs.map(tr => tr.dataset.id)), [ids[3]]);
+
+    // All, after a confirmation: declined first (nothing happens), then accepted.
+    page.once('dialog', d => d.dismiss());
+    await page.click('#dead-letters-delete-all');
+    await count_is(1);
+    page.once('dialog', d => d.accept());
+    await page.click('#dead-letters-delete-all');
+    await page.locator('#redrive-result', {hasText: 'deleted: 1'}).waitFor({timeout: wait_ms});
+    await count_is(0);
+
+    const stats = (await server.ok('GET', '/v1/queues/doomed')).stats;
+    assert.equal(stats.dead_letters, 0);
+    assert.equal(stats.dead_letters_deleted, 4);
+    assert.equal(stats.redriven, 0);
   });
 });
 

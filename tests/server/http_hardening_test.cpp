@@ -73,7 +73,7 @@ TEST_F(http_hardening, head_answers_carry_no_body_so_the_connection_stays_usable
   // A path with GET, a path without it, and a path that does not exist; then a GET.
   c.send_raw(
       "HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
-      "HEAD /v1/queues/q/messages HTTP/1.1\r\nHost: x\r\n\r\n"
+      "HEAD /v1/queues/q/receive HTTP/1.1\r\nHost: x\r\n\r\n"
       "HEAD /nothing HTTP/1.1\r\nHost: x\r\n\r\n"
       "GET /v1/queues/q HTTP/1.1\r\nHost: x\r\n\r\n");
   beast::flat_buffer buf;

@@ -209,6 +209,34 @@ class engine_driver {
     settle();
     return r;
   }
+  request_id dead_letters_by_id(std::vector<message_id> ids) {
+    auto r = next_request();
+    engine_->dead_letters(r, ids, now);
+    settle();
+    return r;
+  }
+  request_id delete_dead_letters(std::vector<message_id> ids = {}) {
+    auto r = next_request();
+    engine_->delete_dead_letters(r, ids, now);
+    settle();
+    return r;
+  }
+  /// Purges the shard, or the group whose ordering key is `group`.
+  request_id purge(std::optional<std::string> group = std::nullopt) {
+    auto r = next_request();
+    engine_->purge(r, group ? group_filter{true, *group} : group_filter{}, now);
+    settle();
+    return r;
+  }
+  request_id peek(std::uint32_t limit = 100, std::optional<std::string> group = std::nullopt) {
+    auto r = next_request();
+    peek_request req;
+    req.limit = limit;
+    if (group) req.group = group_filter{true, *group};
+    engine_->peek(r, req, now);
+    settle();
+    return r;
+  }
   request_id recover() {
     auto r = next_request();
     engine_->recover(r, now);

@@ -58,6 +58,8 @@ TEST(error, numbers_and_names_are_stable) {
   EXPECT_EQ(to_string(errc::topic_not_found), "topic_not_found");
   EXPECT_EQ(static_cast<int>(errc::queue_full), 21);
   EXPECT_EQ(to_string(errc::queue_full), "queue_full");
+  EXPECT_EQ(static_cast<int>(errc::queue_not_empty), 22);
+  EXPECT_EQ(to_string(errc::queue_not_empty), "queue_not_empty");
   EXPECT_EQ(to_string(errc::invalid_spec), "invalid_spec");
   EXPECT_EQ(to_string(errc::spec_conflict), "spec_conflict");
   EXPECT_EQ(to_string(errc::queue_not_found), "queue_not_found");

@@ -302,6 +302,36 @@ TEST(fair_scheduler, throttle_on_an_unordered_item_holds_nothing_else_back) {
   EXPECT_TRUE(s.waiting()[0].throttled);
 }
 
+// A purge (docs/design/purge.md U6): items leave whether ready, delayed or waiting for a token;
+// the rest are served as before.
+TEST(fair_scheduler, remove_if_takes_items_from_every_place_they_wait) {
+  fair_scheduler s{{throttle_spec{{key::header("tenant")}, 1.0, 1}}};
+  s.on_ready(tenant_item(1, "x"), t0);
+  s.on_ready(tenant_item(2, "x"), t0);  // waits for x's token once 1 took it
+  s.on_ready(tenant_item(3, "y", 7), t0);
+  s.on_ready(tenant_item(4, "z", 8), t0);
+  auto later = tenant_item(5, "y");
+  later.msg.not_before = t0 + 10s;
+  s.on_ready(later, t0);
+  auto first = s.pick(t0);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->item.msg.id, message_id{1});
+  ASSERT_TRUE(s.pick(t0).has_value());  // 3 (2 is parked on x's bucket)
+  s.check_invariants();
+  ASSERT_EQ(s.waiting().size(), 2u) << "2 throttled, 5 delayed";
+  // Every unordered item goes; group 8's head stays.
+  EXPECT_EQ(s.remove_if([](group_id g, message_seq) { return !g; }), 2u);
+  s.check_invariants();
+  EXPECT_TRUE(s.waiting().empty());
+  EXPECT_EQ(drain(s, t0 + 20s), (ids{4}));
+  EXPECT_EQ(s.size(), 0u);
+  EXPECT_EQ(s.remove_if([](group_id, message_seq) { return true; }), 0u);
+  s.check_invariants();
+  // x's bucket lives on and has refilled meanwhile: a new item of x goes.
+  s.on_ready(tenant_item(6, "x"), t0 + 20s);
+  EXPECT_EQ(drain(s, t0 + 20s), (ids{6}));
+}
+
 TEST(fair_scheduler, a_throttled_group_head_holds_back_only_its_own_group) {
   fair_scheduler s{{throttle_spec{{key::header("tenant")}, 1.0, 1}}};
   s.on_ready(tenant_item(1, "x", 1), t0);

@@ -415,8 +415,23 @@ api_result<json::value> http_client::list_queues() {
   return call("GET", path("/v1/queues"));
 }
 
-api_result<json::value> http_client::delete_queue(std::string_view name) {
-  return call("DELETE", queue_path(name));
+api_result<json::value> http_client::delete_queue(std::string_view name, bool force) {
+  return call("DELETE", queue_path(name, force ? "?force=true" : ""));
+}
+
+api_result<json::value> http_client::purge(std::string_view queue,
+                                           const std::optional<std::string>& group) {
+  json::object o;
+  if (group) o["group"] = *group;
+  json::value body = std::move(o);
+  return call("POST", queue_path(queue, "/purge"), &body);
+}
+
+api_result<json::value> http_client::peek(std::string_view queue, std::uint32_t limit,
+                                          const std::optional<std::string>& group) {
+  auto query = "?limit=" + std::to_string(limit);
+  if (group) query += "&group=" + encode_segment(*group);
+  return call("GET", queue_path(queue, "/messages" + query));
 }
 
 api_result<json::value> http_client::update_queue(std::string_view name, const json::value& patch) {
@@ -551,6 +566,34 @@ api_result<json::value> http_client::redrive(std::string_view queue,
   }
   json::value body = std::move(o);
   return call("POST", queue_path(queue, "/dead-letters/redrive"), &body);
+}
+
+api_result<json::value> http_client::redrive_into(std::string_view queue,
+                                                  const std::vector<std::string>& ids,
+                                                  std::string_view to) {
+  json::object o;
+  if (!ids.empty()) {
+    json::array arr;
+    for (const auto& id : ids) arr.emplace_back(id);
+    o["ids"] = std::move(arr);
+  }
+  o["to"] = to;
+  json::value body = std::move(o);
+  return call("POST", queue_path(queue, "/dead-letters/redrive"), &body);
+}
+
+api_result<json::value> http_client::delete_dead_letters(std::string_view queue,
+                                                         const std::vector<std::string>& ids) {
+  if (ids.empty()) return call("DELETE", queue_path(queue, "/dead-letters"));
+  json::array arr;
+  for (const auto& id : ids) arr.emplace_back(id);
+  json::value body = json::object{{"ids", std::move(arr)}};
+  return call("DELETE", queue_path(queue, "/dead-letters"), &body);
+}
+
+api_result<json::value> http_client::delete_dead_letter(std::string_view queue,
+                                                        std::string_view id) {
+  return call("DELETE", queue_path(queue, "/dead-letters/" + encode_segment(id)));
 }
 
 api_result<json::value> http_client::groups(std::string_view queue, const groups_params& p) {

@@ -161,6 +161,20 @@ function dead_letters_panel(name) {
       say(result, describe(e), 'error');
     }
   };
+  // One chosen: DELETE .../dead-letters/{id}; several: their ids in the body; none: every one.
+  const remove = async ids => {
+    try {
+      const r = ids && ids.length === 1
+        ? await call('DELETE', queue_path(name, `/dead-letters/${encodeURIComponent(ids[0])}`))
+        : await call('DELETE', queue_path(name, '/dead-letters'), ids ? {ids} : undefined);
+      say(result, `deleted: ${r.deleted}`);
+      selected.clear();
+      clear_error();
+      await load();
+    } catch (e) {
+      say(result, describe(e), 'error');
+    }
+  };
   const root = h('section', {id: 'dead-letters', class: 'panel'},
       h('h3', {}, 'Dead letters (oldest first, up to 100)'),
       h('table', {id: 'dead-letters-table'},
@@ -173,13 +187,18 @@ function dead_letters_panel(name) {
       }}, 'Redrive chosen'),
       h('button', {type: 'button', id: 'redrive-all', onclick: () => redrive(null)},
         'Redrive all'),
-      h('button', {type: 'button', id: 'dead-letters-delete', disabled: true,
-                   title: 'waits on a delete endpoint for dead letters (issue 25 §1)'},
-        'Delete chosen'),
+      h('button', {type: 'button', id: 'dead-letters-delete', onclick: () => {
+        if (!selected.size) return say(result, 'choose dead letters first', 'error');
+        return remove([...selected]);
+      }}, 'Delete chosen'),
+      h('button', {type: 'button', id: 'dead-letters-delete-all', onclick: () => {
+        if (!window.confirm(`Delete every dead letter of queue ${name}? They cannot be redriven ` +
+                            'afterwards.')) return undefined;
+        return remove(null);
+      }}, 'Delete all'),
       result,
-      h('p', {class: 'note'}, 'Deleting dead letters waits on an HTTP endpoint for it (issue 25 ' +
-        '§1), which laneqd does not serve yet. A redriven message keeps its id and joins the back ' +
-        'of its group.'));
+      h('p', {class: 'note'}, 'A redriven message keeps its id and joins the back of its group. ' +
+        'A deleted dead letter is gone for good.'));
   return {root, refresh: load};
 }
 

@@ -69,6 +69,15 @@ class caf_gate_impl : public actor_base<caf_gate_actor> {
           if (enabled_) return log_in_first();
           return delegate(open_, a, n, patch);
         },
+        [this](drop_atom a, const std::string& n, bool force) -> caf::result<caf::ok_atom> {
+          if (enabled_) return log_in_first();
+          return delegate(open_, a, n, force);
+        },
+        [this](redrive_atom a, const std::string& from, std::vector<message_id>& ids,
+               const std::string& to) -> caf::result<std::uint64_t> {
+          if (enabled_) return log_in_first();
+          return delegate(open_, a, from, std::move(ids), to);
+        },
         [this](topic_atom t, create_atom a, const std::string& n,
                const std::string& s) -> caf::result<bool> {
           if (enabled_) return log_in_first();

@@ -107,6 +107,10 @@ class json_writer {
     auto [end, ec] = std::to_chars(buf, buf + sizeof buf, n);
     out_.append(buf, end);
   }
+  void value_bool(bool b) {
+    separate();
+    out_ += b ? "true" : "false";
+  }
   std::string take() { return std::move(out_); }
 
  private:
@@ -675,7 +679,7 @@ result<std::string> checkpoint_dir_from_json(const json::object& body) {
 }
 
 result<std::vector<message_id>> redrive_from_json(const json::object& body, std::size_t batch_max) {
-  if (auto ok = check_fields(body, {"ids"}, ""); !ok) return ok.err();
+  if (auto ok = check_fields(body, {"ids", "to"}, ""); !ok) return ok.err();
   std::vector<message_id> ids;
   const auto* v = body.if_contains("ids");
   if (v == nullptr) return ids;
@@ -718,6 +722,34 @@ std::string list_json(std::string_view list, const std::vector<T>& xs, std::size
 
 }  // namespace
 
+result<std::optional<std::string>> redrive_target_from_json(const json::object& body) {
+  auto to = get_string(body, "to", "");
+  if (!to) return to.err();
+  if (to.value() && to.value()->empty()) return bad("to must name a queue, not be empty");
+  return to;
+}
+
+result<std::vector<message_id>> dead_letter_ids_from_json(const json::object& body) {
+  if (auto ok = check_fields(body, {"ids"}, ""); !ok) return ok.err();
+  if (!body.contains("ids")) return std::vector<message_id>{};
+  auto ids = redrive_from_json(body, limits::dead_letter_delete_max);
+  if (ids && ids.value().empty())
+    return bad("ids must name at least one dead letter (send no body to delete every one)");
+  return ids;
+}
+
+result<group_filter> purge_from_json(const json::object& body) {
+  if (auto ok = check_fields(body, {"group"}, ""); !ok) return ok.err();
+  auto group = get_string(body, "group", "");
+  if (!group) return group.err();
+  group_filter out;
+  if (group.value()) {
+    out.one = true;
+    out.key = std::move(*group.value());
+  }
+  return out;
+}
+
 std::string deliveries_json(const std::vector<delivery>& ds) {
   std::size_t bytes = 32;
   for (const auto& d : ds) bytes += answer_bytes(d.msg) + d.ordering_key.size();
@@ -737,6 +769,30 @@ std::string deliveries_json(const std::vector<delivery>& ds) {
     w.number(d.msg.enqueued_at.ms());
     w.key("lease_deadline_ms");
     w.number(d.deadline.ms());
+  });
+}
+
+std::string peeked_json(const std::vector<peeked_message>& ms) {
+  std::size_t bytes = 32;
+  for (const auto& m : ms) bytes += answer_bytes(m.msg) + m.ordering_key.size();
+  return list_json("messages", ms, bytes, [](json_writer& w, const peeked_message& m) {
+    w.key("id");
+    w.value_string(encode_id(m.msg.id));
+    put_payload(w, m.msg);
+    w.key("ordering_key");
+    w.text(m.ordering_key);
+    w.key("attempts");
+    w.number(m.msg.attempts);
+    w.key("enqueued_at_ms");
+    w.number(m.msg.enqueued_at.ms());
+    w.key("not_before_ms");
+    w.number(m.msg.not_before.ms());
+    w.key("in_flight");
+    w.value_bool(m.in_flight);
+    if (m.in_flight) {
+      w.key("lease_deadline_ms");
+      w.number(m.lease_deadline.ms());
+    }
   });
 }
 
@@ -767,6 +823,8 @@ json::object to_json(const queue_stats& s) {
   o["lease_expired"] = s.lease_expired;
   o["dead_lettered"] = s.dead_lettered;
   o["redriven"] = s.redriven;
+  o["purged"] = s.purged;
+  o["dead_letters_deleted"] = s.dead_letters_deleted;
   o["key_missing"] = s.key_missing;
   o["rejected"] = s.rejected;
   o["recovered"] = s.recovered;
@@ -822,7 +880,8 @@ unsigned http_status(errc code) {
     case errc::ordering_key_missing:
     case errc::enqueue_rejected:
     case errc::invalid_argument: return 400;
-    case errc::spec_conflict: return 409;
+    case errc::spec_conflict:
+    case errc::queue_not_empty: return 409;
     case errc::queue_not_found:
     case errc::topic_not_found:
     case errc::lease_not_found:

@@ -119,6 +119,9 @@ constexpr queue_series per_queue[] = {
     {"laneq_dead_lettered_total", "counter", "Messages moved to the dead-letter list.",
      &queue_stats::dead_lettered},
     {"laneq_redriven_total", "counter", "Dead letters redriven.", &queue_stats::redriven},
+    {"laneq_purged_total", "counter", "Waiting messages removed by a purge.", &queue_stats::purged},
+    {"laneq_dead_letters_deleted_total", "counter", "Dead letters deleted (not redriven).",
+     &queue_stats::dead_letters_deleted},
     {"laneq_lane_key_missing_total", "counter", "Messages that lacked an ordering key component.",
      &queue_stats::key_missing},
     {"laneq_rejected_total", "counter", "Enqueues refused.", &queue_stats::rejected},
@@ -238,6 +241,10 @@ std::string_view to_string(route r) {
     case route::dead_letters: return "dead_letters";
     case route::redrive: return "redrive";
     case route::groups: return "groups";
+    case route::purge: return "purge";
+    case route::peek: return "peek";
+    case route::delete_dead_letters: return "delete_dead_letters";
+    case route::delete_dead_letter: return "delete_dead_letter";
     case route::list_topics: return "list_topics";
     case route::put_topic: return "put_topic";
     case route::get_topic: return "get_topic";

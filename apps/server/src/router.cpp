@@ -157,12 +157,16 @@ constexpr std::array<route_entry, route_count - 1> route_table{{
     {"DELETE", "/v1/queues/{name}", route::delete_queue, false},
     {"PATCH", "/v1/queues/{name}", route::patch_queue, true},
     {"POST", "/v1/queues/{name}/messages", route::enqueue, true},
+    {"GET", "/v1/queues/{name}/messages", route::peek, false},
+    {"POST", "/v1/queues/{name}/purge", route::purge, true},
     {"POST", "/v1/queues/{name}/receive", route::receive, true},
     {"POST", "/v1/queues/{name}/ack", route::ack, true},
     {"POST", "/v1/queues/{name}/nack", route::nack, true},
     {"POST", "/v1/queues/{name}/extend", route::extend, true},
     {"GET", "/v1/queues/{name}/dead-letters", route::dead_letters, false},
+    {"DELETE", "/v1/queues/{name}/dead-letters", route::delete_dead_letters, true},
     {"POST", "/v1/queues/{name}/dead-letters/redrive", route::redrive, true},
+    {"DELETE", "/v1/queues/{name}/dead-letters/{id}", route::delete_dead_letter, false},
     {"GET", "/v1/queues/{name}/groups", route::groups, false},
     {"GET", "/v1/topics", route::list_topics, false},
     {"PUT", "/v1/topics/{name}", route::put_topic, true},
@@ -186,15 +190,18 @@ static_assert(every_route_once(), "route_table lists each route once");
 struct match {
   route what = route::unknown;
   std::string queue;  ///< the queue's or, when `topic`, the topic's name
+  std::string item;   ///< what `{id}` matched (a dead letter's id), still percent-encoded
   bool topic = false;
   std::string query;
   std::string allowed;  ///< methods of the path, for 405 (set only then)
 };
 
 /// Whether `path` (from its leading '/') has the template's segments, any one where it has
-/// `{name}`: that one goes to `name`, still percent-encoded.
-bool fits(std::string_view tmpl, std::string_view path, std::string_view& name) {
+/// `{name}` or `{id}`: those go to `name` and `item`, still percent-encoded.
+bool fits(std::string_view tmpl, std::string_view path, std::string_view& name,
+          std::string_view& item) {
   std::string_view named;
+  std::string_view id;
   while (!tmpl.empty() && !path.empty()) {
     tmpl.remove_prefix(1);  // the '/' before each segment
     path.remove_prefix(1);
@@ -202,6 +209,8 @@ bool fits(std::string_view tmpl, std::string_view path, std::string_view& name) 
     auto p = path.substr(0, path.find('/'));
     if (t == "{name}")
       named = p;
+    else if (t == "{id}")
+      id = p;
     else if (t != p)
       return false;
     tmpl.remove_prefix(t.size());
@@ -209,6 +218,7 @@ bool fits(std::string_view tmpl, std::string_view path, std::string_view& name) 
   }
   if (!tmpl.empty() || !path.empty()) return false;
   name = named;
+  item = id;
   return true;
 }
 
@@ -216,8 +226,9 @@ bool fits(std::string_view tmpl, std::string_view path, std::string_view& name) 
 std::string allowed_methods(std::string_view path) {
   std::string out;
   std::string_view name;
+  std::string_view item;
   for (const auto& e : route_table)
-    if (fits(e.path, path, name)) out += (out.empty() ? "" : ", ") + std::string{e.method};
+    if (fits(e.path, path, name, item)) out += (out.empty() ? "" : ", ") + std::string{e.method};
   return out;
 }
 
@@ -238,12 +249,16 @@ result<match> match_route(std::string_view method, std::string_view target) {
     return not_found();
   const route_entry* found = nullptr;
   std::string_view name;
+  std::string_view item;
   for (const auto& e : route_table)
-    if (fits(e.path, path, name) && (found == nullptr || e.method == method)) {
+    if (fits(e.path, path, name, item) && (found == nullptr || e.method == method)) {
       found = &e;
       if (e.method == method) break;
     }
   if (found == nullptr) return not_found();
+  // The last template that fitted set `name` and `item`: find the chosen one's again.
+  (void)fits(found->path, path, name, item);
+  m.item = std::string{item};
   if (found->method == method)
     m.what = found->what;
   else
@@ -301,6 +316,34 @@ result<groups_query> groups_query_from(
     }
   }
   return q;
+}
+
+/// A peek's query (docs/api.md "Peek"): `limit` (1 to limits::peek_max) and `group`.
+result<peek_request> peek_request_from(
+    const std::vector<std::pair<std::string, std::string>>& params) {
+  peek_request q;
+  for (const auto& [k, v] : params) {
+    if (k == "group") {
+      q.group.one = true;
+      q.group.key = v;
+      continue;
+    }
+    auto n = decode_id(v);  // a positive decimal
+    if (!n || n->value > limits::peek_max)
+      return bad("query parameter limit must be 1 to " + std::to_string(limits::peek_max));
+    q.limit = static_cast<std::uint32_t>(n->value);
+  }
+  return q;
+}
+
+/// `force` of a queue delete: `true` or `false` (absent: false).
+result<bool> force_from(const std::vector<std::pair<std::string, std::string>>& params) {
+  bool force = false;
+  for (const auto& [k, v] : params) {
+    if (v != "true" && v != "false") return bad("query parameter force must be true or false");
+    force = v == "true";
+  }
+  return force;
 }
 
 /// Whether a route refuses a request body: those that take none, except the probes, which
@@ -610,7 +653,11 @@ void router::handle(http_request req, respond_fn done) {
     case route::nack:
     case route::extend: return route_leases(r);
     case route::dead_letters:
-    case route::redrive: return route_dead_letters(r);
+    case route::redrive:
+    case route::delete_dead_letters:
+    case route::delete_dead_letter: return route_dead_letters(r);
+    case route::purge:
+    case route::peek: return route_purge_peek(r);
     case route::groups: return route_groups(r);
     case route::list_topics:
     case route::put_topic:
@@ -670,9 +717,11 @@ bool router::admit(const http_request& req, routed& r) const {
   if (!body) return refuse(body.err());
   r.obj = std::move(body.value());
   // Only the dead-letter and group listings take query parameters.
-  auto query = m.what == route::dead_letters ? parse_query(m.query, {"max"})
-               : m.what == route::groups     ? parse_query(m.query, {"state", "limit", "cursor"})
-                                             : parse_query(m.query, {});
+  auto query = m.what == route::dead_letters   ? parse_query(m.query, {"max"})
+               : m.what == route::groups       ? parse_query(m.query, {"state", "limit", "cursor"})
+               : m.what == route::peek         ? parse_query(m.query, {"limit", "group"})
+               : m.what == route::delete_queue ? parse_query(m.query, {"force"})
+                                               : parse_query(m.query, {});
   if (!query) return refuse(query.err());
   if (takes_no_body(m.what) && !r.obj.empty()) return refuse(bad("this endpoint takes no body"));
   r.query = std::move(query.value());
@@ -801,9 +850,11 @@ void router::route_queues(routed& r) const {
           describe_atom_v, name);
     }
     case route::delete_queue: {
+      auto force = force_from(r.query);
+      if (!force) return c->fail(force.err());
       return ask(
           gw, c, st.admin, [name](caf::ok_atom) { return one_field("deleted", name); }, drop_atom_v,
-          name);
+          name, force.value());
     }
     default: return;  // handle sends only the routes above here
   }
@@ -901,12 +952,26 @@ void router::route_leases(routed& r) const {
 }
 
 void router::route_dead_letters(routed& r) const {
-  if (r.m.what == route::redrive) {
-    auto ids = redrive_from_json(r.obj, limits::redrive_batch_max);
-    if (!ids) return r.c->fail(ids.err());
-    return ask_queue(
-        *gateways_, r.c, r.name, [](std::uint64_t n) { return one_field("redriven", n); },
-        redrive_atom_v, std::move(ids.value()));
+  switch (r.m.what) {
+    case route::redrive: return route_redrive(r);
+    case route::delete_dead_letters: {
+      auto ids = dead_letter_ids_from_json(r.obj);
+      if (!ids) return r.c->fail(ids.err());
+      return ask_queue(
+          *gateways_, r.c, r.name, [](std::uint64_t n) { return one_field("deleted", n); },
+          dlq_atom_v, drop_atom_v, std::move(ids.value()));
+    }
+    case route::delete_dead_letter: {
+      auto text = percent_decode(r.m.item);
+      auto id = text ? decode_id(*text) : std::nullopt;
+      if (!id)
+        return r.c->fail(bad("the dead letter id in the path, '" + r.m.item.substr(0, 64) +
+                             "', is not a message id"));
+      return ask_queue(
+          *gateways_, r.c, r.name, [](std::uint64_t n) { return one_field("deleted", n); },
+          dlq_atom_v, drop_atom_v, std::vector<message_id>{*id});
+    }
+    default: break;
   }
   std::uint32_t max = 100;
   for (const auto& [k, v] : r.query) {
@@ -922,6 +987,41 @@ void router::route_dead_letters(routed& r) const {
         return json_text{[ds = std::move(ds)] { return dead_letters_json(ds); }};
       },
       dlq_atom_v, max);
+}
+
+void router::route_redrive(routed& r) const {
+  auto ids = redrive_from_json(r.obj, limits::redrive_batch_max);
+  if (!ids) return r.c->fail(ids.err());
+  auto to = redrive_target_from_json(r.obj);
+  if (!to) return r.c->fail(to.err());
+  if (!to.value())
+    return ask_queue(
+        *gateways_, r.c, r.name, [](std::uint64_t n) { return one_field("redriven", n); },
+        redrive_atom_v, std::move(ids.value()));
+  // Into another queue: a tenant's token names it bare, as in its URLs.
+  auto target = authenticator::resolve(r.who, *to.value(), "queue");
+  if (!target) return r.c->fail(target.err());
+  ask(
+      *gateways_, r.c, state_->admin, [](std::uint64_t n) { return one_field("redriven", n); },
+      redrive_atom_v, r.name, std::move(ids.value()), std::move(target.value()));
+}
+
+void router::route_purge_peek(routed& r) const {
+  if (r.m.what == route::purge) {
+    auto which = purge_from_json(r.obj);
+    if (!which) return r.c->fail(which.err());
+    return ask_queue(
+        *gateways_, r.c, r.name, [](std::uint64_t n) { return one_field("purged", n); },
+        purge_atom_v, std::move(which.value()));
+  }
+  auto req = peek_request_from(r.query);
+  if (!req) return r.c->fail(req.err());
+  ask_queue(
+      *gateways_, r.c, r.name,
+      [](std::vector<peeked_message>& ms) {
+        return json_text{[ms = std::move(ms)] { return peeked_json(ms); }};
+      },
+      peek_atom_v, std::move(req.value()));
 }
 
 void router::route_groups(routed& r) const {

@@ -397,7 +397,7 @@ async function main() {
   const after = await scrape();
   for (const a of new Set(consumerAgents)) a.destroy();
   await Promise.race([Promise.allSettled(loops), new Promise((res) => setTimeout(res, 100))]);
-  if (!o.keep) await call(producerAgent, "DELETE", qpath("")).catch(() => {});
+  if (!o.keep) await call(producerAgent, "DELETE", qpath("?force=true")).catch(() => {});
   producerAgent.destroy();
 
   const { counted, e2d, due2d, gen, enq, sockWait, ans2d, e2a, waitingRecv, laterRecv, tail, mean } = analyze();

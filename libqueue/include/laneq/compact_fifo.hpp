@@ -38,6 +38,16 @@ class compact_fifo {
 
   void push_back(T x) { items_.push_back(std::move(x)); }
 
+  /// Removes the last element (a purge cuts a group's window behind what is in flight).
+  void pop_back() {
+    LANEQ_ASSERT(!empty(), "pop_back() of an empty fifo");
+    items_.pop_back();
+    if (head_ == items_.size()) {
+      items_.clear();
+      head_ = 0;
+    }
+  }
+
   void pop_front() {
     LANEQ_ASSERT(!empty(), "pop_front() of an empty fifo");
     items_[head_] = T{};  // release the element's memory now

@@ -50,6 +50,29 @@ struct delivery {
   std::uint32_t batch_index = 0;
 };
 
+/// One ordering group, named by its key as deliveries and the groups listing show it
+/// (`delivery::ordering_key`), or the whole queue (`one` false): what a purge or a peek concerns.
+struct group_filter {
+  bool one = false;
+  std::string key;
+};
+
+/// A peek (docs/api.md "Peek"): the first `limit` messages (1 to limits::peek_max) of the queue or
+/// of one group, read without a lease.
+struct peek_request {
+  std::uint32_t limit = limits::peek_default;
+  group_filter group;
+};
+
+/// A message as a peek shows it: as stored, no lease taken, nothing changed. `in_flight`: it is
+/// leased now (`lease_deadline` says until when).
+struct peeked_message {
+  message msg;
+  std::string ordering_key;  ///< as `delivery::ordering_key`; empty when unordered
+  bool in_flight = false;
+  timestamp lease_deadline;
+};
+
 /// The outcome of one lease in a batch ack: only failures are listed.
 struct lease_outcome {
   lease_token lease;
@@ -104,9 +127,11 @@ struct queue_stats {
   std::uint64_t lease_expired = 0;
   std::uint64_t dead_lettered = 0;
   std::uint64_t redriven = 0;
-  std::uint64_t key_missing = 0;   ///< messages that lacked an ordering key component
-  std::uint64_t rejected = 0;      ///< enqueues refused (missing key, hook, limits)
-  std::uint64_t recovered = 0;     ///< messages found in the store at start
+  std::uint64_t purged = 0;                ///< waiting messages removed by a purge
+  std::uint64_t dead_letters_deleted = 0;  ///< dead letters deleted (not redriven)
+  std::uint64_t key_missing = 0;           ///< messages that lacked an ordering key component
+  std::uint64_t rejected = 0;              ///< enqueues refused (missing key, hook, limits)
+  std::uint64_t recovered = 0;             ///< messages found in the store at start
   std::uint64_t deduplicated = 0;  ///< enqueues answered with an earlier message's id (dedupe)
   std::uint64_t refused_full = 0;  ///< enqueues refused with queue_full (max_depth)
   /// Dedupe keys forgotten before their window was over: the window held its entry bound
@@ -207,6 +232,18 @@ auto inspect(Inspector& f, delivery& x) {
   return f(x.msg, x.lease, x.deadline, x.ordering_key, x.batch_index);
 }
 template <class Inspector>
+auto inspect(Inspector& f, group_filter& x) {
+  return f(x.one, x.key);
+}
+template <class Inspector>
+auto inspect(Inspector& f, peek_request& x) {
+  return f(x.limit, x.group);
+}
+template <class Inspector>
+auto inspect(Inspector& f, peeked_message& x) {
+  return f(x.msg, x.ordering_key, x.in_flight, x.lease_deadline);
+}
+template <class Inspector>
 auto inspect(Inspector& f, lease_outcome& x) {
   return f(x.lease, x.err);
 }
@@ -229,12 +266,12 @@ auto inspect(Inspector& f, fairness_backlog& x) {
 template <class Inspector>
 auto inspect(Inspector& f, queue_stats& x) {
   return f(x.name, x.enqueued, x.delivered, x.acked, x.nacked, x.lease_expired, x.dead_lettered,
-           x.redriven, x.key_missing, x.rejected, x.recovered, x.deduplicated, x.refused_full,
-           x.dedupe_evictions, x.backlog_bytes, x.window_reads, x.window_read_messages,
-           x.corrupt_records, x.backlog, x.in_flight, x.live_groups, x.dead_letters,
-           x.waiting_receives, x.window_bytes, x.first_delivery, x.first_delivery_sum_us,
-           x.fairness, x.delayed, x.groups_by_state, x.oldest_waiting_us, x.oldest_dead_letter_us,
-           x.empty_receives, x.receive_to_ack, x.receive_to_ack_sum_us);
+           x.redriven, x.purged, x.dead_letters_deleted, x.key_missing, x.rejected, x.recovered,
+           x.deduplicated, x.refused_full, x.dedupe_evictions, x.backlog_bytes, x.window_reads,
+           x.window_read_messages, x.corrupt_records, x.backlog, x.in_flight, x.live_groups,
+           x.dead_letters, x.waiting_receives, x.window_bytes, x.first_delivery,
+           x.first_delivery_sum_us, x.fairness, x.delayed, x.groups_by_state, x.oldest_waiting_us,
+           x.oldest_dead_letter_us, x.empty_receives, x.receive_to_ack, x.receive_to_ack_sum_us);
 }
 template <class Inspector>
 auto inspect(Inspector& f, topic_prepared& x) {

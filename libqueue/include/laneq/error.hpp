@@ -36,6 +36,7 @@ enum class errc : std::uint8_t {
   checkpoint_failed = 19,  ///< the checkpoint could not be written; names the path and the cause
   topic_not_found = 20,    ///< no topic with that name
   queue_full = 21,  ///< the enqueue would take the queue past its max_depth; nothing was stored
+  queue_not_empty = 22,  ///< a delete without force of a queue that still holds messages
 };
 
 /// Name of an error number, as used in the HTTP API (`"lease_not_found"`).

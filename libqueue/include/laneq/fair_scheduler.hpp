@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -76,6 +77,11 @@ class fair_scheduler {
   /// batch ends before `m`). One token per message, as if each were picked (throttling.md T2).
   bool try_charge(const message& m, timestamp now);
   bool try_charge(const held_message& m, timestamp now);
+
+  /// Removes every item, ready or waiting, for which `drop(group, seq)` is true (group 0: an
+  /// unordered message), and returns how many. Throttle buckets keep their tokens. A purge
+  /// (docs/design/purge.md).
+  std::size_t remove_if(const std::function<bool(group_id, message_seq)>& drop);
 
   /// The class of an unordered message: what the scheduler tells such messages apart by (their
   /// fairness key and the throttle buckets they take tokens from). Messages of one class differ

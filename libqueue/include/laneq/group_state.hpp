@@ -223,6 +223,13 @@ class group_state {
                                 timestamp now, bool grow = false,
                                 std::optional<std::uint32_t> from = std::nullopt);
 
+  /// A purge (docs/design/purge.md): every message but the first `keep` in memory leaves the
+  /// group, and those counted in the store are forgotten (the engine erases their records, and
+  /// drops the answer of a read under way). Returns how many left. With `keep` 0 the group is
+  /// empty; otherwise what is kept stays as it was (in flight, or a head held after a restart).
+  /// Precondition: `keep` covers the lease's batch and is at most what memory holds.
+  std::uint64_t on_purge(std::size_t keep, timestamp now);
+
   /// Extends the in-flight lease to `now + by`; returns the new deadline.
   result<timestamp> on_extend(const lease_token& lease, duration by, timestamp now);
 

@@ -39,6 +39,8 @@ class lease_table {
   std::size_t size() const { return leases_.size(); }
   /// The in-flight message leased under `lease`, or nullptr.
   const message* leased(const lease_token& lease) const;
+  /// The seqs of the messages in flight (a purge keeps their records).
+  std::vector<message_seq> seqs() const;
   /// Delivery time and deadline of the lease on `id`, if in flight.
   std::optional<std::pair<timestamp, timestamp>> window(message_id id) const;
 

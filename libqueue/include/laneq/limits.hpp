@@ -60,6 +60,11 @@ inline constexpr std::size_t ack_batch_max = 1000;
 inline constexpr duration receive_wait_max = 20s;
 inline constexpr std::size_t pending_receives_max = 10'000;
 inline constexpr std::size_t redrive_batch_max = 10'000;
+/// Dead letters one delete by ids may name (`DELETE .../dead-letters` with a body).
+inline constexpr std::size_t dead_letter_delete_max = redrive_batch_max;
+/// Messages a peek shows (docs/api.md "Peek"): the default and the most a request may ask.
+inline constexpr std::uint32_t peek_default = 10;
+inline constexpr std::uint32_t peek_max = 1000;
 /// Groups per page of `groups` (docs/api.md "Groups"): the default and the most a request may ask.
 inline constexpr std::uint32_t groups_page_default = 1000;
 inline constexpr std::uint32_t groups_page_max = 10'000;
@@ -103,5 +108,6 @@ static_assert(1 < ordered_batch_max && ordered_batch_max <= receive_batch_max);
 static_assert(throttle_rate_per_s_min < throttle_rate_per_s_max);
 static_assert(retry_after_max <= delay_max);
 static_assert(0 < groups_page_default && groups_page_default <= groups_page_max);
+static_assert(0 < peek_default && peek_default <= peek_max && peek_max <= store_scan_max);
 
 }  // namespace laneq::limits

@@ -85,9 +85,9 @@ struct engine_read {
 };
 
 /// What a request is answered with.
-using engine_answer =
-    std::variant<error, ok_t, std::vector<message_id>, std::vector<delivery>,
-                 std::vector<lease_outcome>, timestamp, std::uint64_t, std::vector<dead_letter>>;
+using engine_answer = std::variant<error, ok_t, std::vector<message_id>, std::vector<delivery>,
+                                   std::vector<lease_outcome>, timestamp, std::uint64_t,
+                                   std::vector<dead_letter>, std::vector<peeked_message>>;
 
 struct engine_reply {
   request_id to = 0;
@@ -116,6 +116,8 @@ struct shard_counters {
   std::uint64_t lease_expired = 0;
   std::uint64_t dead_lettered = 0;
   std::uint64_t redriven = 0;
+  std::uint64_t purged = 0;
+  std::uint64_t dead_letters_deleted = 0;
   std::uint64_t key_missing = 0;
   std::uint64_t deduplicated = 0;
   std::uint64_t rejected = 0;
@@ -172,6 +174,22 @@ class shard_engine {
   void dead_letters(request_id r, std::uint32_t max, timestamp now);
   /// Answered with how many were redriven (every dead letter, up to the batch bound, if empty).
   void redrive(request_id r, const std::vector<message_id>& ids, timestamp now);
+  /// Answered with the dead letters `ids` names, in that order (dead_letter_not_found for an id
+  /// that is not one).
+  void dead_letters(request_id r, const std::vector<message_id>& ids, timestamp now);
+  /// Answered with how many dead letters were deleted, once durable: those `ids` names
+  /// (dead_letter_not_found, and nothing deleted, if one is not a dead letter), or every one when
+  /// `ids` is empty.
+  void delete_dead_letters(request_id r, const std::vector<message_id>& ids, timestamp now);
+
+  /// Answered, once durable, with how many waiting messages it removed: every message of the
+  /// shard, or of the group `which` names, that arrived before the purge and is not in flight
+  /// (docs/design/purge.md). In-flight messages keep their lease.
+  void purge(request_id r, const group_filter& which, timestamp now);
+  /// Answered with the first `req.limit` messages of the shard, or of one group, read from the
+  /// store once every earlier write is durable: per group in arrival order, groups in lane-id
+  /// order (docs/design/purge.md, "Peek"). Changes nothing.
+  void peek(request_id r, const peek_request& req, timestamp now);
 
   /// Places a topic's batch (docs/design/lanes.md L10) and answers the ids and the operations
   /// that store it, for the topic to write with its other queues'. Holds this shard's writes
@@ -310,6 +328,8 @@ class shard_engine {
     redrive_index,  ///< a redrive's lookup of a message's dead-letter order
     redrive_dead,   ///< a redrive's dead-letter records
     unordered,      ///< a class of unordered messages read back
+    peek,           ///< a peek's messages
+    discarded,      ///< a read-back a purge made moot: its answer is dropped
   };
   /// What a read is for.
   struct read_slot {
@@ -332,6 +352,12 @@ class shard_engine {
   store_op counters_op() const;
   /// Messages stored and not acked or dead-lettered (waiting, delayed, in flight).
   std::uint64_t depth_messages() const;
+  /// Takes `n` purged messages' body bytes off the depth: at the shard's mean body size, as a
+  /// purge erases messages of the store without reading them; exact again once the shard holds
+  /// no message, and at the next start (docs/api.md "Backpressure").
+  void release_purged_bytes(std::uint64_t n);
+  /// Takes `bytes` (a message acked or dead-lettered) off the depth.
+  void release_bytes(std::uint64_t bytes);
   /// `queue_full` if storing `batch` would take the shard past its share of the queue's
   /// max_depth (docs/api.md "Backpressure").
   std::optional<error> over_depth(const std::vector<placed>& batch) const;
@@ -438,8 +464,27 @@ class shard_engine {
   void on_redrive_dead(request_id r, result<std::vector<store_entry>> page);
   void redrive_in_given_order(redrive_state& s);
   void redrive_taken(redrive_state& s);
-  /// Answers a redrive that writes nothing (with `failed`, or 0) and gives up its place.
-  void end_redrive(redrive_state& s, std::optional<error> failed);
+  /// A listing or deletion by ids (not a redrive) found its dead letters.
+  void dead_letters_taken(redrive_state& s);
+  void erase_dead_letters(redrive_state& s);
+  /// Starts a read of the dead letters of `s` (kind: what it is for) once every earlier write is
+  /// durable, in its place among the shard's writes.
+  void start_dead_op(std::unique_ptr<redrive_state> s);
+
+  // purge and peek (shard_purge.cpp)
+  /// Removes `g`'s waiting messages (seq below `end`); returns how many, with their erases.
+  std::uint64_t purge_group(group_slot& g, message_seq end, std::vector<store_op>& ops,
+                            timestamp t);
+  /// Removes every waiting unordered message (seq below `end`); returns how many.
+  std::uint64_t purge_unordered(message_seq end, std::vector<store_op>& ops, timestamp t);
+  void purge_now(request_id r, const group_filter& which, message_seq end, timestamp t);
+  /// The store reads under way for group `g` (or class `cls`) answer into nothing.
+  void discard_reads(group_id g, std::optional<std::uint64_t> cls);
+  void on_peek(request_id r, result<std::vector<store_entry>> page);
+  group_slot* group_by_label(std::string_view key);
+  /// Answers a redrive that writes nothing (with `failed`, or 0 when `answer`) and gives up its
+  /// place.
+  void end_redrive(redrive_state& s, std::optional<error> failed, bool answer = true);
 
   // deliveries and leases (shard_delivery.cpp)
   void catch_up(timestamp t);

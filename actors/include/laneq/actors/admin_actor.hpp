@@ -59,8 +59,18 @@ class admin_actor_impl : public actor_base<admin_actor> {
       const std::string& name, const std::function<result<queue_spec>(const queue_spec&)>& make);
   /// describe_atom: queue `name`'s summary, stats and spec.
   caf::result<queue_description> describe_queue(const std::string& name);
-  /// drop_atom: deletes queue `name` and, in one write, every record of it.
-  caf::result<caf::ok_atom> drop_queue(const std::string& name);
+  /// drop_atom: deletes queue `name` and, in one write, every record of it; unless `force`, only
+  /// when it holds no message and no dead letter (queue_not_empty otherwise).
+  caf::result<caf::ok_atom> drop_queue(const std::string& name, bool force);
+  /// Deletes queue `name` now (it exists and is in no topic) and answers `promise`.
+  void drop_now(const std::string& name, caf::typed_response_promise<caf::ok_atom> promise);
+  /// redrive_atom with a target (admin_redrive.cpp): dead letters of queue `from` into queue `to`.
+  caf::result<std::uint64_t> redrive_into(const std::string& from, std::vector<message_id> ids,
+                                          const std::string& to);
+  /// The dead letters a redrive into another queue took are enqueued there: enqueues them, then
+  /// deletes them from `from`'s dead letters.
+  void redrive_taken(const std::string& from, const std::string& to, std::vector<dead_letter> dls,
+                     caf::typed_response_promise<std::uint64_t> promise);
   /// Each shard's share of the window budget, with `extra` shards about to come.
   std::size_t budget_share(std::size_t extra = 0) const;
   /// Tells every queue its share (after queues came or went).

@@ -96,13 +96,20 @@ class blocking_admin {
   result<queue_api> lookup(const std::string& name);
   result<std::vector<std::string>> list_queues();
   result<queue_description> describe(const std::string& name);
-  status delete_queue(const std::string& name);
+  /// Deletes the queue with every record of it. Without `force`, only an empty one: no message
+  /// waiting, delayed or in flight and no dead letter (queue_not_empty otherwise).
+  status delete_queue(const std::string& name, bool force = false);
   /// Changes the settings of queue `spec.name()` in place to those of `spec` (docs/api.md,
   /// "Change a queue's settings"); returns the queue's spec as stored. invalid_spec names each
   /// fixed field (ordering, shards, ...) that `spec` would change; queue_not_found.
   result<queue_spec> update_queue(queue_spec spec);
   /// The same with a JSON merge patch of the settings (`{"lease_ms": 60000}`), as HTTP's PATCH.
   result<queue_spec> update_queue(const std::string& name, const std::string& patch_json);
+  /// Redrives dead letters of queue `from` (these ids; the first ones when empty, at most
+  /// limits::enqueue_batch_max) into queue `to` as new messages there; returns how many
+  /// (docs/design/purge.md, "Redrive into another queue").
+  result<std::uint64_t> redrive_into(const std::string& from, std::vector<message_id> ids,
+                                     const std::string& to);
 
   /// Creates a topic over existing queues (true: newly created; the same spec again: false).
   result<bool> create_topic(topic_spec spec);
@@ -147,6 +154,15 @@ class blocking_queue {
   result<std::vector<laneq::dead_letter>> dead_letters(std::uint32_t max = 1000);
   /// Redrives the given dead letters (all of them when `ids` is empty); returns how many.
   result<std::uint64_t> redrive(std::vector<message_id> ids = {});
+  /// The dead letters these ids name, in that order.
+  result<std::vector<laneq::dead_letter>> dead_letters(std::vector<message_id> ids);
+  /// Deletes the dead letters these ids name (every one when empty); returns how many.
+  result<std::uint64_t> delete_dead_letters(std::vector<message_id> ids = {});
+  /// Removes the waiting messages of the queue, or of one group; in-flight ones stay (their
+  /// leases hold). Returns how many (docs/design/purge.md).
+  result<std::uint64_t> purge(group_filter which = {});
+  /// The first messages of the queue or of one group, without a lease (docs/api.md "Peek").
+  result<std::vector<peeked_message>> peek(peek_request req = {});
   result<queue_stats> stats();
   /// One page of the queue's groups (docs/api.md "Groups").
   result<laneq::groups_page> page_of_groups(groups_query q);

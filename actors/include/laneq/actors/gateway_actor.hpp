@@ -7,12 +7,15 @@
 // - a receive asks the shards in rotation (starting one further each time) for what is still
 //   missing; a long poll that found nothing watches every shard and receives from the first that
 //   has a message ready, until its wait is over;
-// - dead letters, stats and pages of groups are gathered from every shard.
+// - dead letters, stats and pages of groups are gathered from every shard; a purge and a peek
+//   go to every shard (a peek answers shard 0's messages first, then shard 1's, ...); dead
+//   letters named by id go to the shards the ids name.
 // Each shard is a shard actor with its own engine and store records; a queue of one shard has no
 // gateway (its shard actor is its handle).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "laneq/actors/actor_base.hpp"
@@ -54,6 +57,13 @@ class gateway_actor_impl : public actor_base<queue_control> {
   caf::result<std::vector<lease_outcome>> ack(const std::vector<lease_token>& leases);
   caf::result<std::uint64_t> redrive(const std::vector<message_id>& ids);
   caf::result<std::vector<dead_letter>> dead_letters(std::uint32_t max);
+  /// `ids` by the shard each names; an id of no shard of this queue is dead_letter_not_found.
+  std::optional<caf::error> split_ids(const std::vector<message_id>& ids,
+                                      std::vector<std::vector<message_id>>& parts);
+  caf::result<std::vector<dead_letter>> dead_letters_by_id(const std::vector<message_id>& ids);
+  caf::result<std::uint64_t> delete_dead_letters(const std::vector<message_id>& ids);
+  caf::result<std::uint64_t> purge(const group_filter& which);
+  caf::result<std::vector<peeked_message>> peek(const peek_request& req);
   caf::result<queue_stats> stats();
   caf::result<groups_page> groups(const groups_query& q);
   void groups_from(std::shared_ptr<struct groups_gather> g, std::uint32_t shard, std::string after);

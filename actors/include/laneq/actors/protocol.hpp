@@ -192,6 +192,10 @@ CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::topic_enqueued>))
 CAF_ADD_TYPE_ID(laneq, (laneq::checkpoint_info))
 CAF_ADD_TYPE_ID(laneq, (laneq::groups_query))
 CAF_ADD_TYPE_ID(laneq, (laneq::groups_page))
+CAF_ADD_TYPE_ID(laneq, (laneq::group_filter))
+CAF_ADD_TYPE_ID(laneq, (laneq::peek_request))
+CAF_ADD_TYPE_ID(laneq, (laneq::peeked_message))
+CAF_ADD_TYPE_ID(laneq, (std::vector<laneq::peeked_message>))
 CAF_ADD_ATOM(laneq, laneq, enqueue_atom, "enqueue")
 CAF_ADD_ATOM(laneq, laneq, receive_atom, "receive")
 CAF_ADD_ATOM(laneq, laneq, ack_atom, "ack")
@@ -220,6 +224,8 @@ CAF_ADD_ATOM(laneq, laneq, checkpoint_atom, "checkpoint")
 CAF_ADD_ATOM(laneq, laneq, budget_atom, "budget")
 CAF_ADD_ATOM(laneq, laneq, watch_atom, "watch")
 CAF_ADD_ATOM(laneq, laneq, update_atom, "update")
+CAF_ADD_ATOM(laneq, laneq, purge_atom, "purge")
+CAF_ADD_ATOM(laneq, laneq, peek_atom, "peek")
 CAF_END_TYPE_ID_BLOCK(laneq)
 
 namespace laneq {
@@ -258,6 +264,15 @@ using queue_api = caf::typed_actor<
     caf::replies_to<extend_atom, lease_token, std::int64_t>::with<timestamp>,
     caf::replies_to<dlq_atom, std::uint32_t>::with<std::vector<dead_letter>>,
     caf::replies_to<redrive_atom, std::vector<message_id>>::with<std::uint64_t>,
+    // the dead letters these ids name, in that order (dead_letter_not_found for one that is not)
+    caf::replies_to<dlq_atom, std::vector<message_id>>::with<std::vector<dead_letter>>,
+    // deletes the dead letters these ids name (every one when empty); answers how many
+    caf::replies_to<dlq_atom, drop_atom, std::vector<message_id>>::with<std::uint64_t>,
+    // removes the waiting messages of the queue or of one group; answers how many
+    // (docs/design/purge.md)
+    caf::replies_to<purge_atom, group_filter>::with<std::uint64_t>,
+    // the first messages of the queue or of one group, without a lease
+    caf::replies_to<peek_atom, peek_request>::with<std::vector<peeked_message>>,
     caf::replies_to<stats_atom>::with<queue_stats>,
     caf::replies_to<groups_atom, groups_query>::with<groups_page>>;
 
@@ -295,6 +310,7 @@ using admin_actor = caf::typed_actor<
     caf::replies_to<lookup_atom, std::string>::with<queue_api>,
     caf::replies_to<list_atom>::with<std::vector<std::string>>,
     caf::replies_to<describe_atom, std::string>::with<queue_description>,
+    // deletes an empty queue (queue_not_empty otherwise); with force (true) whatever it holds
     caf::replies_to<drop_atom, std::string>::with<caf::ok_atom>,
     // changes a queue's settings in place (docs/api.md "Change a queue's settings"): the
     // requested spec's changeable settings (queue_spec::updated), or a JSON merge patch of them
@@ -302,6 +318,12 @@ using admin_actor = caf::typed_actor<
     // every shard applies it; invalid_spec names each fixed field the request changes.
     caf::replies_to<update_atom, queue_spec>::with<queue_spec>,
     caf::replies_to<update_atom, std::string, std::string>::with<queue_spec>,
+    caf::replies_to<drop_atom, std::string, bool>::with<caf::ok_atom>,
+    // redrives dead letters of queue `from` (these ids; the first ones when empty) into queue
+    // `to` as new messages there; answers how many (docs/design/purge.md, "Redrive into another
+    // queue")
+    caf::replies_to<redrive_atom, std::string, std::vector<message_id>,
+                    std::string>::with<std::uint64_t>,
     caf::replies_to<recover_atom>::with<std::uint64_t>,  // load every queue; answers how many
     // topics (docs/design/lanes.md L9-L11): create (bool: newly created), look up, list, drop
     caf::replies_to<create_atom, topic_spec>::with<bool>,

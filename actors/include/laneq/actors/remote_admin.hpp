@@ -15,7 +15,8 @@ namespace laneq {
 /// when no tokens are configured, and what a login answers when they are (scoped to the token's
 /// tenant; docs/caf-client.md).
 ///   create: (name, spec JSON) -> (queue, newly created); invalid_spec names every broken rule
-///   lookup, list, describe, drop: as the in-process admin actor
+///   lookup, list, describe, drop (with or without force), redrive into another queue: as the
+///     in-process admin actor
 ///   update: (name, JSON merge patch of the settings) -> the queue's spec JSON as stored
 ///     (docs/api.md "Change a queue's settings"); invalid_spec names each fixed field it changes
 ///   topics (docs/design/lanes.md L9-L11):
@@ -31,6 +32,9 @@ using scoped_admin_actor =
                      caf::replies_to<describe_atom, std::string>::with<queue_description>,
                      caf::replies_to<drop_atom, std::string>::with<caf::ok_atom>,
                      caf::replies_to<update_atom, std::string, std::string>::with<std::string>,
+                     caf::replies_to<drop_atom, std::string, bool>::with<caf::ok_atom>,
+                     caf::replies_to<redrive_atom, std::string, std::vector<message_id>,
+                                     std::string>::with<std::uint64_t>,
                      caf::replies_to<topic_atom, create_atom, std::string, std::string>::with<bool>,
                      caf::replies_to<topic_atom, list_atom>::with<std::vector<topic_spec>>,
                      caf::replies_to<topic_atom, describe_atom, std::string>::with<topic_spec>,

@@ -39,7 +39,8 @@ class shard_actor_impl : public actor_base<shard_actor> {
                                caf::typed_response_promise<caf::ok_atom>,
                                caf::typed_response_promise<timestamp>,
                                caf::typed_response_promise<std::uint64_t>,
-                               caf::typed_response_promise<std::vector<dead_letter>>>;
+                               caf::typed_response_promise<std::vector<dead_letter>>,
+                               caf::typed_response_promise<std::vector<peeked_message>>>;
 
   timestamp now() const { return sc_.ctx->time.now(clock()); }
   /// A new request id with `p` to answer it.

@@ -159,7 +159,17 @@ class http_client {
                                                                const boost::json::value& spec);
   api_result<boost::json::value> get_queue(std::string_view name);
   api_result<boost::json::value> list_queues();
-  api_result<boost::json::value> delete_queue(std::string_view name);
+  /// DELETE /v1/queues/{name}: an empty queue (409 queue_not_empty otherwise); with `force`, one
+  /// with messages or dead letters too.
+  api_result<boost::json::value> delete_queue(std::string_view name, bool force = false);
+  /// POST .../purge: the waiting messages of the queue, or of the group `group` names; answers
+  /// `{"purged": n}`.
+  api_result<boost::json::value> purge(std::string_view queue,
+                                       const std::optional<std::string>& group = std::nullopt);
+  /// GET .../messages?limit=N[&group=key]: the first messages, without a lease; answers
+  /// `{"messages": [...]}`.
+  api_result<boost::json::value> peek(std::string_view queue, std::uint32_t limit,
+                                      const std::optional<std::string>& group = std::nullopt);
   /// PATCH /v1/queues/{name}: changes the settings `patch` names (a JSON merge patch of the
   /// spec, docs/api.md); the answer's JSON (`{"name", "spec"}` with the spec as stored).
   api_result<boost::json::value> update_queue(std::string_view name,
@@ -185,6 +195,16 @@ class http_client {
   /// POST .../dead-letters/redrive; empty `ids`: every dead letter.
   api_result<boost::json::value> redrive(std::string_view queue,
                                          const std::vector<std::string>& ids);
+  /// POST .../dead-letters/redrive `{"ids", "to"}`: into queue `to` (it must exist).
+  api_result<boost::json::value> redrive_into(std::string_view queue,
+                                              const std::vector<std::string>& ids,
+                                              std::string_view to);
+  /// DELETE .../dead-letters: every one when `ids` is empty, else those; answers
+  /// `{"deleted": n}`.
+  api_result<boost::json::value> delete_dead_letters(std::string_view queue,
+                                                     const std::vector<std::string>& ids = {});
+  /// DELETE .../dead-letters/{id}: one dead letter.
+  api_result<boost::json::value> delete_dead_letter(std::string_view queue, std::string_view id);
   /// GET .../groups: one page; its `next_cursor` (absent on the last page) asks for the next.
   api_result<boost::json::value> groups(std::string_view queue, const groups_params& p);
   /// PUT /v1/topics/{name} `{"queues"}`: the answer's JSON plus whether it was newly created

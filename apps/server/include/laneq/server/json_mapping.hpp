@@ -94,6 +94,16 @@ result<std::pair<lease_token, std::int64_t>> extend_from_json(const boost::json:
 result<std::vector<message_id>> redrive_from_json(const boost::json::object& body,
                                                   std::size_t batch_max);
 
+/// The queue a redrive's body names in `to` (redrive into another queue), if any.
+result<std::optional<std::string>> redrive_target_from_json(const boost::json::object& body);
+
+/// `DELETE .../dead-letters`: no body (every dead letter) or `{"ids": [...]}` (at least one, at
+/// most limits::dead_letter_delete_max).
+result<std::vector<message_id>> dead_letter_ids_from_json(const boost::json::object& body);
+
+/// `POST .../purge`: `{}` or no body (the whole queue), or `{"group": "<ordering key>"}`.
+result<group_filter> purge_from_json(const boost::json::object& body);
+
 /// `POST /v1/admin/checkpoint`: `{"dir": "/abs/path"}`; a relative path, an empty one, one
 /// with a NUL byte or longer than limits::checkpoint_dir_bytes_max is invalid_argument.
 result<std::string> checkpoint_dir_from_json(const boost::json::object& body);
@@ -104,6 +114,10 @@ result<std::string> checkpoint_dir_from_json(const boost::json::object& body);
 /// "body" | "body_base64", "headers", "fairness_key", "ordering_key", "enqueued_at_ms",
 /// "lease_deadline_ms"}`. Written as text directly (no JSON tree), as is the next one.
 std::string deliveries_json(const std::vector<delivery>& ds);
+/// A peek's answer, `{"messages": [...]}`, each `{"id", "body" | "body_base64", "headers",
+/// "fairness_key", "ordering_key", "attempts", "enqueued_at_ms", "not_before_ms", "in_flight"}`
+/// and, in flight, `"lease_deadline_ms"`.
+std::string peeked_json(const std::vector<peeked_message>& ms);
 /// `{"dead_letters": [...]}`, each `{"id", "body" | "body_base64", "headers", "fairness_key",
 /// "attempts", "reason", "at_ms", "enqueued_at_ms"}`.
 std::string dead_letters_json(const std::vector<dead_letter>& ds);

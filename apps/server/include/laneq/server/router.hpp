@@ -152,8 +152,12 @@ class router {
   void route_receive(routed& r) const;
   /// POST .../ack, .../nack and .../extend: what a consumer does with its leases.
   void route_leases(routed& r) const;
-  /// GET .../dead-letters and POST .../dead-letters/redrive.
+  /// GET .../dead-letters, POST .../dead-letters/redrive, DELETE .../dead-letters[/{id}].
   void route_dead_letters(routed& r) const;
+  /// POST .../dead-letters/redrive: in the queue, or with `to` into another queue.
+  void route_redrive(routed& r) const;
+  /// POST .../purge and GET .../messages (a peek).
+  void route_purge_peek(routed& r) const;
   /// GET .../groups: a page of a queue's groups.
   void route_groups(routed& r) const;
   /// The topics: list, create (PUT), describe (GET), delete and publish.
