@@ -198,7 +198,7 @@ TEST_F(queue_operations_http, a_queue_that_is_not_empty_is_deleted_only_with_for
   auto refused = del(port(), "/v1/queues/q");
   EXPECT_EQ(refused.status, 409u) << refused.body;
   EXPECT_EQ(refused.code(), "queue_not_empty");
-  EXPECT_EQ(refused.number(), 21);
+  EXPECT_EQ(refused.number(), 22);
   EXPECT_NE(refused.body.find("queue 'q' is not empty"), std::string::npos) << refused.body;
   EXPECT_EQ(get(port(), "/v1/queues/q").status, 200u) << "nothing changed";
   EXPECT_EQ(del(port(), "/v1/queues/q?force=maybe").status, 400u);
