@@ -17,7 +17,9 @@ int cmd_dlq_list(command_context& c) {
 
 int cmd_dlq_redrive(command_context& c) {
   std::vector<std::string> ids(c.args.args.begin() + 1, c.args.args.end());
-  auto r = c.client.redrive(c.args.args[0], ids);
+  auto to = c.args.value("to");
+  auto r =
+      to ? c.client.redrive_into(c.args.args[0], ids, *to) : c.client.redrive(c.args.args[0], ids);
   if (!r) return fail(c, r.err());
   if (c.args.json) {
     print_json(c, r.value());
@@ -28,7 +30,28 @@ int cmd_dlq_redrive(command_context& c) {
     if (auto* n = o->if_contains("redriven")) count = text_of(*n);
   c.out << "redrove "
         << (count.empty() ? (ids.empty() ? std::string("all") : std::to_string(ids.size())) : count)
-        << " dead letters of " << c.args.args[0] << " back into the queue\n";
+        << " dead letters of " << c.args.args[0]
+        << (to ? " into " + *to : std::string(" back into the queue")) << "\n";
+  return exit_ok;
+}
+
+int cmd_dlq_delete(command_context& c) {
+  std::vector<std::string> ids(c.args.args.begin() + 1, c.args.args.end());
+  bool all = c.args.flag("all");
+  if (all == !ids.empty())
+    return usage(c, usage_error{all ? "give IDs or --all, not both"
+                                    : "name the dead letters to delete, or --all for every one"});
+  auto r = ids.size() == 1 ? c.client.delete_dead_letter(c.args.args[0], ids[0])
+                           : c.client.delete_dead_letters(c.args.args[0], ids);
+  if (!r) return fail(c, r.err());
+  if (c.args.json) {
+    print_json(c, r.value());
+    return exit_ok;
+  }
+  std::string n = "0";
+  if (auto* o = r.value().if_object())
+    if (auto* v = o->if_contains("deleted")) n = text_of(*v);
+  c.out << "deleted " << n << " dead letter(s) of " << c.args.args[0] << "\n";
   return exit_ok;
 }
 

@@ -65,12 +65,41 @@ int cmd_queue_update(command_context& c) {
 }
 
 int cmd_queue_delete(command_context& c) {
-  auto r = c.client.delete_queue(c.args.args[0]);
+  auto r = c.client.delete_queue(c.args.args[0], c.args.flag("force"));
   if (!r) return fail(c, r.err());
   if (c.args.json)
     print_json(c, r.value());
   else
     c.out << "deleted queue " << c.args.args[0] << "\n";
+  return exit_ok;
+}
+
+int cmd_queue_purge(command_context& c) {
+  const auto& name = c.args.args[0];
+  auto group = c.args.value("group");
+  auto r = c.client.purge(name, group);
+  if (!r) return fail(c, r.err());
+  if (c.args.json) {
+    print_json(c, r.value());
+    return exit_ok;
+  }
+  std::string n = "0";
+  if (auto* o = r.value().if_object())
+    if (auto* v = o->if_contains("purged")) n = text_of(*v);
+  c.out << "purged " << n << " waiting message(s) of " << name;
+  if (group) c.out << ", group " << *group;
+  c.out << "\n";
+  return exit_ok;
+}
+
+int cmd_peek(command_context& c) {
+  auto limit = c.args.number("limit").value_or(limits::peek_default);
+  auto r = c.client.peek(c.args.args[0], static_cast<std::uint32_t>(limit), c.args.value("group"));
+  if (!r) return fail(c, r.err());
+  if (c.args.json)
+    print_json(c, r.value());
+  else
+    c.out << render_messages(r.value());
   return exit_ok;
 }
 

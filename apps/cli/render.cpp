@@ -184,7 +184,9 @@ std::string render_messages(const json::value& answer) {
       out += "  key " + one_line(text_of(*k));
     if (auto* f = o.if_contains("fairness_key"); f && f->is_string() && !f->as_string().empty())
       out += "  fairness " + one_line(text_of(*f));
-    out += "\n  lease: " + field(o, "lease") + "\n";
+    if (auto* f = o.if_contains("in_flight"); f && f->is_bool() && f->as_bool())
+      out += "  in flight";  // a peek's message under a consumer's lease
+    out += o.contains("lease") ? "\n  lease: " + field(o, "lease") + "\n" : "\n";
     if (auto* b = o.if_contains("body"))
       out += "  body: " + one_line(text_of(*b)) + "\n";
     else if (auto* b64 = o.if_contains("body_base64"))

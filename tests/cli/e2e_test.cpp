@@ -103,6 +103,41 @@ TEST_F(cli_e2e, queue_update_changes_settings_and_a_full_queue_refuses_sends) {
   EXPECT_EQ(cli({"queue", "update", "bounded"}).rc, 2);
 }
 
+TEST_F(cli_e2e, purge_peek_dead_letters_and_a_forced_delete) {
+  ASSERT_EQ(cli({"queue", "create", "ops", "--key", "header:k", "--max-attempts", "1"}).rc, 0);
+  ASSERT_EQ(cli({"queue", "create", "other"}).rc, 0);
+  ASSERT_EQ(cli({"send", "ops", "a1", "a2", "--header", "k=a"}).rc, 0);
+  ASSERT_EQ(cli({"send", "ops", "b1", "--header", "k=b"}).rc, 0);
+  auto peeked = cli_json({"peek", "ops", "--group", "a"}).at("messages").as_array();
+  ASSERT_EQ(peeked.size(), 2u);
+  EXPECT_EQ(str(peeked[0].at("body")), "a1");
+  auto r = cli({"peek", "ops", "--limit", "1"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.find("lease:"), std::string::npos) << "a peek takes no lease: " << r.out;
+  r = cli({"queue", "purge", "ops", "--group", "b"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "purged 1 waiting message(s) of ops, group b\n");
+  // a1 dead-letters at its first failure (max attempts 1), then goes to another queue.
+  auto lease = cli({"receive", "ops", "--quiet"}).out;
+  lease = lease.substr(0, lease.find('\t'));
+  ASSERT_EQ(cli({"nack", "ops", lease, "--dead-letter"}).rc, 0);
+  auto dead = cli_json({"dlq", "list", "ops"}).at("dead_letters").as_array();
+  ASSERT_EQ(dead.size(), 1u);
+  auto id = str(dead[0].at("id"));
+  EXPECT_EQ(cli({"dlq", "delete", "ops"}).rc, 2) << "no ids and no --all is refused";
+  r = cli({"dlq", "redrive", "ops", id, "--to", "other"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("into other"), std::string::npos) << r.out;
+  EXPECT_EQ(cli_json({"peek", "other"}).at("messages").as_array().size(), 1u);
+  r = cli({"queue", "delete", "ops"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("queue_not_empty"), std::string::npos) << r.err;
+  EXPECT_EQ(cli({"queue", "delete", "ops", "--force"}).rc, 0);
+  r = cli({"dlq", "delete", "other", "--all"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "deleted 0 dead letter(s) of other\n");
+}
+
 TEST_F(cli_e2e, send_receive_ack_round_trip_and_a_stale_lease_fails) {
   ASSERT_EQ(cli({"queue", "create", "jobs"}).rc, 0);
   auto sent = cli_json({"send", "jobs", "one", "two", "--header", "k=v", "--fairness-key", "t1"});

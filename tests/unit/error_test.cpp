@@ -12,7 +12,7 @@ namespace laneq {
 namespace {
 
 constexpr int errc_first = 1;
-constexpr int errc_last = 21;
+constexpr int errc_last = 22;
 
 errc errc_from(int n) {
   return static_cast<errc>(static_cast<std::uint8_t>(n));
