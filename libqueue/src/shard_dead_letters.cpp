@@ -297,23 +297,7 @@ void shard_engine::dead_letters_taken(redrive_state& s) {
   }
   auto n = static_cast<std::uint64_t>(s.taken.size());
   if (n == 0) return end_redrive(s, std::nullopt);
-  auto r = s.r;
-  // Not a write that admits: a failed one is answered at once and sent again until durable, so
-  // the answer is the write's (the error, or the count) and the bookkeeping waits for its settle.
-  w.answer = [this, r, n](std::optional<error> e) {
-    if (e)
-      reply(r, storage_failure(cfg_.spec.name(), std::move(*e)));
-    else
-      reply(r, n);
-  };
-  w.settle = [this, n](bool durable) {
-    if (!durable) return;
-    dead_count_ -= n;
-    counters_.dead_letters_deleted += n;
-  };
-  auto slot = s.slot;
-  dead_ops_.erase(r);
-  writes_.fill(slot, std::move(w), last_now_);
+  write_dead_deletes(s, std::move(w), n);
 }
 
 void shard_engine::erase_dead_letters(redrive_state& s) {
@@ -327,6 +311,10 @@ void shard_engine::erase_dead_letters(redrive_state& s) {
     auto [from, to] = codec::queue_range(t, cfg_.uid);
     w.ops.push_back(store_op{store_op::kind::erase_range, std::move(from), std::move(to)});
   }
+  write_dead_deletes(s, std::move(w), n);
+}
+
+void shard_engine::write_dead_deletes(redrive_state& s, write_request w, std::uint64_t n) {
   auto r = s.r;
   // Not a write that admits: a failed one is answered at once and sent again until durable, so
   // the answer is the write's (the error, or the count) and the bookkeeping waits for its settle.

@@ -467,6 +467,9 @@ class shard_engine {
   /// A listing or deletion by ids (not a redrive) found its dead letters.
   void dead_letters_taken(redrive_state& s);
   void erase_dead_letters(redrive_state& s);
+  /// Sends `w`, the erases of `n` dead letters, in the write slot `s` holds, and ends `s`: the
+  /// answer is the write's (the count, or the error at once); the counts follow its settle.
+  void write_dead_deletes(redrive_state& s, write_request w, std::uint64_t n);
   /// Starts a read of the dead letters of `s` (kind: what it is for) once every earlier write is
   /// durable, in its place among the shard's writes.
   void start_dead_op(std::unique_ptr<redrive_state> s);
