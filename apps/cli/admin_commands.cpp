@@ -25,9 +25,7 @@ int cmd_dlq_redrive(command_context& c) {
     print_json(c, r.value());
     return exit_ok;
   }
-  std::string count;
-  if (auto* o = r.value().if_object())
-    if (auto* n = o->if_contains("redriven")) count = text_of(*n);
+  auto count = field_text(r.value(), "redriven");
   c.out << "redrove "
         << (count.empty() ? (ids.empty() ? std::string("all") : std::to_string(ids.size())) : count)
         << " dead letters of " << c.args.args[0]
@@ -48,10 +46,8 @@ int cmd_dlq_delete(command_context& c) {
     print_json(c, r.value());
     return exit_ok;
   }
-  std::string n = "0";
-  if (auto* o = r.value().if_object())
-    if (auto* v = o->if_contains("deleted")) n = text_of(*v);
-  c.out << "deleted " << n << " dead letter(s) of " << c.args.args[0] << "\n";
+  c.out << "deleted " << field_text(r.value(), "deleted", "0") << " dead letter(s) of "
+        << c.args.args[0] << "\n";
   return exit_ok;
 }
 

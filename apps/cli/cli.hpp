@@ -208,6 +208,9 @@ std::string render_man_page();
 void print_json(command_context& c, const boost::json::value& v);
 /// A string's text, `-` for null, otherwise the JSON.
 std::string text_of(const boost::json::value& v);
+/// `text_of` the answer's field `name` (a count, say), or `fallback` when it has none.
+std::string field_text(const boost::json::value& answer, std::string_view name,
+                       std::string fallback = "");
 /// The array under `key`, or the first array member of an object, or the value itself.
 const boost::json::array* find_array(const boost::json::value& v, std::string_view key);
 /// `o[key]`'s text, `-` when absent.

@@ -83,10 +83,7 @@ int cmd_queue_purge(command_context& c) {
     print_json(c, r.value());
     return exit_ok;
   }
-  std::string n = "0";
-  if (auto* o = r.value().if_object())
-    if (auto* v = o->if_contains("purged")) n = text_of(*v);
-  c.out << "purged " << n << " waiting message(s) of " << name;
+  c.out << "purged " << field_text(r.value(), "purged", "0") << " waiting message(s) of " << name;
   if (group) c.out << ", group " << *group;
   c.out << "\n";
   return exit_ok;

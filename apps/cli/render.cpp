@@ -22,6 +22,12 @@ std::string text_of(const json::value& v) {
   return json::serialize(v);
 }
 
+std::string field_text(const json::value& answer, std::string_view name, std::string fallback) {
+  if (const auto* o = answer.if_object())
+    if (const auto* v = o->if_contains(name)) return text_of(*v);
+  return fallback;
+}
+
 /// The array under `key`, or the first array member of an object, or the value itself.
 const json::array* find_array(const json::value& v, std::string_view key) {
   if (auto* a = v.if_array()) return a;
