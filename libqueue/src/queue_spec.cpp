@@ -116,6 +116,16 @@ queue_spec& queue_spec::sharded(std::uint32_t n, std::vector<key_component> key)
   return *this;
 }
 
+std::string_view to_string(expiry_action x) {
+  return x == expiry_action::drop ? "drop" : "dead_letter";
+}
+
+queue_spec& queue_spec::retention(std::optional<duration> max_age, expiry_action on_expiry,
+                                  std::optional<duration> dead_letter_max_age) {
+  retention_ = retention_rules{max_age, on_expiry, dead_letter_max_age};
+  return *this;
+}
+
 queue_spec& queue_spec::max_depth(std::optional<std::uint64_t> messages,
                                   std::optional<std::uint64_t> bytes) {
   depth_max_ = depth_bounds{messages, bytes};

@@ -184,7 +184,7 @@ placement shard_engine::stored_placement(const message& m, const codec::lane_id&
 std::uint64_t shard_engine::depth_messages() const {
   const auto& c = counters_;
   auto in = c.recovered + c.enqueued + c.redriven;
-  auto out = c.acked + c.dead_lettered + c.purged;
+  auto out = c.acked + c.dead_lettered + c.purged + c.expired_dropped;
   return in > out ? in - out : 0;
 }
 

@@ -497,6 +497,9 @@ queue_stats shard_engine::stats(timestamp now) const {
   s.redriven = c.redriven;
   s.purged = c.purged;
   s.dead_letters_deleted = c.dead_letters_deleted;
+  s.expired_dead_lettered = c.expired_dead_lettered;
+  s.expired_dropped = c.expired_dropped;
+  s.dead_letters_expired = c.dead_letters_expired;
   s.key_missing = c.key_missing;
   s.rejected = c.rejected;
   s.recovered = c.recovered;

@@ -5,8 +5,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <ctime>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <thread>
 

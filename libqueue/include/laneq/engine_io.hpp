@@ -129,9 +129,14 @@ struct queue_stats {
   std::uint64_t redriven = 0;
   std::uint64_t purged = 0;                ///< waiting messages removed by a purge
   std::uint64_t dead_letters_deleted = 0;  ///< dead letters deleted (not redriven)
-  std::uint64_t key_missing = 0;           ///< messages that lacked an ordering key component
-  std::uint64_t rejected = 0;              ///< enqueues refused (missing key, hook, limits)
-  std::uint64_t recovered = 0;             ///< messages found in the store at start
+  /// Messages that outlived the queue's retention (docs/design/retention.md): moved to the dead
+  /// letters (also counted in `dead_lettered`) or dropped; dead letters that outlived theirs.
+  std::uint64_t expired_dead_lettered = 0;
+  std::uint64_t expired_dropped = 0;
+  std::uint64_t dead_letters_expired = 0;
+  std::uint64_t key_missing = 0;   ///< messages that lacked an ordering key component
+  std::uint64_t rejected = 0;      ///< enqueues refused (missing key, hook, limits)
+  std::uint64_t recovered = 0;     ///< messages found in the store at start
   std::uint64_t deduplicated = 0;  ///< enqueues answered with an earlier message's id (dedupe)
   std::uint64_t refused_full = 0;  ///< enqueues refused with queue_full (max_depth)
   /// Dedupe keys forgotten before their window was over: the window held its entry bound
@@ -266,8 +271,9 @@ auto inspect(Inspector& f, fairness_backlog& x) {
 template <class Inspector>
 auto inspect(Inspector& f, queue_stats& x) {
   return f(x.name, x.enqueued, x.delivered, x.acked, x.nacked, x.lease_expired, x.dead_lettered,
-           x.redriven, x.purged, x.dead_letters_deleted, x.key_missing, x.rejected, x.recovered,
-           x.deduplicated, x.refused_full, x.dedupe_evictions, x.backlog_bytes, x.window_reads,
+           x.redriven, x.purged, x.dead_letters_deleted, x.expired_dead_lettered, x.expired_dropped,
+           x.dead_letters_expired, x.key_missing, x.rejected, x.recovered, x.deduplicated,
+           x.refused_full, x.dedupe_evictions, x.backlog_bytes, x.window_reads,
            x.window_read_messages, x.corrupt_records, x.backlog, x.in_flight, x.live_groups,
            x.dead_letters, x.waiting_receives, x.window_bytes, x.first_delivery,
            x.first_delivery_sum_us, x.fairness, x.delayed, x.groups_by_state, x.oldest_waiting_us,

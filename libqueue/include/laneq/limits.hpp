@@ -31,6 +31,12 @@ inline constexpr std::size_t topics_max = 1000;
 /// A queue's `max_depth` (docs/api.md "Backpressure"): messages and body bytes it may hold.
 inline constexpr std::uint64_t max_depth_messages_max = 1'000'000'000;
 inline constexpr std::uint64_t max_depth_bytes_max = std::uint64_t{1} << 40;  // 1 TiB
+/// A queue's retention periods (docs/design/retention.md): a message's or a dead letter's
+/// maximum age, 1 ms to 366 days.
+inline constexpr duration retention_min = 1ms;
+inline constexpr duration retention_max = std::chrono::hours{24 * 366};
+/// Dead letters one retention pass deletes at most (the next pass follows at once).
+inline constexpr std::uint32_t dead_letter_expiry_batch = 1000;
 /// What a `queue_full` answer tells the client to wait (HTTP `Retry-After`, whole seconds).
 inline constexpr std::uint32_t queue_full_retry_after_s = 1;
 

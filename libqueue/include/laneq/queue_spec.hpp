@@ -74,6 +74,25 @@ struct depth_bounds {
   friend bool operator==(const depth_bounds&, const depth_bounds&) = default;
 };
 
+/// What happens to a message that outlives the queue's retention (docs/design/retention.md).
+enum class expiry_action : std::uint8_t {
+  dead_letter = 0,  ///< it moves to the dead-letter list (reason `expired`)
+  drop = 1,         ///< it is erased
+};
+std::string_view to_string(expiry_action x);
+
+/// How long a queue keeps what it holds (docs/design/retention.md); an unset period is forever.
+struct retention_rules {
+  /// A message that has waited this long since it entered the queue (its enqueue, or its
+  /// redrive) and is not in flight expires.
+  std::optional<duration> max_age;
+  expiry_action on_expiry = expiry_action::dead_letter;
+  /// A dead letter is deleted this long after it died.
+  std::optional<duration> dead_letter_max_age;
+  bool any() const { return max_age || dead_letter_max_age; }
+  friend bool operator==(const retention_rules&, const retention_rules&) = default;
+};
+
 /// The on_enqueue hook: sees the message (id, seq, enqueued_at already set) and returns the
 /// attributes to attach, or an error (reported to the producer as `enqueue_rejected`).
 /// Runs inside the shard engine, on its shard actor's thread: it must be fast and must not
@@ -121,6 +140,12 @@ class queue_spec {
   /// `queue_full` and stores nothing (docs/api.md "Backpressure"). nullopt: no bound.
   queue_spec& max_depth(std::optional<std::uint64_t> messages,
                         std::optional<std::uint64_t> bytes = std::nullopt);
+  /// Expires messages `max_age` after they entered the queue (`on_expiry`: dead-letter or drop)
+  /// and deletes dead letters `dead_letter_max_age` after they died (docs/design/retention.md).
+  /// nullopt: kept until consumed or deleted.
+  queue_spec& retention(std::optional<duration> max_age,
+                        expiry_action on_expiry = expiry_action::dead_letter,
+                        std::optional<duration> dead_letter_max_age = std::nullopt);
   /// Gives the key functions of a recovered spec their callables back, matched by label.
   /// Returns false if `from` lacks one of them.
   bool restore_functions(const queue_spec& from);
@@ -148,6 +173,7 @@ class queue_spec {
   const std::optional<dedupe_spec>& dedupe_rule() const { return dedupe_; }
   std::uint32_t shard_count() const { return shards_; }
   const depth_bounds& depth_max() const { return depth_max_; }
+  const retention_rules& retention_rule() const { return retention_; }
   /// The shard key as given (empty: the whole ordering key).
   const std::vector<key_component>& shard_key() const { return shard_key_; }
   /// True if a key function has no callable (a spec recovered from the store).
@@ -203,6 +229,7 @@ class queue_spec {
   std::uint32_t shards_ = 1;
   std::vector<key_component> shard_key_;
   depth_bounds depth_max_;
+  retention_rules retention_;
 };
 
 /// Tenant of a queue name: the part before its '/', or `default_tenant` for a bare name.

@@ -118,6 +118,9 @@ struct shard_counters {
   std::uint64_t redriven = 0;
   std::uint64_t purged = 0;
   std::uint64_t dead_letters_deleted = 0;
+  std::uint64_t expired_dead_lettered = 0;  ///< of `dead_lettered` (retention, on_expiry)
+  std::uint64_t expired_dropped = 0;
+  std::uint64_t dead_letters_expired = 0;  ///< deleted by the dead-letter retention
   std::uint64_t key_missing = 0;
   std::uint64_t deduplicated = 0;
   std::uint64_t rejected = 0;
