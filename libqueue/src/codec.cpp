@@ -458,6 +458,9 @@ std::string encode_message(const message& m) {
   for (const auto& a : m.attributes) size += 8 + a.name.size() + a.value.size();
   writer body{sealed, size};
   put_message(body, m);
+  // Added later (docs/design/retention.md), only for a redriven message: every other record
+  // stays as it was, byte for byte.
+  if (m.redriven_after_s != 0) body.u32(m.redriven_after_s);
   return seal(body);
 }
 
@@ -467,6 +470,7 @@ result<message> decode_message(std::string_view record) {
   reader r{payload.value()};
   auto m = get_message(r);
   if (!m) return m;
+  if (!r.done()) m.value().redriven_after_s = r.u32();
   if (auto done = finish("message", r); !done) return done.err();
   return m;
 }
@@ -652,7 +656,7 @@ result<dead_letter> decode_dead_letter(std::string_view record) {
   dead_letter d;
   auto flags = r.uint(1);
   auto reason = flags & ~std::uint64_t{dead_letter_lane_flag};
-  if (reason < 1 || reason > 2) return corrupt("dead letter", "unknown reason");
+  if (reason < 1 || reason > 3) return corrupt("dead letter", "unknown reason");
   d.reason = static_cast<dead_letter_reason>(reason);
   d.at = timestamp{r.i64()};
   d.lane_known = (flags & dead_letter_lane_flag) != 0;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <unordered_set>
 
 #include <boost/intrusive/set.hpp>
 
@@ -342,13 +343,18 @@ struct fair_scheduler::impl {
   }
 
   /// The parked waiters of `w` that `gone` accepts leave; returns how many.
-  template <class Gone>
-  std::size_t remove_parked(bucket_wait& w, Gone gone) {
+  template <class Gone, class Each>
+  std::size_t remove_parked(bucket_wait& w, Gone gone, Each each) {
     std::size_t n = 0;
     for (auto it = w.by_key.begin(); it != w.by_key.end();) {
       auto* ks = it->first;
       n += remove_from(
-          it->second, gone, [](entry& e) { --e.ks->waiting; }, by_seq_desc{});
+          it->second, gone,
+          [&each](entry& e) {
+            --e.ks->waiting;
+            each(e);
+          },
+          by_seq_desc{});
       if (!it->second.empty()) {
         ++it;
         continue;
@@ -411,12 +417,47 @@ void fair_scheduler::on_head(const held_message& head, group_id group, timestamp
 }
 
 std::size_t fair_scheduler::remove_if(const std::function<bool(group_id, message_seq)>& drop) {
+  return remove_entries([&drop](group_id g, message_seq seq) { return drop(g, seq); }, nullptr);
+}
+
+std::vector<message> fair_scheduler::take_unordered_if(
+    const std::function<bool(const message&)>& take) {
+  // Which ones first (by seq: seqs are unique in a shard), then out with them as a purge goes.
+  std::unordered_set<std::uint64_t> seqs;
+  auto note = [&](const entry& e) {
+    if (e.msg && take(*e.msg)) seqs.insert(e.seq.value);
+  };
+  auto& s = *impl_;
+  for (auto& [name, ks] : s.keys)
+    for (const auto& e : ks->heap) note(e);
+  for (const auto& e : s.delayed) note(e);
+  for (const auto& [name, w] : s.parked)
+    for (const auto& [ks, waiters] : w.by_key)
+      for (const auto& e : waiters) note(e);
+  std::vector<message> out;
+  if (seqs.empty()) return out;
+  remove_entries([&seqs](group_id g, message_seq seq) { return !g && seqs.contains(seq.value); },
+                 &out);
+  return out;
+}
+
+std::size_t fair_scheduler::remove_entries(const std::function<bool(group_id, message_seq)>& drop,
+                                           std::vector<message>* taken) {
   auto& s = *impl_;
   auto gone = [&drop](const entry& e) { return drop(e.group, e.seq); };
+  // The unordered messages that go, moved out for `taken` (the entry keeps its group and seq).
+  auto keep_msg = [taken](entry& e) {
+    if (taken && e.msg) taken->push_back(std::move(*e.msg));
+  };
   std::size_t n = 0;
   for (auto& [name, ks] : s.keys) {
     auto k = impl::remove_from(
-        ks->heap, gone, [&s](entry& e) { s.settle_release(e); }, by_seq_desc{});
+        ks->heap, gone,
+        [&s, &keep_msg](entry& e) {
+          s.settle_release(e);
+          keep_msg(e);
+        },
+        by_seq_desc{});
     ready_count_ -= k;
     n += k;
     if (ks->heap.empty() && ks->in_rotation) {
@@ -425,9 +466,14 @@ std::size_t fair_scheduler::remove_if(const std::function<bool(group_id, message
     }
   }
   n += impl::remove_from(
-      s.delayed, gone, [](entry& e) { --e.ks->waiting; }, by_wake_desc{});
+      s.delayed, gone,
+      [&keep_msg](entry& e) {
+        --e.ks->waiting;
+        keep_msg(e);
+      },
+      by_wake_desc{});
   for (auto it = s.parked.begin(); it != s.parked.end();) {
-    auto k = s.remove_parked(it->second, gone);
+    auto k = s.remove_parked(it->second, gone, keep_msg);
     s.parked_count -= k;
     n += k;
     it = it->second.count == 0 ? s.parked.erase(it) : std::next(it);

@@ -9,6 +9,7 @@ std::string_view to_string(dead_letter_reason x) {
   switch (x) {
     case dead_letter_reason::max_attempts: return "max_attempts";
     case dead_letter_reason::requested: return "requested";
+    case dead_letter_reason::expired: return "expired";
   }
   return "?";
 }
@@ -154,14 +155,16 @@ void group_state::start_lease(const lease_token& lease, timestamp deadline, time
   lease_->acked = acked;
 }
 
-std::size_t group_state::batchable(std::size_t max, timestamp now) const {
+std::size_t group_state::batchable(std::size_t max, timestamp now, timestamp expired_by) const {
   LANEQ_ASSERT(phase_ == phase::offered && !messages_.empty(), "a batch starts at an offered head");
   std::size_t n = 1;
   // Behind the head, in memory and in arrival order, within the group's window (what a restart
   // reads back, so a reclaimed batch is whole in memory); a message whose not-before time lies
   // ahead holds back everything behind it (O10).
   max = std::min<std::size_t>(max, window_);
-  while (n < max && n < messages_.size() && messages_[n].not_before <= now) ++n;
+  while (n < max && n < messages_.size() && messages_[n].not_before <= now &&
+         messages_[n].entered_at() > expired_by)
+    ++n;
   return n;
 }
 
@@ -363,6 +366,36 @@ group_effects group_state::advance(group_effects fx, timestamp now, bool grow) {
   LANEQ_ASSERT(phase_ == phase::in_flight, "the head leaves only after it was delivered");
   pop_head();
   lease_.reset();  // the head is gone, and with it every lease it had
+  since_ = now;
+  if (messages_.empty()) {
+    phase_ = phase::empty;
+    fx.idle = stored_only_ == 0;  // otherwise the next head is being read back
+  } else {
+    offer_head(fx);
+  }
+  maybe_fetch(fx, grow);
+  return fx;
+}
+
+group_effects group_state::on_expire(timestamp cutoff, bool drop, timestamp now, bool grow) {
+  group_effects fx;
+  if (leased()) return fx;
+  bool gone = false;
+  while (!messages_.empty() && messages_.front().entered_at() <= cutoff) {
+    auto& head = messages_.front();
+    memory_bytes_ -= head.footprint();
+    if (drop) {
+      fx.removed.push_back(head.seq);
+      fx.removed_bytes += head.body.size();
+    } else {
+      fx.dead_letters.push_back(
+          dead_letter{std::move(head).take(), dead_letter_reason::expired, now});
+    }
+    messages_.pop_front();
+    gone = true;
+  }
+  if (!gone) return fx;
+  lease_.reset();  // a failed lease of the head goes with it
   since_ = now;
   if (messages_.empty()) {
     phase_ = phase::empty;

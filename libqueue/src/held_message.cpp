@@ -107,7 +107,8 @@ held_message::held_message(message m)
       enqueued_at(m.enqueued_at),
       delay_until(m.delay_until),
       not_before(m.not_before),
-      attempts(m.attempts) {
+      attempts(m.attempts),
+      redriven_after_s(m.redriven_after_s) {
   packed_.resize(string_bytes(m.fairness_key) + fields_bytes(m.headers) +
                  fields_bytes(m.attributes));
   writer out{packed_.data()};
@@ -138,6 +139,7 @@ message held_message::with_body(std::string b) const {
   m.delay_until = delay_until;
   m.not_before = not_before;
   m.attempts = attempts;
+  m.redriven_after_s = redriven_after_s;
   return m;
 }
 

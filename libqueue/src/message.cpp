@@ -1,6 +1,8 @@
-// Header and attribute lookup and a message's memory footprint
+// Header and attribute lookup, a message's memory footprint and its redrive offset
 // (libqueue/include/laneq/message.hpp).
 #include "laneq/message.hpp"
+
+#include <algorithm>
 
 namespace laneq {
 
@@ -9,6 +11,11 @@ char lower(char c) {
   return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
 }
 }  // namespace
+
+std::uint32_t seconds_after(timestamp enqueued_at, timestamp t) {
+  auto s = (t.us - enqueued_at.us) / 1'000'000;
+  return static_cast<std::uint32_t>(std::clamp<std::int64_t>(s, 0, 0xffffffff));
+}
 
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;

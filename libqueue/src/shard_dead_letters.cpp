@@ -14,10 +14,6 @@ namespace laneq {
 
 namespace {
 
-store_op erase(std::string key) {
-  return store_op{store_op::kind::erase, std::move(key), {}};
-}
-
 error not_a_dead_letter(const std::string& queue, message_id id) {
   return error{errc::dead_letter_not_found, "queue '" + queue + "': message " +
                                                 std::to_string(id.value) + " is not a dead letter"};
@@ -152,8 +148,10 @@ void shard_engine::read_dead_letters(redrive_state& s) {
   if (s.ids.empty()) {
     auto [from, to] = codec::queue_range(codec::tag::dead, cfg_.uid);
     s.waiting = 1;
+    auto max = s.what == redrive_state::op::expire ? limits::dead_letter_expiry_batch
+                                                   : limits::redrive_batch_max;
     return read(read_slot{read_kind::redrive_dead, group_id{}, s.r}, std::move(from), std::move(to),
-                static_cast<std::uint32_t>(limits::redrive_batch_max));
+                static_cast<std::uint32_t>(max));
   }
   s.orders.resize(s.ids.size());
   s.waiting = s.ids.size();
@@ -245,11 +243,12 @@ void shard_engine::redrive_taken(redrive_state& s) {
       }
       lane = lane_of(where.value(), m);
     }
-    w.ops.push_back(erase(codec::dead_key(cfg_.uid, order)));
-    w.ops.push_back(erase(codec::dead_index_key(cfg_.uid, m.id)));
+    w.ops.push_back(erase_dead(codec::dead_key(cfg_.uid, order)));
+    w.ops.push_back(erase_dead(codec::dead_index_key(cfg_.uid, m.id)));
     m.seq = message_seq{seq++};
     m.attempts = 0;
     m.not_before = m.delay_until;
+    m.redriven_after_s = seconds_after(m.enqueued_at, last_now_);  // retention counts anew
     auto where = stored_placement(m, lane);
     // An unordered one goes to its class's lane (from lane 0, if it died before classes).
     if (!where.ordered) lane = lane_of(where, m);
@@ -281,6 +280,7 @@ void shard_engine::redrive_taken(redrive_state& s) {
 }
 
 void shard_engine::dead_letters_taken(redrive_state& s) {
+  if (s.what == redrive_state::op::expire) return expire_dead_taken(s);
   redrive_in_given_order(s);
   if (s.what == redrive_state::op::list) {
     std::vector<dead_letter> out;
@@ -292,8 +292,8 @@ void shard_engine::dead_letters_taken(redrive_state& s) {
   }
   write_request w;
   for (const auto& [order, dl] : s.taken) {
-    w.ops.push_back(erase(codec::dead_key(cfg_.uid, order)));
-    w.ops.push_back(erase(codec::dead_index_key(cfg_.uid, dl.msg.id)));
+    w.ops.push_back(erase_dead(codec::dead_key(cfg_.uid, order)));
+    w.ops.push_back(erase_dead(codec::dead_index_key(cfg_.uid, dl.msg.id)));
   }
   auto n = static_cast<std::uint64_t>(s.taken.size());
   if (n == 0) return end_redrive(s, std::nullopt);
@@ -316,18 +316,22 @@ void shard_engine::erase_dead_letters(redrive_state& s) {
 
 void shard_engine::write_dead_deletes(redrive_state& s, write_request w, std::uint64_t n) {
   auto r = s.r;
+  bool expiry = s.what == redrive_state::op::expire;
   // Not a write that admits: a failed one is answered at once and sent again until durable, so
   // the answer is the write's (the error, or the count) and the bookkeeping waits for its settle.
-  w.answer = [this, r, n](std::optional<error> e) {
-    if (e)
-      reply(r, storage_failure(cfg_.spec.name(), std::move(*e)));
-    else
-      reply(r, n);
-  };
-  w.settle = [this, n](bool durable) {
+  if (!expiry) {
+    w.answer = [this, r, n](std::optional<error> e) {
+      if (e)
+        reply(r, storage_failure(cfg_.spec.name(), std::move(*e)));
+      else
+        reply(r, n);
+    };
+  }
+  w.settle = [this, n, expiry](bool durable) {
     if (!durable) return;
     dead_count_ -= n;
-    counters_.dead_letters_deleted += n;
+    if (dead_count_ == 0) oldest_dead_at_.reset();
+    (expiry ? counters_.dead_letters_expired : counters_.dead_letters_deleted) += n;
   };
   auto slot = s.slot;
   dead_ops_.erase(r);
@@ -337,10 +341,11 @@ void shard_engine::write_dead_deletes(redrive_state& s, write_request w, std::ui
 void shard_engine::end_redrive(redrive_state& s, std::optional<error> failed, bool answer) {
   auto r = s.r;
   auto slot = s.slot;
+  bool expiry = s.what == redrive_state::op::expire;  // answers no one (a sweep comes again)
   dead_ops_.erase(r);
-  if (failed)
+  if (failed && !expiry)
     reply(r, std::move(*failed));
-  else if (answer)
+  else if (answer && !expiry)
     reply(r, std::uint64_t{0});
   writes_.fill(slot, std::nullopt, last_now_);
 }

@@ -14,6 +14,7 @@ void shard_engine::catch_up(timestamp t) {
   ready_delayed(t);
   writes_.on_tick(t);
   expire_leases(t);
+  expire_due(t);
   holds_.pop_due(t, [this, t](group_id id, std::monostate) {
     // The reclaim grace is over: the held head is offered to every consumer.
     if (auto* g = find_group(id); g && g->held) release_hold(*g, t);
@@ -109,6 +110,10 @@ std::vector<delivery> shard_engine::take(std::uint32_t max, std::uint32_t batch,
       auto* g = find_group(item.group);
       LANEQ_ASSERT(g && g->state.head(), "a group's head is delivered while its group lives");
       g->scheduled = false;
+      if (auto cutoff = expiry_cutoff(t); cutoff && g->state.head()->entered_at() <= *cutoff) {
+        expire_head(*g, *cutoff, t);  // never delivered after its retention, whatever the sweeps
+        continue;
+      }
       // A batch is one turn of its fairness key (one pick) and counts toward `max` whole.
       auto room = std::min<std::size_t>(batch, max - out.size());
 #if LANEQ_CANARY_TWO_IN_FLIGHT
@@ -130,6 +135,12 @@ std::vector<delivery> shard_engine::take(std::uint32_t max, std::uint32_t batch,
       continue;
     }
     // An unordered message is never batched: its own lease, batch_index 0.
+    if (auto cutoff = expiry_cutoff(t); cutoff && item.msg.entered_at() <= *cutoff) {
+      std::vector<message> gone;
+      gone.push_back(std::move(item.msg));
+      expire_messages(std::move(gone), t);
+      continue;
+    }
     auto& c = class_for(item.msg);
     picked_unordered(c, item.msg);
     auto token = lease_for(group_id{}, item.msg, 1);
@@ -155,7 +166,8 @@ void shard_engine::deliver_group(group_slot& g, std::size_t room, duration lease
                                  std::vector<delivery>& out) {
   // The head, then the messages behind it that are due, each with a token of its throttles
   // (one per message; the batch ends at the first without one), within the group's window.
-  auto n = room > 1 ? g.state.batchable(room, t) : 1;
+  auto n =
+      room > 1 ? g.state.batchable(room, t, expiry_cutoff(t).value_or(timestamp{INT64_MIN})) : 1;
   std::size_t count = 1;
   while (count < n && sched_.try_charge(g.state.at(count), t)) ++count;
   auto token = lease_for(g.state.id(), *g.state.head(), static_cast<std::uint32_t>(count));

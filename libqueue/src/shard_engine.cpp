@@ -454,6 +454,7 @@ engine_effects shard_engine::take_effects() {
     consider(holds_.next());
     consider(fetch_retries_.next());
     consider(class_retries_.next());
+    consider(next_expiry());
     if (!pending_deadlines_.empty()) consider(*pending_deadlines_.begin());
     for (const auto& w : watchers_) consider(w.deadline);
   }

@@ -148,6 +148,7 @@ void shard_engine::offer_when_settled(group_slot& g, timestamp t) {
     LANEQ_ASSERT(!g.scheduled, "at most one item per ordering group is in the scheduler");
     g.scheduled = true;
     sched_.on_head(*g.state.head(), g.state.id(), t);
+    schedule_expiry(g);
   }
   maybe_drop(g);
 }
@@ -175,6 +176,7 @@ void shard_engine::maybe_drop(group_slot& g) {
   holds_.erase(id);
   fetch_retries_.erase(id);
   group_leases_.erase(id);
+  if (!expiries_.empty()) expiries_.erase(id);
   window_bytes_ -= g.charged;
   groups_.erase(groups_.find(id));  // `g` is gone
 }

@@ -83,7 +83,8 @@ struct shard_engine::group_write {
 struct shard_engine::redrive_state {
   /// What it does with the dead letters it reads: puts them back in the queue, answers them, or
   /// deletes them.
-  enum class op : std::uint8_t { redrive, list, erase };
+  /// (`expire`: the dead-letter retention's sweep, which answers no one.)
+  enum class op : std::uint8_t { redrive, list, erase, expire };
   op what = op::redrive;
   request_id r = 0;
   std::uint64_t first_seq = 0;  ///< the arrival seqs it took when it came
@@ -174,6 +175,9 @@ inline store_op put_lease(std::uint64_t uid, const codec::lease_record& l) {
 }
 inline store_op erase_lease(std::uint64_t uid, message_id id) {
   return {store_op::kind::erase, codec::lease_key(uid, id), {}};
+}
+inline store_op erase_dead(std::string key) {
+  return store_op{store_op::kind::erase, std::move(key), {}};
 }
 
 }  // namespace laneq

@@ -61,7 +61,16 @@ void shard_engine::update(queue_spec spec, timestamp now) {
   LANEQ_ASSERT(spec.same_ordering(cfg_.spec) && spec.shard_count() == cfg_.spec.shard_count(),
                "an update keeps the queue's fixed fields");
   sched_.set_throttles(spec.throttles(), last_now_);
+  bool retention_changed = spec.retention_rule() != cfg_.spec.retention_rule();
   cfg_.spec = std::move(spec);
+  if (retention_changed) {
+    // Every offered head, and the unordered messages at the next sweep, by the new retention.
+    expiries_.clear();
+    for (const auto& g : group_by_lane_)
+      if (g.scheduled) schedule_expiry(g);
+    unordered_expiry_ = last_now_;
+    dead_sweep_after_ = last_now_;
+  }
   // A faster throttle may let a waiter go now; the next wake-up is computed with the effects.
   sched_.on_tick(last_now_);
   serve_pending(last_now_);

@@ -97,15 +97,29 @@ void shard_engine::queue_unordered(unordered_class& c, message m, timestamp t) {
   auto bytes = memory_footprint(m);
   c.bytes += bytes;
   window_bytes_ += bytes;
+  note_unordered_expiry(m);
   sched_.on_ready(ready_item{std::move(m), group_id{}}, t);
+}
+
+void shard_engine::unqueue_unordered(unordered_class& c, const message& m, timestamp t) {
+  LANEQ_ASSERT(c.queued > 0, "a message taken out of the scheduler was queued in its class");
+  --c.queued;
+  if (m.not_before > t) {
+    // Still delayed (those due left `delayed_` as the scheduler moved them).
+    auto [lo, hi] = delayed_.equal_range(m.not_before);
+    auto it = std::find_if(lo, hi, [&c](const auto& e) { return e.second == c.id; });
+    LANEQ_ASSERT(it != hi && c.delayed > 0, "a delayed unordered message counts in its class");
+    delayed_.erase(it);
+    --c.delayed;
+  }
+  auto bytes = memory_footprint(m);
+  c.bytes -= bytes;
+  window_bytes_ -= bytes;
 }
 
 void shard_engine::picked_unordered(unordered_class& c, const message& m) {
   LANEQ_ASSERT(c.ready() > 0, "a picked unordered message was ready in its class");
-  auto bytes = memory_footprint(m);
-  --c.queued;
-  c.bytes -= bytes;
-  window_bytes_ -= bytes;
+  unqueue_unordered(c, m, m.not_before);  // picked: due, so not among the delayed
   ++c.in_flight;
   fetch_class(c);
 }

@@ -82,6 +82,9 @@ class fair_scheduler {
   /// unordered message), and returns how many. Throttle buckets keep their tokens. A purge
   /// (docs/design/purge.md).
   std::size_t remove_if(const std::function<bool(group_id, message_seq)>& drop);
+  /// Takes out every unordered message, ready or waiting, that `take` accepts, and returns them
+  /// (in no particular order). Retention (docs/design/retention.md).
+  std::vector<message> take_unordered_if(const std::function<bool(const message&)>& take);
 
   /// The class of an unordered message: what the scheduler tells such messages apart by (their
   /// fairness key and the throttle buckets they take tokens from). Messages of one class differ
@@ -128,6 +131,9 @@ class fair_scheduler {
 
  private:
   struct impl;
+  /// `remove_if`, moving the unordered messages that go into `taken` (when not null).
+  std::size_t remove_entries(const std::function<bool(group_id, message_seq)>& drop,
+                             std::vector<message>* taken);
   /// The waiting items whose group `keep` accepts.
   template <class Keep>
   std::vector<waiting_item> waiting_if(Keep keep) const;

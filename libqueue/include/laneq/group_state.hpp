@@ -28,6 +28,7 @@ namespace laneq {
 enum class dead_letter_reason : std::uint8_t {
   max_attempts = 1,  ///< its last attempt failed and it had used max_attempts
   requested = 2,     ///< a consumer nacked it with dead_letter
+  expired = 3,       ///< it outlived the queue's retention (docs/design/retention.md)
 };
 std::string_view to_string(dead_letter_reason x);
 
@@ -195,8 +196,11 @@ class group_state {
 
   /// How many messages from the head, at most `max`, may go out together as an ordered batch at
   /// `now`: the offered head and the messages behind it in memory, within the window, up to the
-  /// first whose not-before time lies ahead (O10). At least 1. Precondition: phase offered.
-  std::size_t batchable(std::size_t max, timestamp now) const;
+  /// first whose not-before time lies ahead (O10), and before the first that entered the queue
+  /// at or before `expired_by` (it outlived the retention: docs/design/retention.md). At least
+  /// 1. Precondition: phase offered.
+  std::size_t batchable(std::size_t max, timestamp now,
+                        timestamp expired_by = timestamp{INT64_MIN}) const;
 
   /// The engine delivered the offered head under `lease`, due back by `deadline`; with `count`
   /// above 1, the `count - 1` messages behind it too, as one ordered batch (each message's
@@ -230,6 +234,11 @@ class group_state {
   /// Precondition: `keep` covers the lease's batch and is at most what memory holds.
   std::uint64_t on_purge(std::size_t keep, timestamp now);
 
+  /// Retention (docs/design/retention.md): while nothing is in flight, the messages from the
+  /// head on that entered the queue at or before `cutoff` leave the group, as dead letters
+  /// (reason expired) or, with `drop`, in `removed`; the next head is offered, or read back.
+  /// In flight, nothing expires: the messages wait for the attempt to end.
+  group_effects on_expire(timestamp cutoff, bool drop, timestamp now, bool grow = false);
   /// Extends the in-flight lease to `now + by`; returns the new deadline.
   result<timestamp> on_extend(const lease_token& lease, duration by, timestamp now);
 

@@ -24,6 +24,8 @@ struct held_message {
   timestamp delay_until;
   timestamp not_before;
   std::uint32_t attempts = 0;
+  std::uint32_t redriven_after_s =
+      0;  ///< message::redriven_after_s (in the padding after attempts)
 
   held_message() = default;
   /// Packs `m` (its body and strings are moved, not copied).
@@ -34,6 +36,8 @@ struct held_message {
   /// The same, moving the body out: for a message that leaves the window.
   message take() &&;
 
+  /// When it last entered the queue (message::entered_at).
+  timestamp entered_at() const { return enqueued_at + std::chrono::seconds{redriven_after_s}; }
   /// Its fairness key, read from the packed part without unpacking the rest.
   std::string_view fairness_key() const;
   /// What it takes in memory: the struct and the bytes its strings hold (the window budget's

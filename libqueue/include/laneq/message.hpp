@@ -46,8 +46,18 @@ struct message {
   timestamp delay_until;       ///< end of the enqueue delay (enqueued_at + delay); kept by redrive
   timestamp not_before;        ///< not delivered before this (enqueue delay or retry_after)
   std::uint32_t attempts = 0;  ///< deliveries so far
+  /// Whole seconds from `enqueued_at` to its last redrive (0: never redriven). Retention counts
+  /// from there: a redrive restarts the clock (docs/design/retention.md).
+  std::uint32_t redriven_after_s = 0;
+  /// When it last entered the queue: its enqueue, or its last redrive (to the second after it).
+  timestamp entered_at() const { return enqueued_at + std::chrono::seconds{redriven_after_s}; }
   friend bool operator==(const message&, const message&) = default;
 };
+
+/// The seconds from `enqueued_at` to `t` as `message::redriven_after_s` keeps them: rounded down
+/// (a redriven message is never kept past its retention; it may expire up to a second early),
+/// 0 if `t` is not after `enqueued_at`.
+std::uint32_t seconds_after(timestamp enqueued_at, timestamp t);
 
 /// The memory a message holds: its struct and the bytes of its strings (the window budget's unit;
 /// an estimate, which does not count allocator rounding).
@@ -73,7 +83,7 @@ auto inspect(Inspector& f, attribute& x) {
 template <class Inspector>
 auto inspect(Inspector& f, message& x) {
   return f(x.id, x.seq, x.body, x.headers, x.fairness_key, x.attributes, x.enqueued_at,
-           x.delay_until, x.not_before, x.attempts);
+           x.delay_until, x.not_before, x.attempts, x.redriven_after_s);
 }
 
 }  // namespace laneq

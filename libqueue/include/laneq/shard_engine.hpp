@@ -223,7 +223,8 @@ class shard_engine {
   /// The queue's settings changed (`queue_spec::updated`: its fixed fields are this spec's).
   /// From `now`: receives lease for the new lease, an attempt counts against the new
   /// max_attempts when it ends, throttle buckets keep their tokens and refill at the new rate,
-  /// new enqueues store the new headers and remember dedupe keys for the new window. Delivery
+  /// new enqueues store the new headers and remember dedupe keys for the new window, a new
+  /// retention applies to what the shard holds from the next sweep (retention.md RT10). Delivery
   /// durability stays what the shard started with until the broker restarts (a lease is recorded
   /// or not when granted; switching under leases in flight would leave records behind or miss
   /// them), docs/api.md "Change a queue's settings".
@@ -432,6 +433,8 @@ class shard_engine {
   void arrive_unordered(message m, timestamp t);
   /// Hands `m` of class `c` to the scheduler.
   void queue_unordered(unordered_class& c, message m, timestamp t);
+  /// `m`, taken out of the scheduler, leaves `c`'s queued ones (its memory, its delay).
+  void unqueue_unordered(unordered_class& c, const message& m, timestamp t);
   /// `m`, picked from the scheduler, goes in flight.
   void picked_unordered(unordered_class& c, const message& m);
   /// A message of `c` in flight is gone (acked or dead-lettered).
@@ -476,6 +479,29 @@ class shard_engine {
   /// Starts a read of the dead letters of `s` (kind: what it is for) once every earlier write is
   /// durable, in its place among the shard's writes.
   void start_dead_op(std::unique_ptr<redrive_state> s);
+
+  // retention (shard_retention.cpp)
+  /// Messages that entered the queue at or before this time have outlived the retention at `t`
+  /// (none without one).
+  std::optional<timestamp> expiry_cutoff(timestamp t) const;
+  /// `g`'s head was offered: its expiry, if the queue has a retention.
+  void schedule_expiry(const group_slot& g);
+  /// An unordered message went into the scheduler: the sweep comes by its expiry.
+  void note_unordered_expiry(const message& m);
+  /// When the next sweep is due (tick must run then), if one is.
+  std::optional<timestamp> next_expiry() const;
+  /// The sweeps that are due at `t`, if the last one was long enough ago.
+  void expire_due(timestamp t);
+  void expire_groups(timestamp cutoff, timestamp t);
+  /// `g`'s messages from its head on that entered at or before `cutoff` expire.
+  /// Precondition: `g`'s head is out of the scheduler, and nothing of it is in flight.
+  void expire_head(group_slot& g, timestamp cutoff, timestamp t);
+  void expire_unordered(timestamp cutoff, duration age, timestamp t);
+  /// Unordered messages taken out of the scheduler expire.
+  void expire_messages(std::vector<message> gone, timestamp t);
+  void expire_dead_letters(duration age, timestamp t);
+  /// The first dead letters were read back: the due ones are deleted.
+  void expire_dead_taken(redrive_state& s);
 
   // purge and peek (shard_purge.cpp)
   /// Removes `g`'s waiting messages (seq below `end`); returns how many, with their erases.
@@ -612,6 +638,17 @@ class shard_engine {
   std::optional<timestamp> oldest_dead_at_;
   /// Dead-letter listings and redrives under way, by request.
   std::unordered_map<request_id, std::unique_ptr<redrive_state>> dead_ops_;
+
+  /// Retention (shard_retention.cpp): when each offered group head outlives it; the earliest
+  /// such time of an unordered message in the scheduler (a hint: the sweep finds the next);
+  /// when the last sweep ran, and when dead letters may be swept next.
+  deadline_heap<group_id> expiries_;
+  std::optional<timestamp> unordered_expiry_;
+  timestamp last_sweep_{INT64_MIN / 2};
+  timestamp dead_sweep_after_;
+  /// The request id of the dead-letter retention's own sweep in `dead_ops_` (it answers no
+  /// one; callers number their requests from 1 up and never reach it).
+  static constexpr request_id retention_request = ~request_id{0};
 
   std::unordered_map<std::uint64_t, read_slot> reads_;
 
