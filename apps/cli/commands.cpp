@@ -55,6 +55,21 @@ constexpr std::int64_t ordered_batch_max = limits::ordered_batch_max;
 constexpr std::int64_t enqueue_batch_max = limits::enqueue_batch_max;
 constexpr auto max_depth_messages_max = static_cast<std::int64_t>(limits::max_depth_messages_max);
 constexpr auto max_depth_bytes_max = static_cast<std::int64_t>(limits::max_depth_bytes_max);
+constexpr std::int64_t retention_ms_min = ms(limits::retention_min);
+constexpr std::int64_t retention_ms_max = ms(limits::retention_max);
+
+/// The retention options `queue create` and `queue update` share (docs/api.md "Retention").
+option_spec retention_ms_option() {
+  return num("retention-ms", retention_ms_min, retention_ms_max,
+             "expire a message that has waited this long since its enqueue or redrive");
+}
+option_spec on_expiry_option() {
+  return opt("on-expiry", true, "what an expired message becomes: dead_letter (default) | drop");
+}
+option_spec dead_letter_retention_ms_option() {
+  return num("dead-letter-retention-ms", retention_ms_min, retention_ms_max,
+             "delete a dead letter this long after it died");
+}
 
 /// Options `send` and `topic publish` share.
 std::vector<option_spec> outgoing_options() {
@@ -127,6 +142,7 @@ const std::vector<command_spec>& commands() {
             "refuse enqueues past this many messages (429 queue_full)"),
         num("max-depth-bytes", 1, max_depth_bytes_max,
             "refuse enqueues past this many body bytes (429 queue_full)"),
+        retention_ms_option(), on_expiry_option(), dead_letter_retention_ms_option(),
         opt("spec", true, "the whole spec as JSON (the other options override its fields)"),
         file("spec-file", "read the spec JSON from a file")},
        cmd_queue_create},
@@ -146,6 +162,7 @@ const std::vector<command_spec>& commands() {
             "refuse enqueues past this many messages (429 queue_full)"),
         num("max-depth-bytes", 1, max_depth_bytes_max,
             "refuse enqueues past this many body bytes (429 queue_full)"),
+        retention_ms_option(), on_expiry_option(), dead_letter_retention_ms_option(),
         opt("patch", true,
             "a JSON merge patch of the spec (the other options override its fields; null resets "
             "a field)"),

@@ -310,7 +310,7 @@ std::optional<usage_error> add_throttles(const parsed& p, json::object& spec) {
 namespace {
 
 /// Sets the settings a queue may also change in place (lease, max attempts, throttles, delivery
-/// durability, max depth) from their options; ranges were checked while parsing.
+/// durability, max depth, retention) from their options; ranges were checked while parsing.
 std::optional<usage_error> add_settings(const parsed& p, json::object& spec) {
   if (auto n = p.number("lease-ms")) spec["lease_ms"] = *n;
   if (auto n = p.number("max-attempts")) spec["max_attempts"] = *n;
@@ -329,6 +329,13 @@ std::optional<usage_error> add_settings(const parsed& p, json::object& spec) {
     if (bytes) depth["bytes"] = *bytes;
     spec["max_depth"] = std::move(depth);
   }
+  if (auto n = p.number("retention-ms")) spec["retention_ms"] = *n;
+  if (auto v = p.value("on-expiry")) {
+    if (*v != "dead_letter" && *v != "drop")
+      return usage_error{"--on-expiry wants dead_letter or drop, got \"" + *v + "\""};
+    spec["on_expiry"] = *v;
+  }
+  if (auto n = p.number("dead-letter-retention-ms")) spec["dead_letter_retention_ms"] = *n;
   return std::nullopt;
 }
 

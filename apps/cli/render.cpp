@@ -283,8 +283,10 @@ std::string render_time(std::int64_t unix_ms, std::int64_t now) {
 
 std::string render_stats(const json::object& by_queue, bool wide) {
   static const std::vector<std::string> main = {
-      "queue",     "backlog", "in_flight", "dead_letters",  "live_groups",  "enqueued",
-      "delivered", "acked",   "nacked",    "lease_expired", "dead_lettered"};
+      "queue",          "backlog",       "in_flight",     "dead_letters",
+      "live_groups",    "enqueued",      "delivered",     "acked",
+      "nacked",         "lease_expired", "dead_lettered", "expired_dead_lettered",
+      "expired_dropped"};
   json::array rows;
   for (const auto& [name, stats] : by_queue) {
     json::object row{{"queue", name}};

@@ -522,18 +522,28 @@ std::string encode_queue(const queue_record& q) {
   // Shards (docs/design/sharding.md), only when there are several or settings follow: a queue of
   // one shard without them keeps the record of a queue from before shards existed, byte for byte.
   const auto& depth = s.depth_max();
-  if (s.shard_count() > 1 || depth.any()) {
+  const auto& keep = s.retention_rule();
+  const bool retains = !(keep == retention_rules{});
+  if (s.shard_count() > 1 || depth.any() || retains) {
     w.u32(s.shard_count());
     put_components(w, s.shard_key());
     w.u32(static_cast<std::uint32_t>(q.shard_uids.size()));
     for (auto uid : q.shard_uids) w.u64(uid);
   }
-  // Settings added later (docs/api.md "Backpressure"), each present-flag then value.
-  if (depth.any()) {
+  // Settings added later (docs/api.md "Backpressure", "Retention"), each present-flag then
+  // value, each block written when it or one after it is set.
+  if (depth.any() || retains) {
     w.u8(depth.messages ? 1 : 0);
     w.u64(depth.messages.value_or(0));
     w.u8(depth.bytes ? 1 : 0);
     w.u64(depth.bytes.value_or(0));
+  }
+  if (retains) {
+    w.u8(keep.max_age ? 1 : 0);
+    w.i64(keep.max_age.value_or(duration{}).count());
+    w.u8(static_cast<std::uint8_t>(keep.on_expiry));
+    w.u8(keep.dead_letter_max_age ? 1 : 0);
+    w.i64(keep.dead_letter_max_age.value_or(duration{}).count());
   }
   return seal(w);
 }
@@ -612,6 +622,19 @@ result<queue_record> decode_queue(std::string_view record) {
     else
       r.u64();
     spec.max_depth(messages, bytes);
+  }
+  if (!r.done()) {
+    auto period = [&r]() -> std::optional<duration> {
+      auto present = r.uint(1) != 0;
+      auto value = duration{r.i64()};
+      if (!present) return std::nullopt;
+      return value;
+    };
+    auto max_age = period();
+    auto on_expiry = r.uint(1);
+    auto dead_letter_max_age = period();
+    if (on_expiry > 1) return corrupt("queue", "unknown expiry action");
+    spec.retention(max_age, static_cast<expiry_action>(on_expiry), dead_letter_max_age);
   }
   if (auto done = finish("queue", r); !done) return done.err();
   q.spec = std::move(spec);

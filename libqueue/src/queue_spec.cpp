@@ -342,6 +342,18 @@ void check_shards(const queue_spec& s, rule_checker& r) {
   }
 }
 
+/// A retention period is 1 ms to 366 days (limits.hpp); `on_expiry` alone is accepted (it means
+/// nothing until `retention_ms` is set).
+void check_retention(const retention_rules& x, rule_checker& r) {
+  auto check = [&r](const char* field, const std::optional<duration>& d) {
+    if (d && (*d < limits::retention_min || *d > limits::retention_max))
+      r.fail(field, "must be between " + std::to_string(limits::retention_min.count() / 1000) +
+                        " and " + std::to_string(limits::retention_max.count() / 1000) + " ms");
+  };
+  check("retention_ms", x.max_age);
+  check("dead_letter_retention_ms", x.dead_letter_max_age);
+}
+
 }  // namespace
 
 std::vector<error> queue_spec::validate() const {
@@ -428,6 +440,7 @@ std::vector<error> queue_spec::validate() const {
       (*depth_max_.bytes < 1 || *depth_max_.bytes > limits::max_depth_bytes_max))
     r.fail("max_depth.bytes",
            "must be between 1 and " + std::to_string(limits::max_depth_bytes_max));
+  check_retention(retention_, r);
   return r.take();
 }
 
@@ -531,6 +544,13 @@ std::vector<std::string> queue_spec::differences(const queue_spec& requested) co
   };
   compare(out, "max_depth.messages", bound(depth_max_.messages), bound(r.depth_max_.messages));
   compare(out, "max_depth.bytes", bound(depth_max_.bytes), bound(r.depth_max_.bytes));
+  auto period = [](const std::optional<duration>& x) {
+    return x ? std::to_string(x->count() / 1000) : std::string{"none"};
+  };
+  compare(out, "retention_ms", period(retention_.max_age), period(r.retention_.max_age));
+  compare(out, "on_expiry", to_string(retention_.on_expiry), to_string(r.retention_.on_expiry));
+  compare(out, "dead_letter_retention_ms", period(retention_.dead_letter_max_age),
+          period(r.retention_.dead_letter_max_age));
   compare(out, "shards", shards_, r.shards_);
   if (!(shard_key_ == r.shard_key_))
     compare(out, "shard_key", describe_components(shard_key_), describe_components(r.shard_key_));
@@ -590,6 +610,7 @@ result<queue_spec> queue_spec::updated(const queue_spec& requested) const {
   out.header_list_ = r.header_list_;
   if (dedupe_) out.dedupe_->window = r.dedupe_->window;
   out.depth_max_ = r.depth_max_;
+  out.retention_ = r.retention_;
   if (auto invalid = out.validate(); !invalid.empty()) return combine(invalid);
   return out;
 }
@@ -625,6 +646,12 @@ std::string queue_spec::describe() const {
   }
   if (depth_max_.messages) out += " max_depth.messages=" + std::to_string(*depth_max_.messages);
   if (depth_max_.bytes) out += " max_depth.bytes=" + std::to_string(*depth_max_.bytes);
+  if (retention_.max_age)
+    out += " retention_ms=" + std::to_string(retention_.max_age->count() / 1000) +
+           " on_expiry=" + std::string{to_string(retention_.on_expiry)};
+  if (retention_.dead_letter_max_age)
+    out += " dead_letter_retention_ms=" +
+           std::to_string(retention_.dead_letter_max_age->count() / 1000);
   if (shards_ > 1) {
     out += " shards=" + std::to_string(shards_);
     if (!shard_key_.empty()) out += " shard_key=" + describe_components(shard_key_);

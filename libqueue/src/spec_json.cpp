@@ -291,6 +291,26 @@ void read_max_depth(reader& r, const json::value& v, queue_spec& spec) {
   spec.max_depth(messages, bytes);
 }
 
+/// `retention_ms`, `on_expiry` and `dead_letter_retention_ms` (docs/api.md "Retention").
+void read_retention(reader& r, const json::object& o, queue_spec& spec) {
+  auto lo = std::chrono::duration_cast<std::chrono::milliseconds>(limits::retention_min).count();
+  auto hi = std::chrono::duration_cast<std::chrono::milliseconds>(limits::retention_max).count();
+  auto period = [&](const char* field) -> std::optional<duration> {
+    const auto* x = o.if_contains(field);
+    if (x == nullptr) return std::nullopt;
+    if (auto ms = r.integer(field, *x, lo, hi)) return std::chrono::milliseconds{*ms};
+    return std::nullopt;
+  };
+  auto max_age = period("retention_ms");
+  auto dead_letter_max_age = period("dead_letter_retention_ms");
+  auto on_expiry = expiry_action::dead_letter;
+  if (const auto* x = o.if_contains("on_expiry")) {
+    const expiry_action all[] = {expiry_action::dead_letter, expiry_action::drop};
+    if (auto a = enum_value(r, "on_expiry", *x, all)) on_expiry = *a;
+  }
+  spec.retention(max_age, on_expiry, dead_letter_max_age);
+}
+
 /// `shards` and `shard_key` (docs/design/sharding.md).
 void read_shards(reader& r, const json::object& o, queue_spec& spec) {
   std::uint32_t shards = 1;
@@ -314,7 +334,8 @@ parsed_spec queue_spec_from_json(std::string_view name, const json::value& v) {
   }
   r.only("", *o,
          {"ordering", "lease_ms", "max_attempts", "throttles", "delivery_durability", "sync_writes",
-          "store_headers", "dedupe", "shards", "shard_key", "max_depth"});
+          "store_headers", "dedupe", "shards", "shard_key", "max_depth", "retention_ms",
+          "on_expiry", "dead_letter_retention_ms"});
   auto& spec = out.spec;
   if (const auto* x = o->if_contains("ordering")) read_ordering(r, *x, spec);
   if (const auto* x = o->if_contains("lease_ms")) {
@@ -335,6 +356,7 @@ parsed_spec queue_spec_from_json(std::string_view name, const json::value& v) {
   if (const auto* x = o->if_contains("store_headers")) read_store_headers(r, *x, spec);
   if (const auto* x = o->if_contains("dedupe")) read_dedupe(r, *x, spec);
   if (const auto* x = o->if_contains("max_depth")) read_max_depth(r, *x, spec);
+  read_retention(r, *o, spec);
   read_shards(r, *o, spec);
   out.errors = r.take();
   for (auto& e : spec.validate()) out.errors.push_back(std::move(e));
@@ -377,6 +399,15 @@ json::object queue_spec_to_json(const queue_spec& s) {
     if (d.bytes) depth["bytes"] = *d.bytes;
     out["max_depth"] = std::move(depth);
   }
+  // on_expiry is shown with the retention it acts on, or when it is not the default.
+  const auto& keep = s.retention_rule();
+  auto ms = [](duration d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  };
+  if (keep.max_age) out["retention_ms"] = ms(*keep.max_age);
+  if (keep.max_age || keep.on_expiry != expiry_action::dead_letter)
+    out["on_expiry"] = to_string(keep.on_expiry);
+  if (keep.dead_letter_max_age) out["dead_letter_retention_ms"] = ms(*keep.dead_letter_max_age);
   out["shards"] = s.shard_count();
   if (!s.shard_key().empty()) out["shard_key"] = components_to_json(s.shard_key());
   return out;

@@ -222,6 +222,27 @@ TEST_F(recovery, updated_settings_are_stored_and_survive_a_restart) {
   EXPECT_FALSE(same.value().second);
 }
 
+// Retention (docs/api.md "Retention") set in place is stored with the queue and comes back.
+TEST_F(recovery, updated_retention_is_stored_and_survives_a_restart) {
+  auto& h = boot();
+  make(by_account());
+  auto up = h.ask<queue_spec>(h.brk().admin(), update_atom_v, std::string{"accounts"},
+                              std::string{R"({"retention_ms": 60000, "on_expiry": "drop",
+                      "dead_letter_retention_ms": 3600000})"});
+  ASSERT_TRUE(up.ok()) << to_string(up.err());
+  EXPECT_EQ(up.value().retention_rule().max_age, std::optional<duration>{60s});
+  EXPECT_EQ(restart(), 1u);
+  auto old = h.create_flagged(by_account());
+  ASSERT_FALSE(old.ok());
+  EXPECT_EQ(old.err().code, errc::spec_conflict);
+  EXPECT_NE(old.err().message.find("retention_ms (existing 60000, requested none)"),
+            std::string::npos)
+      << old.err().message;
+  auto same = h.create_flagged(by_account().retention(60s, expiry_action::drop, 1h));
+  ASSERT_TRUE(same.ok()) << to_string(same.err());
+  EXPECT_FALSE(same.value().second) << "the stored spec has the updated retention";
+}
+
 // -- R3, R5, R8: acks, dead letters, numbering ------------------------------------------------
 
 // R3, R5, R8: acked messages do not come back; dead letters do (with reason and time) and can be

@@ -189,6 +189,26 @@ TEST(cli_spec, queue_update_builds_a_merge_patch_of_the_settings_given) {
             json::parse(R"({"max_depth": {"bytes": 4096}})"));
 }
 
+TEST(cli_spec, retention_options_set_the_three_fields_checked_against_the_limits) {
+  EXPECT_EQ(json::value(spec_of({"queue", "create", "q", "--retention-ms", "60000", "--on-expiry",
+                                 "drop", "--dead-letter-retention-ms", "86400000"})),
+            json::parse(R"({"retention_ms": 60000, "on_expiry": "drop",
+                            "dead_letter_retention_ms": 86400000})"));
+  auto p = patch_from_options(parse_ok({"queue", "update", "q", "--retention-ms", "1"}));
+  ASSERT_TRUE(std::holds_alternative<json::object>(p));
+  EXPECT_EQ(json::value(std::get<json::object>(p)), json::parse(R"({"retention_ms": 1})"));
+  auto bad = patch_from_options(parse_ok({"queue", "update", "q", "--on-expiry", "archive"}));
+  ASSERT_TRUE(std::holds_alternative<usage_error>(bad));
+  EXPECT_EQ(std::get<usage_error>(bad).message,
+            "--on-expiry wants dead_letter or drop, got \"archive\"");
+  for (const char* out_of_range : {"0", "31622400001"}) {
+    auto e = parse_err({"queue", "create", "q", "--retention-ms", out_of_range});
+    EXPECT_NE(e.find("--retention-ms"), std::string::npos) << e;
+    e = parse_err({"queue", "update", "q", "--dead-letter-retention-ms", out_of_range});
+    EXPECT_NE(e.find("--dead-letter-retention-ms"), std::string::npos) << e;
+  }
+}
+
 TEST(cli_render, messages_show_id_attempt_key_lease_body_and_headers) {
   auto v = json::parse(R"({"messages": [{"id": "7", "lease": "L1", "attempt": 2,
       "body": "line1\nline2", "headers": {"account": "42"}, "fairness_key": "",
@@ -295,6 +315,13 @@ TEST(cli_render, stats_are_one_row_per_queue) {
   auto wide = render_stats(all, true);
   EXPECT_NE(wide.find("REDRIVEN"), std::string::npos) << wide;
   EXPECT_EQ(wide.find("FAIRNESS_BACKLOG"), std::string::npos) << "lists stay in --json";
+  // Expired messages show beside the dead-lettered ones (docs/api.md "Retention").
+  auto expired = json::parse(R"({"r": {"dead_lettered": 3, "expired_dead_lettered": 2,
+                                       "expired_dropped": 4, "dead_letters_expired": 1}})")
+                     .as_object();
+  EXPECT_EQ(render_stats(expired, false),
+            "QUEUE  DEAD_LETTERED  EXPIRED_DEAD_LETTERED  EXPIRED_DROPPED\n"
+            "r      3              2                      4\n");
 }
 
 TEST(cli_render, trees_and_lists_and_escapes) {

@@ -138,6 +138,27 @@ TEST_F(cli_e2e, purge_peek_dead_letters_and_a_forced_delete) {
   EXPECT_EQ(r.out, "deleted 0 dead letter(s) of other\n");
 }
 
+TEST_F(cli_e2e, queue_create_and_update_set_retention) {
+  auto r = cli({"queue", "create", "kept", "--retention-ms", "60000", "--dead-letter-retention-ms",
+                "3600000"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto spec = cli_json({"queue", "get", "kept"}).at("spec");
+  EXPECT_EQ(spec.at("retention_ms").to_number<std::int64_t>(), 60000) << spec;
+  EXPECT_EQ(spec.at("on_expiry").as_string(), "dead_letter") << spec;
+  EXPECT_EQ(spec.at("dead_letter_retention_ms").to_number<std::int64_t>(), 3600000) << spec;
+  r = cli({"queue", "update", "kept", "--retention-ms", "5000", "--on-expiry", "drop", "--patch",
+           R"({"dead_letter_retention_ms": null})"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  spec = cli_json({"queue", "get", "kept"}).at("spec");
+  EXPECT_EQ(spec.at("retention_ms").to_number<std::int64_t>(), 5000) << spec;
+  EXPECT_EQ(spec.at("on_expiry").as_string(), "drop") << spec;
+  EXPECT_FALSE(spec.as_object().contains("dead_letter_retention_ms")) << spec;
+  EXPECT_EQ(cli({"queue", "update", "kept", "--on-expiry", "keep"}).rc, 2);
+  EXPECT_EQ(cli({"queue", "update", "kept", "--retention-ms", "0"}).rc, 2);
+  auto stats = cli_json({"stats"});
+  EXPECT_EQ(stats.at("kept").at("expired_dropped").to_number<std::int64_t>(), 0) << stats;
+}
+
 TEST_F(cli_e2e, send_receive_ack_round_trip_and_a_stale_lease_fails) {
   ASSERT_EQ(cli({"queue", "create", "jobs"}).rc, 0);
   auto sent = cli_json({"send", "jobs", "one", "two", "--header", "k=v", "--fairness-key", "t1"});

@@ -207,13 +207,17 @@ test('console.creates_sends_shows_blocked_groups_and_redrives_a_dead_letter', as
     const form_start = JSON.parse(await page.inputValue('#settings-patch'));
     assert.equal(form_start.max_attempts, 2);
     assert.equal(form_start.ordering, undefined);
-    await page.fill('#settings-patch', JSON.stringify({max_attempts: 4, max_depth: {messages: 50}}));
+    await page.fill('#settings-patch', JSON.stringify({max_attempts: 4, max_depth: {messages: 50},
+                                                       retention_ms: 86400000,
+                                                       on_expiry: 'drop'}));
     await page.click('#settings-submit');
     await page.locator('#settings-result', {hasText: 'updated: lease_ms 60000, max_attempts 4'})
         .waitFor({timeout: wait_ms});
     const patched = (await server.ok('GET', '/v1/queues/orders')).spec;
     assert.equal(patched.max_attempts, 4);
     assert.deepEqual(patched.max_depth, {messages: 50});
+    assert.equal(patched.retention_ms, 86400000);
+    assert.equal(patched.on_expiry, 'drop');
     await page.waitForFunction(
         () => JSON.parse(document.getElementById('settings-spec').textContent).max_attempts === 4,
         null, {timeout: wait_ms});

@@ -43,8 +43,10 @@ test('console.why_a_group_waits_names_its_head_and_until_when', () => {
 test('console.the_update_form_starts_from_the_changeable_settings_only', () => {
   const spec = {ordering: {mode: 'key', key: [{header: 'a'}]}, lease_ms: 5000, max_attempts: 2,
                 throttles: [], delivery_durability: 'fast', sync_writes: true,
-                store_headers: 'all', shards: 1, max_depth: {messages: 9}};
+                store_headers: 'all', shards: 1, max_depth: {messages: 9}, retention_ms: 60000,
+                on_expiry: 'drop', dead_letter_retention_ms: 3600000};
   assert.deepEqual(settings_of(spec), {lease_ms: 5000, max_attempts: 2, throttles: [],
                                        delivery_durability: 'fast', store_headers: 'all',
-                                       max_depth: {messages: 9}});
+                                       max_depth: {messages: 9}, retention_ms: 60000,
+                                       on_expiry: 'drop', dead_letter_retention_ms: 3600000});
 });

@@ -105,6 +105,51 @@ TEST_F(http_api, patch_changes_settings_in_place_and_refuses_a_fixed_field) {
   EXPECT_EQ(not_object.status, 400u) << not_object.body;
 }
 
+// docs/api.md "Retention": the three fields are created, shown, changed in place with PATCH (null
+// clears a period) and refused out of range naming the field.
+TEST_F(http_api, retention_settings_are_created_shown_and_patched) {
+  create("kept", R"({"retention_ms": 60000, "dead_letter_retention_ms": 86400000})");
+  auto spec = [this] { return get(port(), "/v1/queues/kept").obj().at("spec").as_object(); };
+  auto s = spec();
+  EXPECT_EQ(s.at("retention_ms").to_number<std::int64_t>(), 60000);
+  EXPECT_EQ(str(s.at("on_expiry")), "dead_letter") << "the default, shown with retention_ms";
+  EXPECT_EQ(s.at("dead_letter_retention_ms").to_number<std::int64_t>(), 86400000);
+  auto p =
+      patch(port(), "/v1/queues/kept",
+            R"({"retention_ms": 1000, "on_expiry": "drop", "dead_letter_retention_ms": null})");
+  ASSERT_EQ(p.status, 200u) << p.body;
+  s = spec();
+  EXPECT_EQ(s.at("retention_ms").to_number<std::int64_t>(), 1000);
+  EXPECT_EQ(str(s.at("on_expiry")), "drop");
+  EXPECT_FALSE(s.contains("dead_letter_retention_ms")) << "cleared";
+  auto bad = patch(port(), "/v1/queues/kept", R"({"retention_ms": 0})");
+  EXPECT_EQ(bad.status, 400u) << bad.body;
+  EXPECT_EQ(bad.code(), "invalid_spec");
+  EXPECT_NE(bad.message().find("queue 'kept': retention_ms: must be between 1 and"),
+            std::string::npos)
+      << bad.message();
+  EXPECT_EQ(spec().at("retention_ms").to_number<std::int64_t>(), 1000) << "nothing changed";
+  auto action = put(port(), "/v1/queues/other", R"({"retention_ms": 5, "on_expiry": "archive"})");
+  EXPECT_EQ(action.status, 400u) << action.body;
+  EXPECT_EQ(action.code(), "invalid_spec");
+  EXPECT_NE(action.message().find("on_expiry: 'archive' is not one of dead_letter, drop"),
+            std::string::npos)
+      << action.message();
+  auto long_dead = put(port(), "/v1/queues/other", R"({"dead_letter_retention_ms": 31622400001})");
+  EXPECT_EQ(long_dead.status, 400u) << long_dead.body;
+  EXPECT_NE(long_dead.message().find("dead_letter_retention_ms: must be between 1 and 31622400000"),
+            std::string::npos)
+      << long_dead.message();
+  // An identical PUT is 200; one that differs in retention names it (spec_conflict).
+  EXPECT_EQ(put(port(), "/v1/queues/kept", R"({"retention_ms": 1000, "on_expiry": "drop"})").status,
+            200u);
+  auto conflict = put(port(), "/v1/queues/kept", R"({"retention_ms": 2000, "on_expiry": "drop"})");
+  EXPECT_EQ(conflict.status, 409u) << conflict.body;
+  EXPECT_NE(conflict.message().find("retention_ms (existing 1000, requested 2000)"),
+            std::string::npos)
+      << conflict.message();
+}
+
 // docs/api.md "Backpressure": 429 queue_full with Retry-After, the whole batch refused.
 TEST_F(http_api, a_full_queue_answers_429_with_retry_after_and_stores_nothing) {
   create("bounded", R"({"max_depth": {"messages": 2}})");

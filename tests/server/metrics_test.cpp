@@ -76,6 +76,24 @@ TEST_F(metrics, a_sharded_queue_counts_an_empty_receive_once) {
   EXPECT_EQ(sample(scrape(), "laneq_empty_receives_total{queue=\"s\"}"), 2);
 }
 
+// Retention's counters (docs/api.md "Retention") are there for every queue from its start, the
+// expired messages per action taken; GET stats shows the same figures.
+TEST_F(metrics, expiry_counters_are_exposed_per_queue_and_action) {
+  create("r", R"({"retention_ms": 60000, "on_expiry": "drop",
+                  "dead_letter_retention_ms": 3600000})");
+  auto page = scrape();
+  EXPECT_NE(page.find("# TYPE laneq_expired_total counter\n"), std::string::npos) << page;
+  EXPECT_NE(page.find("# TYPE laneq_dead_letters_expired_total counter\n"), std::string::npos);
+  EXPECT_EQ(sample(page, "laneq_expired_total{queue=\"r\",action=\"dead_letter\"}"), 0) << page;
+  EXPECT_EQ(sample(page, "laneq_expired_total{queue=\"r\",action=\"drop\"}"), 0) << page;
+  EXPECT_EQ(sample(page, "laneq_dead_letters_expired_total{queue=\"r\"}"), 0) << page;
+  auto got = get(port(), "/v1/queues/r");
+  ASSERT_EQ(got.status, 200u) << got.body;
+  const auto& stats = got.obj().at("stats").as_object();
+  for (const char* f : {"expired_dead_lettered", "expired_dropped", "dead_letters_expired"})
+    EXPECT_EQ(stats.at(f).to_number<std::int64_t>(), 0) << f << ": " << got.body;
+}
+
 TEST_F(metrics, the_oldest_dead_letter_ages_until_it_is_redriven) {
   create("q");
   auto page = scrape();

@@ -629,12 +629,55 @@ TEST(codec, queue_record_round_trips_each_mode_policy_and_default) {
        queue_spec("bounded-sharded").ordered_by({key::header("h")}).sharded(2).max_depth(5, 9),
        false,
        {9}});
+  // Retention follows max_depth, which is then written too (empty).
+  queues.push_back({10, queue_spec("retained").retention(5s), false});
+  queues.push_back(
+      {11, queue_spec("retained-drop").retention(1ms, expiry_action::drop, 366 * 24h), false});
+  queues.push_back(
+      {12, queue_spec("dead-retained").retention(std::nullopt, expiry_action::dead_letter, 2min),
+       false});
+  queues.push_back(
+      {13, queue_spec("drop-only").retention(std::nullopt, expiry_action::drop), false});
+  queues.push_back({14,
+                    queue_spec("retained-sharded")
+                        .ordered_by({key::header("h")})
+                        .sharded(2)
+                        .max_depth(5, std::nullopt)
+                        .retention(1500ms, expiry_action::drop, 3s),
+                    false,
+                    {15}});
   for (const auto& q : queues) {
     SCOPED_TRACE(q.spec.describe());
     auto back = codec::decode_queue(codec::encode_queue(q));
     ASSERT_TRUE(back.ok()) << to_string(back.err());
     expect_same_queue(back.value(), q);
   }
+}
+
+TEST(codec, queue_record_keeps_retention_and_an_old_record_decodes_without_it) {
+  codec::queue_record q{3, queue_spec("r").retention(90s, expiry_action::drop, 7 * 24h), false};
+  auto back = codec::decode_queue(codec::encode_queue(q));
+  ASSERT_TRUE(back.ok()) << to_string(back.err());
+  const auto& kept = back.value().spec.retention_rule();
+  EXPECT_EQ(kept.max_age, std::optional<duration>{90s});
+  EXPECT_EQ(kept.on_expiry, expiry_action::drop);
+  EXPECT_EQ(kept.dead_letter_max_age, std::optional<duration>{7 * 24h});
+  EXPECT_EQ(back.value().spec.depth_max(), depth_bounds{});
+  // A record from before retention (here: with max_depth, the last block then) decodes with none.
+  auto old = codec::decode_queue(
+      codec::encode_queue({4, queue_spec("old").max_depth(10, std::nullopt), false}));
+  ASSERT_TRUE(old.ok()) << to_string(old.err());
+  EXPECT_EQ(old.value().spec.retention_rule(), retention_rules{});
+  EXPECT_EQ(old.value().spec.depth_max().messages, std::optional<std::uint64_t>{10});
+  // A queue without retention keeps the record it had before retention existed, byte for byte.
+  EXPECT_EQ(body_of(codec::encode_queue({1, queue_spec("q"), false})).size(), 44u);
+  // An unknown expiry action under a valid checksum is refused: it is the 10th byte from the end
+  // (flag, i64, action, flag, i64).
+  auto body = body_of(codec::encode_queue(q));
+  body[body.size() - 10] = 2;
+  auto bad = codec::decode_queue(reseal(body));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.err().code, errc::corrupt_record);
 }
 
 TEST(codec, queue_records_that_differ_in_one_field_encode_differently) {

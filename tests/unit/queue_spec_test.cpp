@@ -476,5 +476,36 @@ TEST(queue_spec, differences_name_each_setting_with_both_values) {
                   "max_depth.bytes (existing none, requested 4096)"));
 }
 
+TEST(queue_spec, retention_differences_validation_update_and_description) {
+  auto a = queue_spec("q").retention(60s, expiry_action::drop, std::nullopt);
+  auto b = queue_spec("q").retention(std::nullopt, expiry_action::dead_letter, 2h);
+  EXPECT_THAT(a.differences(b),
+              testing::ElementsAre("retention_ms (existing 60000, requested none)",
+                                   "on_expiry (existing drop, requested dead_letter)",
+                                   "dead_letter_retention_ms (existing none, requested 7200000)"));
+  EXPECT_TRUE(a.validate().empty());
+  EXPECT_TRUE(queue_spec("q").retention(std::nullopt, expiry_action::drop).validate().empty())
+      << "on_expiry alone is accepted";
+  EXPECT_TRUE(
+      queue_spec("q")
+          .retention(limits::retention_min, expiry_action::dead_letter, limits::retention_max)
+          .validate()
+          .empty());
+  auto bad = queue_spec("q").retention(999us, expiry_action::drop, limits::retention_max + 1ms);
+  std::vector<std::string> why;
+  for (const auto& e : bad.validate()) why.push_back(e.message);
+  EXPECT_THAT(why,
+              testing::ElementsAre(
+                  "queue 'q': retention_ms: must be between 1 and 31622400000 ms",
+                  "queue 'q': dead_letter_retention_ms: must be between 1 and 31622400000 ms"));
+  // All three change in place.
+  auto up = a.updated(b);
+  ASSERT_TRUE(up.ok()) << up.err().message;
+  EXPECT_EQ(up.value().retention_rule(), b.retention_rule());
+  EXPECT_FALSE(a.updated(bad).ok());
+  EXPECT_EQ(a.describe(), "queue 'q' ordering=none retention_ms=60000 on_expiry=drop");
+  EXPECT_EQ(b.describe(), "queue 'q' ordering=none dead_letter_retention_ms=7200000");
+}
+
 }  // namespace
 }  // namespace laneq

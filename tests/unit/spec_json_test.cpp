@@ -88,7 +88,7 @@ TEST(spec_json, reports_every_error_naming_queue_and_field) {
                   "queue 'q': max_attempts: must be between 1 and 1000",
                   "queue 'q': retries: unknown field (known: ordering, lease_ms, max_attempts, "
                   "throttles, delivery_durability, sync_writes, store_headers, dedupe, shards, "
-                  "shard_key, max_depth)",
+                  "shard_key, max_depth, retention_ms, on_expiry, dead_letter_retention_ms)",
                   "queue 'q': throttles[0].rate_per_s: must be a number",
                   "queue 'q': throttles[0].burst: must be an integer",
                   "queue 'q': throttles[1]: must be an object",
@@ -181,6 +181,66 @@ TEST(spec_json, max_depth_reads_back_and_a_patch_may_set_or_clear_it) {
               testing::UnorderedElementsAre(
                   "queue 'q': max_depth.rows: unknown field (known: messages, bytes)",
                   "queue 'q': max_depth.messages: must be between 1 and 1000000000"));
+}
+
+TEST(spec_json, retention_reads_back_and_a_patch_may_change_or_clear_it) {
+  auto p = parse("q", R"({"retention_ms": 60000, "on_expiry": "drop",
+                          "dead_letter_retention_ms": 86400000})");
+  ASSERT_TRUE(p.ok()) << messages(p).front();
+  const auto& keep = p.spec.retention_rule();
+  EXPECT_EQ(keep.max_age, std::optional<duration>{60s});
+  EXPECT_EQ(keep.on_expiry, expiry_action::drop);
+  EXPECT_EQ(keep.dead_letter_max_age, std::optional<duration>{24h});
+  auto json = queue_spec_to_json(p.spec);
+  EXPECT_EQ(json.at("retention_ms"), 60000);
+  EXPECT_EQ(json.at("on_expiry"), "drop");
+  EXPECT_EQ(json.at("dead_letter_retention_ms"), 86400000);
+  auto back = queue_spec_from_json("q", json);
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back.spec.same_definition(p.spec));
+  // Unset: not written; retention_ms alone writes on_expiry (its default) with it.
+  auto plain = queue_spec_to_json(queue_spec("q"));
+  EXPECT_FALSE(plain.contains("retention_ms"));
+  EXPECT_FALSE(plain.contains("on_expiry"));
+  EXPECT_FALSE(plain.contains("dead_letter_retention_ms"));
+  auto alone = parse("q", R"({"retention_ms": 5})");
+  ASSERT_TRUE(alone.ok());
+  EXPECT_EQ(alone.spec.retention_rule().on_expiry, expiry_action::dead_letter);
+  EXPECT_EQ(queue_spec_to_json(alone.spec).at("on_expiry"), "dead_letter");
+  // PATCH: a period changes in place; null clears it.
+  auto longer = queue_spec_patched(p.spec, boost::json::parse(R"({"retention_ms": 120000})"));
+  ASSERT_TRUE(longer.ok()) << messages(longer).front();
+  EXPECT_EQ(longer.spec.retention_rule().max_age, std::optional<duration>{120s});
+  EXPECT_EQ(longer.spec.retention_rule().on_expiry, expiry_action::drop) << "kept";
+  auto cleared = queue_spec_patched(
+      longer.spec,
+      boost::json::parse(R"({"retention_ms": null, "dead_letter_retention_ms": null})"));
+  ASSERT_TRUE(cleared.ok()) << messages(cleared).front();
+  EXPECT_FALSE(cleared.spec.retention_rule().any());
+  auto kind = queue_spec_patched(p.spec, boost::json::parse(R"({"on_expiry": "dead_letter"})"));
+  ASSERT_TRUE(kind.ok()) << messages(kind).front();
+  EXPECT_EQ(kind.spec.retention_rule().on_expiry, expiry_action::dead_letter);
+}
+
+TEST(spec_json, retention_errors_name_the_field) {
+  EXPECT_THAT(messages(parse("q", R"({"retention_ms": 0, "on_expiry": "delete",
+                                      "dead_letter_retention_ms": 31622400001})")),
+              testing::UnorderedElementsAre(
+                  "queue 'q': retention_ms: must be between 1 and 31622400000",
+                  "queue 'q': on_expiry: 'delete' is not one of dead_letter, drop",
+                  "queue 'q': dead_letter_retention_ms: must be between 1 and 31622400000"));
+  EXPECT_THAT(
+      messages(parse("q", R"({"retention_ms": "1h", "dead_letter_retention_ms": 1.5})")),
+      testing::UnorderedElementsAre("queue 'q': retention_ms: must be an integer",
+                                    "queue 'q': dead_letter_retention_ms: must be an integer"));
+  auto bad_patch =
+      queue_spec_patched(queue_spec("q"), boost::json::parse(R"({"retention_ms": -1})"));
+  EXPECT_THAT(messages(bad_patch),
+              testing::ElementsAre("queue 'q': retention_ms: must be between 1 and 31622400000"));
+  // on_expiry without retention_ms is accepted (it means nothing until retention_ms is set).
+  auto drop = parse("q", R"({"on_expiry": "drop"})");
+  ASSERT_TRUE(drop.ok()) << messages(drop).front();
+  EXPECT_EQ(queue_spec_to_json(drop.spec).at("on_expiry"), "drop") << "not lost on a round trip";
 }
 
 TEST(spec_json, a_patch_that_changes_a_fixed_field_is_refused_naming_each) {

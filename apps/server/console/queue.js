@@ -204,7 +204,8 @@ function dead_letters_panel(name) {
 
 /** The fields of a spec that PATCH may change (docs/api.md "PATCH /v1/queues/{name}"). */
 const changeable = ['lease_ms', 'max_attempts', 'throttles', 'delivery_durability',
-                    'store_headers', 'dedupe', 'max_depth'];
+                    'store_headers', 'dedupe', 'max_depth', 'retention_ms', 'on_expiry',
+                    'dead_letter_retention_ms'];
 
 /** The changeable settings of `spec`, as the update form starts from them. */
 export function settings_of(spec) {
@@ -227,7 +228,8 @@ function settings_panel(name, on_updated) {
       h('h3', {}, 'Settings'), summary, pre, form,
       h('p', {class: 'note', id: 'settings-note'}, 'PATCH /v1/queues/{name}: lease, attempts, ' +
         'throttle rates, delivery durability (from the next start), stored headers, the dedupe ' +
-        'window and max_depth may change; the ordering, shards and keys are fixed.'));
+        'window, max_depth and retention (retention_ms, on_expiry: dead_letter | drop, ' +
+        'dead_letter_retention_ms) may change; the ordering, shards and keys are fixed.'));
   let shown = null;
   form.addEventListener('submit', async ev => {
     ev.preventDefault();

@@ -825,6 +825,9 @@ json::object to_json(const queue_stats& s) {
   o["redriven"] = s.redriven;
   o["purged"] = s.purged;
   o["dead_letters_deleted"] = s.dead_letters_deleted;
+  o["expired_dead_lettered"] = s.expired_dead_lettered;
+  o["expired_dropped"] = s.expired_dropped;
+  o["dead_letters_expired"] = s.dead_letters_expired;
   o["key_missing"] = s.key_missing;
   o["rejected"] = s.rejected;
   o["recovered"] = s.recovered;

@@ -122,6 +122,9 @@ constexpr queue_series per_queue[] = {
     {"laneq_purged_total", "counter", "Waiting messages removed by a purge.", &queue_stats::purged},
     {"laneq_dead_letters_deleted_total", "counter", "Dead letters deleted (not redriven).",
      &queue_stats::dead_letters_deleted},
+    {"laneq_dead_letters_expired_total", "counter",
+     "Dead letters deleted because they outlived the queue's dead_letter_retention_ms.",
+     &queue_stats::dead_letters_expired},
     {"laneq_lane_key_missing_total", "counter", "Messages that lacked an ordering key component.",
      &queue_stats::key_missing},
     {"laneq_rejected_total", "counter", "Enqueues refused.", &queue_stats::rejected},
@@ -164,6 +167,19 @@ constexpr queue_series per_queue[] = {
      "Receives and long polls answered with no message (a long poll once its wait ran out).",
      &queue_stats::empty_receives},
 };
+
+/// Messages that outlived their queue's retention, per action taken (docs/api.md "Retention").
+void render_expired(std::string& out, const std::vector<queue_stats>& queues) {
+  const char* name = "laneq_expired_total";
+  header(out, name, "counter",
+         "Messages that outlived the queue's retention_ms: moved to the dead letters (also in "
+         "laneq_dead_lettered_total) or dropped.");
+  for (const auto& q : queues) {
+    auto labels = std::string{name} + "{queue=\"" + escape_label(q.name) + "\",action=\"";
+    out += labels + "dead_letter\"} " + std::to_string(q.expired_dead_lettered) + "\n";
+    out += labels + "drop\"} " + std::to_string(q.expired_dropped) + "\n";
+  }
+}
 
 /// A per-queue gauge of seconds from a figure in microseconds.
 void render_ages(std::string& out, const std::vector<queue_stats>& queues, const char* name,
@@ -332,6 +348,7 @@ std::string server_metrics::render(const std::vector<queue_stats>& queues,
                    "queue=\"" + escape_label(q.name) + "\"", latency_bounds_s, q.first_delivery,
                    static_cast<double>(q.first_delivery_sum_us) / 1e6);
   }
+  render_expired(out, queues);
   render_queue_measures(out, queues);
   single(out, "laneq_queues", "gauge", "Queues on this broker.", queues.size());
   if (store != nullptr) {

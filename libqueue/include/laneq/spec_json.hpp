@@ -31,7 +31,9 @@ struct parsed_spec {
 ///    "delivery_durability": "fast"|"durable", "sync_writes": true,
 ///    "store_headers": "all"|{"allow": ["account", ...]}|{"deny": ["authorization", ...]},
 ///    "dedupe": {"key": [<component>...], "window_ms": 60000},
-///    "max_depth": {"messages": 100000, "bytes": 1073741824}}
+///    "max_depth": {"messages": 100000, "bytes": 1073741824},
+///    "retention_ms": 604800000, "on_expiry": "dead_letter"|"drop",
+///    "dead_letter_retention_ms": 1209600000}
 /// where a component is {"fairness_key": true}, {"header": "account"}, {"attribute": "region"}
 /// or {"json": "data.object.customer"} (docs/design/lanes.md). A {"function": ...} component is
 /// an error naming the in-process API: JSON cannot carry a callable.
@@ -39,7 +41,8 @@ struct parsed_spec {
 /// a default). The result is also checked with `queue_spec::validate`.
 parsed_spec queue_spec_from_json(std::string_view name, const boost::json::value& v);
 
-/// The JSON form of `s` (every field, defaults included); `queue_spec_from_json` reads it back
+/// The JSON form of `s` (every field, defaults included, but an unset max_depth or retention
+/// period is left out); `queue_spec_from_json` reads it back
 /// to a spec with the same definition (the hook aside: JSON cannot carry one).
 boost::json::object queue_spec_to_json(const queue_spec& s);
 
