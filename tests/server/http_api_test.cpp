@@ -2,9 +2,12 @@
 // ephemeral port over an in-memory broker, driven by a synchronous Beast client.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <set>
+#include <thread>
 
 #include "faulty_store.hpp"
 #include "laneq/actors/memory_store.hpp"
@@ -148,6 +151,41 @@ TEST_F(http_api, retention_settings_are_created_shown_and_patched) {
   EXPECT_NE(conflict.message().find("retention_ms (existing 1000, requested 2000)"),
             std::string::npos)
       << conflict.message();
+}
+
+// docs/design/retention.md RT1, RT2, RT9 through laneqd: a message past retention_ms is
+// dead-lettered with reason expired, and the dead letter is deleted past
+// dead_letter_retention_ms; both are counted. Real time: each step is awaited (up to 20 s).
+TEST_F(http_api, an_expired_message_is_dead_lettered_then_its_dead_letter_deleted) {
+  create("brief", R"({"retention_ms": 100, "dead_letter_retention_ms": 400})");
+  ASSERT_EQ(post(port(), "/v1/queues/brief/messages", R"({"body": "x"})").status, 200u);
+  auto await = [](const std::function<bool()>& done) {
+    auto until = std::chrono::steady_clock::now() + 20s;
+    while (!done() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(20ms);
+    return done();
+  };
+  auto letters = [this] {
+    return get(port(), "/v1/queues/brief/dead-letters").obj().at("dead_letters").as_array();
+  };
+  auto stat = [this](const char* name) {
+    return get(port(), "/v1/queues/brief")
+        .obj()
+        .at("stats")
+        .as_object()
+        .at(name)
+        .to_number<std::int64_t>();
+  };
+  ASSERT_TRUE(await([&] { return letters().size() == 1; })) << "the message never expired";
+  auto first = letters();
+  EXPECT_EQ(str(first[0].as_object().at("reason")), "expired");
+  EXPECT_EQ(str(first[0].as_object().at("body")), "x");
+  EXPECT_EQ(stat("expired_dead_lettered"), 1);
+  EXPECT_EQ(stat("backlog"), 0);
+  auto got = post(port(), "/v1/queues/brief/receive", R"({"max": 10})");
+  EXPECT_EQ(got.obj().at("messages").as_array().size(), 0u) << got.body;
+  ASSERT_TRUE(await([&] { return letters().empty(); })) << "the dead letter was never deleted";
+  EXPECT_EQ(stat("dead_letters_expired"), 1);
+  EXPECT_EQ(stat("dead_letters_deleted"), 0);
 }
 
 // docs/api.md "Backpressure": 429 queue_full with Retry-After, the whole batch refused.

@@ -197,12 +197,12 @@ class queue_spec {
 
   /// This spec with the settings of `requested` that may change on a live queue (docs/api.md,
   /// "Change a queue's settings"): lease, max_attempts, throttle rates and bursts,
-  /// delivery_durability, store_headers, the dedupe window. What decides where data lives or
-  /// which buckets and dedupe entries a message has stays fixed: the ordering, shards, shard_key,
-  /// sync_writes, the throttles' number and keys, the dedupe rule's presence and key. A request
-  /// that changes one of those is refused with `invalid_spec` naming each field. Keeps this
-  /// spec's name, on_enqueue hook and key functions. The result is validated (the stored-headers
-  /// check among others); every broken rule is one error.
+  /// delivery_durability, store_headers, the dedupe window, max_depth, the retentions. What decides
+  /// where data lives or which buckets and dedupe entries a message has stays fixed: the ordering,
+  /// shards, shard_key, sync_writes, the throttles' number and keys, the dedupe rule's presence and
+  /// key. A request that changes one of those is refused with `invalid_spec` naming each field.
+  /// Keeps this spec's name, on_enqueue hook and key functions. The result is validated (the
+  /// stored-headers check among others); every broken rule is one error.
   result<queue_spec> updated(const queue_spec& requested) const;
 
   /// True when the ordering (mode, key, missing-key policy) is the same.
