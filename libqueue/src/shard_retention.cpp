@@ -185,6 +185,7 @@ void shard_engine::expire_dead_taken(redrive_state& s) {
   const auto& age = cfg_.spec.retention_rule().dead_letter_max_age;
   std::optional<timestamp> cutoff;
   if (age) cutoff = last_now_ - *age;
+  if (s.taken.empty()) oldest_dead_at_.reset();  // none left to sweep (the count said otherwise)
   write_request w;
   std::uint64_t n = 0;
   for (const auto& [order, dl] : s.taken) {
