@@ -302,7 +302,20 @@ void shard_engine::on_fetched(group_id id, result<std::vector<store_entry>> page
     }
     msgs.push_back(std::move(m).value());
   }
-  write_for(*g, apply(*g, g->state.on_fetched(std::move(msgs), t, window_for(*g))), nullptr, t);
+  auto fx = g->state.on_fetched(std::move(msgs), t, window_for(*g));
+  bool new_head = fx.offer != nullptr;
+  auto w = apply(*g, std::move(fx));
+  if (new_head && expiry_cutoff(t)) {
+    // A head read back past its retention goes now (retention.md RT7), before it is offered.
+    g->next = false;
+    write_for(*g, std::move(w), nullptr, t);
+    if (!expire_fetched_head(*g, t)) {
+      g->next = true;
+      offer_when_settled(*g, t);
+    }
+  } else {
+    write_for(*g, std::move(w), nullptr, t);
+  }
   serve_pending(t);
 }
 

@@ -139,14 +139,24 @@ void shard_engine::expire_unordered(timestamp cutoff, duration age, timestamp t)
   expire_messages(std::move(gone), t);
 }
 
-void shard_engine::expire_messages(std::vector<message> gone, timestamp t) {
+bool shard_engine::expire_fetched_head(group_slot& g, timestamp t) {
+  auto cutoff = expiry_cutoff(t);
+  const auto* head = g.state.head();
+  if (!cutoff || !head || g.scheduled || g.held || g.state.batch_left() > 0 ||
+      head->entered_at() > *cutoff)
+    return false;
+  expire_head(g, *cutoff, t);
+  return true;
+}
+
+void shard_engine::expire_messages(std::vector<message> gone, timestamp t, bool queued) {
   if (gone.empty()) return;
   bool drop = cfg_.spec.retention_rule().on_expiry == expiry_action::drop;
   write_request w;
   std::vector<std::uint64_t> classes;
   for (auto& m : gone) {
     auto& c = class_for(m);
-    unqueue_unordered(c, m, t);
+    if (queued) unqueue_unordered(c, m, t);
     if (drop) {
       w.ops.push_back(erase_message(cfg_.uid, c.lane, m.seq));
       release_bytes(m.body.size());

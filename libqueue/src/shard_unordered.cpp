@@ -167,6 +167,8 @@ void shard_engine::on_class_fetched(std::uint64_t id, result<std::vector<store_e
   ++counters_.class_reads;
   counters_.window_read_messages += page.value().size();
   bool cut = false;
+  auto cutoff = expiry_cutoff(t);
+  std::vector<message> expired;  // read back past their retention: they go now (RT7)
   for (auto& e : page.value()) {
     auto m = codec::decode_message(e.value);
     if (!m) {
@@ -187,13 +189,20 @@ void shard_engine::on_class_fetched(std::uint64_t id, result<std::vector<store_e
     c->loaded = msg.seq;
     if (c->ahead.erase(msg.seq) > 0) continue;  // in memory since the restart
     --c->stored_only;
-    queue_unordered(*c, std::move(msg), t);
+    if (cutoff && msg.entered_at() <= *cutoff)
+      expired.push_back(std::move(msg));
+    else
+      queue_unordered(*c, std::move(msg), t);
   }
   // Fewer in the lane than counted: its records were deleted under it (the queue was dropped).
   if (!cut && page.value().size() < c->fetch_max) c->stored_only = 0;
   c->ahead.erase(c->ahead.begin(), c->ahead.upper_bound(c->loaded));
-  fetch_class(*c);
-  maybe_drop_class(*c);
+  if (expired.empty()) {
+    fetch_class(*c);
+    maybe_drop_class(*c);
+  } else {
+    expire_messages(std::move(expired), t, false);  // reads on, or drops `c`
+  }
   // The receives that waited for it take on first: they took their share before the messages
   // that came meanwhile.
   resume_reading(t);

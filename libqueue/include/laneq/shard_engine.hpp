@@ -497,8 +497,12 @@ class shard_engine {
   /// Precondition: `g`'s head is out of the scheduler, and nothing of it is in flight.
   void expire_head(group_slot& g, timestamp cutoff, timestamp t);
   void expire_unordered(timestamp cutoff, duration age, timestamp t);
-  /// Unordered messages taken out of the scheduler expire.
-  void expire_messages(std::vector<message> gone, timestamp t);
+  /// Unordered messages expire: taken out of the scheduler (`queued`), or just read back.
+  void expire_messages(std::vector<message> gone, timestamp t, bool queued = true);
+  /// `g`'s head, offered by a read-back (not in the scheduler yet), has expired: then it and
+  /// the due ones behind it expire now, not at the next sweep (a backlog in the store drains at
+  /// the speed of its reads). Returns whether it did.
+  bool expire_fetched_head(group_slot& g, timestamp t);
   void expire_dead_letters(duration age, timestamp t);
   /// The first dead letters were read back: the due ones are deleted.
   void expire_dead_taken(redrive_state& s);
