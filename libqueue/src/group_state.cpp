@@ -365,6 +365,10 @@ group_effects group_state::fail_head(group_effects fx, timestamp now, duration r
 group_effects group_state::advance(group_effects fx, timestamp now, bool grow) {
   LANEQ_ASSERT(phase_ == phase::in_flight, "the head leaves only after it was delivered");
   pop_head();
+  return after_head(std::move(fx), now, grow);
+}
+
+group_effects group_state::after_head(group_effects fx, timestamp now, bool grow) {
   lease_.reset();  // the head is gone, and with it every lease it had
   since_ = now;
   if (messages_.empty()) {
@@ -394,17 +398,7 @@ group_effects group_state::on_expire(timestamp cutoff, bool drop, timestamp now,
     messages_.pop_front();
     gone = true;
   }
-  if (!gone) return fx;
-  lease_.reset();  // a failed lease of the head goes with it
-  since_ = now;
-  if (messages_.empty()) {
-    phase_ = phase::empty;
-    fx.idle = stored_only_ == 0;  // otherwise the next head is being read back
-  } else {
-    offer_head(fx);
-  }
-  maybe_fetch(fx, grow);
-  return fx;
+  return gone ? after_head(std::move(fx), now, grow) : fx;
 }
 
 std::uint64_t group_state::on_purge(std::size_t keep, timestamp now) {

@@ -293,6 +293,9 @@ class group_state {
   group_effects fail_head(group_effects fx, timestamp now, duration retry_after,
                           dead_letter_reason reason, bool force_dead_letter, bool grow);
   group_effects advance(group_effects fx, timestamp now, bool grow);
+  /// The head has left (with its leases): the next is offered, or the group is empty (or
+  /// reads its next head back).
+  group_effects after_head(group_effects fx, timestamp now, bool grow);
   void take_fetched(std::vector<message> msgs);
   group_effects after_fetch(timestamp now, bool grow);
   void offer_head(group_effects& fx);
