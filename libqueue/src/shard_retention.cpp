@@ -24,6 +24,12 @@ namespace {
 
 /// How often sweeps may run for a retention of `age`: a tenth of it, from 1 ms to 1 s.
 duration sweep_interval(duration age) {
+#if LANEQ_CANARY_LATE_EXPIRY
+  // Canary build (tests/unit/retention_property_test.cpp): sweeps come an hour apart, and
+  // `expiry_cutoff` lets a pick take a message an hour past its retention (breaks RT6, G10).
+  (void)age;
+  return std::chrono::hours{1};
+#endif
   return std::clamp<duration>(age / 10, std::chrono::milliseconds{1}, std::chrono::seconds{1});
 }
 
@@ -32,6 +38,9 @@ duration sweep_interval(duration age) {
 std::optional<timestamp> shard_engine::expiry_cutoff(timestamp t) const {
   const auto& age = cfg_.spec.retention_rule().max_age;
   if (!age) return std::nullopt;
+#if LANEQ_CANARY_LATE_EXPIRY
+  return t - *age - std::chrono::hours{1};
+#endif
   return t - *age;
 }
 
