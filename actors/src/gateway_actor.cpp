@@ -43,6 +43,37 @@ struct gather {
   }
 };
 
+/// Sends `parts[s]` to each shard `s` whose part is not empty (every shard with `all`) as
+/// `(atoms..., part)` and gathers the answers into `g` with `add`; the first error wins. `g`
+/// answers once every shard has (the caller's own share is released here, at the end).
+template <class Reply, class T, class Self, class Part, class Add, class... Atoms>
+void scatter(Self* self, const std::vector<shard_actor>& shards, std::shared_ptr<gather<T>> g,
+             std::vector<Part>& parts, bool all, Add add, Atoms... atoms) {
+  g->remaining = 1;
+  for (std::size_t s = 0; s < shards.size(); ++s) {
+    if (!all && parts[s].empty()) continue;
+    ++g->remaining;
+    self->request(shards[s], caf::infinite, atoms..., std::move(parts[s]))
+        .then(
+            [g, add](Reply& r) {
+              add(g->value, r);
+              g->done();
+            },
+            [g](caf::error& e) {
+              if (!g->failed) g->failed = e;
+              g->done();
+            });
+  }
+  g->done();
+}
+
+/// `scatter`'s `add` for answers that are lists: appended.
+constexpr auto append = [](auto& to, auto& from) {
+  for (auto& x : from) to.push_back(std::move(x));
+};
+/// `scatter`'s `add` for answers that are counts: summed.
+constexpr auto add_up = [](std::uint64_t& to, std::uint64_t from) { to += from; };
+
 void add_stats(queue_stats& sum, const queue_stats& s) {
   for (auto [to, from] : {std::pair{&sum.enqueued, s.enqueued},
                           {&sum.delivered, s.delivered},
@@ -208,22 +239,7 @@ caf::result<std::vector<lease_outcome>> gateway_actor_impl::ack(
       g->value.push_back(lease_outcome{
           l, error{errc::lease_not_found, "no lease " + to_string(l) + " is in flight"}});
   }
-  g->remaining = 1;  // this handler's own share, released below
-  for (std::uint32_t s = 0; s < shard_count(); ++s) {
-    if (parts[s].empty()) continue;
-    ++g->remaining;
-    request(gc_.shards[s], caf::infinite, ack_atom_v, std::move(parts[s]))
-        .then(
-            [g](std::vector<lease_outcome>& failed) {
-              for (auto& f : failed) g->value.push_back(std::move(f));
-              g->done();
-            },
-            [g](caf::error& e) {
-              if (!g->failed) g->failed = e;
-              g->done();
-            });
-  }
-  g->done();
+  scatter<std::vector<lease_outcome>>(this, gc_.shards, g, parts, false, append, ack_atom_v);
   return g->promise;
 }
 
@@ -327,22 +343,8 @@ caf::result<std::uint64_t> gateway_actor_impl::redrive(const std::vector<message
   }
   auto g = std::make_shared<gather<std::uint64_t>>();
   g->promise = make_response_promise<std::uint64_t>();
-  g->remaining = 1;
-  for (std::uint32_t s = 0; s < shard_count(); ++s) {
-    if (!ids.empty() && parts[s].empty()) continue;  // empty ids: every shard redrives
-    ++g->remaining;
-    request(gc_.shards[s], caf::infinite, redrive_atom_v, std::move(parts[s]))
-        .then(
-            [g](std::uint64_t n) {
-              g->value += n;
-              g->done();
-            },
-            [g](caf::error& e) {
-              if (!g->failed) g->failed = e;
-              g->done();
-            });
-  }
-  g->done();
+  // Empty ids: every shard redrives.
+  scatter<std::uint64_t>(this, gc_.shards, g, parts, ids.empty(), add_up, redrive_atom_v);
   return g->promise;
 }
 
@@ -376,22 +378,7 @@ caf::result<std::vector<dead_letter>> gateway_actor_impl::dead_letters_by_id(
         }
     all = std::move(out);
   };
-  g->remaining = 1;
-  for (std::uint32_t s = 0; s < shard_count(); ++s) {
-    if (parts[s].empty()) continue;
-    ++g->remaining;
-    request(gc_.shards[s], caf::infinite, dlq_atom_v, std::move(parts[s]))
-        .then(
-            [g](std::vector<dead_letter>& dls) {
-              for (auto& d : dls) g->value.push_back(std::move(d));
-              g->done();
-            },
-            [g](caf::error& e) {
-              if (!g->failed) g->failed = e;
-              g->done();
-            });
-  }
-  g->done();
+  scatter<std::vector<dead_letter>>(this, gc_.shards, g, parts, false, append, dlq_atom_v);
   return g->promise;
 }
 
@@ -401,22 +388,8 @@ caf::result<std::uint64_t> gateway_actor_impl::delete_dead_letters(
   if (auto e = split_ids(ids, parts)) return *e;
   auto g = std::make_shared<gather<std::uint64_t>>();
   g->promise = make_response_promise<std::uint64_t>();
-  g->remaining = 1;
-  for (std::uint32_t s = 0; s < shard_count(); ++s) {
-    if (!ids.empty() && parts[s].empty()) continue;  // empty ids: every shard deletes all
-    ++g->remaining;
-    request(gc_.shards[s], caf::infinite, dlq_atom_v, drop_atom_v, std::move(parts[s]))
-        .then(
-            [g](std::uint64_t n) {
-              g->value += n;
-              g->done();
-            },
-            [g](caf::error& e) {
-              if (!g->failed) g->failed = e;
-              g->done();
-            });
-  }
-  g->done();
+  // Empty ids: every shard deletes all.
+  scatter<std::uint64_t>(this, gc_.shards, g, parts, ids.empty(), add_up, dlq_atom_v, drop_atom_v);
   return g->promise;
 }
 
