@@ -28,7 +28,7 @@ std::string_view to_string(group_status x) {
   return "?";
 }
 
-group_effects group_state::on_enqueue(std::vector<message> msgs, timestamp now, bool grow) {
+group_effects group_state::on_arrivals(std::span<message> msgs, timestamp now, bool grow) {
   group_effects fx;
   const auto room = grow ? window_max_ : window_;
   for (auto& m : msgs) {
@@ -257,7 +257,8 @@ result<group_effects> group_state::on_ack(const lease_token& lease, timestamp no
   }
   fx.removed.push_back(messages_.front().seq);
   fx.removed_bytes += messages_.front().body.size();
-  return advance(std::move(fx), now, grow);
+  advance(fx, now, grow);
+  return fx;
 }
 
 result<group_effects> group_state::on_nack(const lease_token& lease, nack_kind kind,
@@ -330,7 +331,8 @@ group_effects group_state::fail_head(group_effects fx, timestamp now, duration r
   auto& head = messages_.front();
   if (force_dead_letter || head.attempts >= max_attempts_) {
     fx.dead_letters.push_back(dead_letter{head.unpack(), reason, now});
-    return advance(std::move(fx), now, grow);
+    advance(fx, now, grow);
+    return fx;
   }
   // The lease ends; its token is remembered until the head leaves (lease_expired).
   lease_->last = lease_->current;
@@ -362,14 +364,19 @@ group_effects group_state::fail_head(group_effects fx, timestamp now, duration r
   return fx;
 }
 
-group_effects group_state::advance(group_effects fx, timestamp now, bool grow) {
+void group_state::advance(group_effects& fx, timestamp now, bool grow) {
   LANEQ_ASSERT(phase_ == phase::in_flight, "the head leaves only after it was delivered");
   pop_head();
-  return after_head(std::move(fx), now, grow);
+  after_head(fx, now, grow);
 }
 
-group_effects group_state::after_head(group_effects fx, timestamp now, bool grow) {
-  lease_.reset();  // the head is gone, and with it every lease it had
+void group_state::after_head(group_effects& fx, timestamp now, bool grow) {
+  // The head is gone, and with it every lease it had. A group that goes on delivering keeps the
+  // lease's room (one allocation less per delivery); an empty one frees it (ADR 0009).
+  if (messages_.empty())
+    lease_.reset();
+  else if (lease_)
+    *lease_ = lease_state{};
   since_ = now;
   if (messages_.empty()) {
     phase_ = phase::empty;
@@ -378,7 +385,6 @@ group_effects group_state::after_head(group_effects fx, timestamp now, bool grow
     offer_head(fx);
   }
   maybe_fetch(fx, grow);
-  return fx;
 }
 
 group_effects group_state::on_expire(timestamp cutoff, bool drop, timestamp now, bool grow) {
@@ -398,7 +404,8 @@ group_effects group_state::on_expire(timestamp cutoff, bool drop, timestamp now,
     messages_.pop_front();
     gone = true;
   }
-  return gone ? after_head(std::move(fx), now, grow) : fx;
+  if (gone) after_head(fx, now, grow);
+  return fx;
 }
 
 std::uint64_t group_state::on_purge(std::size_t keep, timestamp now) {
@@ -454,8 +461,8 @@ void group_state::check_invariants() const {
   const auto acked = batch_acked();
   LANEQ_ASSERT((phase_ == phase::in_flight) == current.has_value(),
                "a lease exists iff the head is in flight");
-  LANEQ_ASSERT(!lease_ || current || lease_->last,
-               "a group keeps a lease state only for a lease in flight or one that failed");
+  LANEQ_ASSERT(!lease_ || !messages_.empty(),
+               "a group keeps a lease state only while it holds messages");
   LANEQ_ASSERT(current ? batch >= 1 && batch <= messages_.size() : batch == 0 && acked == 0,
                "a lease covers the head and messages behind it in memory; no lease, none");
   if (current) {

@@ -92,24 +92,34 @@ struct sip_state {
 
 // SipHash-2-4 (Aumasson and Bernstein) of the 8-byte little-endian message `word`.
 std::uint64_t nonce_source::siphash(std::uint64_t word) const {
+  return siphash(std::span<const std::uint64_t>{&word, 1});
+}
+
+std::uint64_t nonce_source::siphash(std::span<const std::uint64_t> words) const {
   sip_state s{k0_ ^ 0x736f6d6570736575ULL, k1_ ^ 0x646f72616e646f6dULL, k0_ ^ 0x6c7967656e657261ULL,
               k1_ ^ 0x7465646279746573ULL};
-  s.absorb(word);
-  s.absorb(std::uint64_t{8} << 56);  // final block: message length 8, no tail bytes
+  for (auto w : words) s.absorb(w);
+  s.absorb(std::uint64_t{(words.size() * 8) & 0xff} << 56);  // final block: length, no tail
   s.v2 ^= 0xff;
   for (int i = 0; i < 4; ++i) s.round();
   return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
 }
 
 std::uint64_t nonce_source::lease_nonce(const lease_subject& s) const {
+  // One keyed hash of the subject's words (fixed length: the batch's word only when a lease
+  // covers more than one message, as in the chained form).
+  std::uint64_t words[] = {s.queue_uid, s.msg.value, s.seq.value,
+                           static_cast<std::uint64_t>(s.attempt) | (s.epoch << 32), s.batch};
+  return siphash(std::span<const std::uint64_t>{words, s.batch != 1 ? 5u : 4u});
+}
+
+std::uint64_t nonce_source::chained_lease_nonce(const lease_subject& s) const {
   // A PRF chained over fixed-length input (like CBC-MAC): each word is mixed into the keyed
   // hash of everything before it.
   auto h = siphash(s.queue_uid);
   h = siphash(h ^ s.msg.value);
   h = siphash(h ^ s.seq.value);
   h = siphash(h ^ (static_cast<std::uint64_t>(s.attempt) | (s.epoch << 32)));
-  // A batch's size is vouched for too; a single message's nonce is what it was before batches,
-  // so tokens issued before an upgrade still reclaim their heads after it.
   if (s.batch != 1) h = siphash(h ^ s.batch);
   return h;
 }
@@ -118,10 +128,12 @@ bool issued_before_restart(const nonce_source& nonces, std::uint64_t uid, std::u
                            const lease_token& lease, message_id id, message_seq seq,
                            std::uint32_t attempts) {
   if (lease.msg != id || lease.attempt != attempts + 1) return false;
-  for (std::uint64_t back = 1; back <= reclaim_epochs && back < epoch; ++back)
-    if (lease.nonce ==
-        nonces.lease_nonce(lease_subject{uid, id, seq, lease.attempt, epoch - back, lease.batch}))
+  for (std::uint64_t back = 1; back <= reclaim_epochs && back < epoch; ++back) {
+    lease_subject s{uid, id, seq, lease.attempt, epoch - back, lease.batch};
+    // A token of a broker that chained its hashes (before an upgrade) reclaims as well.
+    if (lease.nonce == nonces.lease_nonce(s) || lease.nonce == nonces.chained_lease_nonce(s))
       return true;
+  }
   return false;
 }
 

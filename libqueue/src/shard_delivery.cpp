@@ -102,6 +102,7 @@ std::vector<delivery> shard_engine::take(std::uint32_t max, std::uint32_t batch,
   std::vector<delivery> out;
   waits = false;
   ready_delayed(t);  // the scheduler moves what is due as it picks
+  out.reserve(std::min<std::size_t>(max, sched_.ready_size()));
   while (out.size() < max) {
     auto picked = sched_.pick(t);
     if (!picked) break;
@@ -289,8 +290,9 @@ void shard_engine::ack_one(const lease_token& l, timestamp t, std::vector<store_
   }
   count_ack(leased_at, t, fx.value().removed.size());
   group_leases_.erase(g->state.id());
-  auto w = apply(*g, std::move(fx).value());
-  for (auto& op : end_attempt(l, std::move(w.ops), recorded)) ops.push_back(std::move(op));
+  group_write w{std::move(ops)};  // the batch's writes so far, added to in place
+  apply(*g, std::move(fx).value(), w);
+  ops = end_attempt(l, std::move(w.ops), recorded);
   // The group's next head waits for the batch's write (P10); `ack` counts it in.
   touched.push_back(g->state.id());
 }

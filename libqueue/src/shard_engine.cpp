@@ -163,6 +163,8 @@ void shard_engine::ack(request_id r, const std::vector<lease_token>& leases, tim
   std::vector<store_op> ops;
   std::vector<lease_outcome> failed;
   std::vector<group_id> touched;
+  ops.reserve(leases.size());
+  touched.reserve(leases.size());
   for (const auto& l : leases) ack_one(l, t, ops, failed, touched);
   if (ops.empty()) {
     reply(r, std::move(failed));
@@ -175,7 +177,7 @@ void shard_engine::ack(request_id r, const std::vector<lease_token>& leases, tim
   w.ops = std::move(ops);
   w.answer = answer_with([this](request_id to, engine_answer a) { reply(to, std::move(a)); }, r,
                          std::move(failed), cfg_.spec.name());
-  w.settle = [this, touched](bool) {
+  w.settle = [this, touched = std::move(touched)](bool) {
     for (auto id : touched)
       if (auto* g = find_group(id)) {
         --g->unsettled;

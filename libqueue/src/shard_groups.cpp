@@ -77,27 +77,37 @@ std::size_t shard_engine::budget_share_bytes() const {
 }
 
 void shard_engine::route(std::vector<placed> batch, timestamp t) {
-  // Consecutive messages of one group go in together (one event for the group).
-  std::vector<std::pair<group_slot*, std::vector<message>>> arrivals;
+  // Consecutive messages of one group go in together (one event for the group): runs of
+  // `ordered`, each starting at `first` (two allocations per batch, none per message).
+  std::vector<message> ordered;
+  std::vector<std::pair<group_slot*, std::size_t>> runs;
+  ordered.reserve(batch.size());
   for (auto& p : batch) {
     if (!p.where.ordered) {
       arrive_unordered(std::move(p.msg), t);
       continue;
     }
     auto& g = group_for(p.where, p.lane);
-    if (arrivals.empty() || arrivals.back().first != &g)
-      arrivals.emplace_back(&g, std::vector<message>{});
-    arrivals.back().second.push_back(std::move(p.msg));
+    if (runs.empty() || runs.back().first != &g) runs.emplace_back(&g, ordered.size());
+    ordered.push_back(std::move(p.msg));
   }
-  for (auto& [g, msgs] : arrivals) {
+  for (std::size_t i = 0; i < runs.size(); ++i) {
     // A group listed twice (its messages interleaved with another's) takes each run in order.
-    write_for(*g, apply(*g, g->state.on_enqueue(std::move(msgs), t, window_for(*g))), nullptr, t);
+    auto [g, first] = runs[i];
+    auto end = i + 1 < runs.size() ? runs[i + 1].second : ordered.size();
+    auto msgs = std::span<message>{ordered}.subspan(first, end - first);
+    write_for(*g, apply(*g, g->state.on_arrivals(msgs, t, window_for(*g))), nullptr, t);
   }
   serve_pending(t);
 }
 
-shard_engine::group_write shard_engine::apply(group_slot& g, group_effects fx) {
+shard_engine::group_write shard_engine::apply(group_slot& g, group_effects&& fx) {
   group_write w;
+  apply(g, std::move(fx), w);
+  return w;
+}
+
+void shard_engine::apply(group_slot& g, group_effects&& fx, group_write& w) {
   if (fx.offer) {
     // The head (the group holds it) is offered once its writes are durable (offer_when_settled),
     // or once the reclaim grace is over while it is held.
@@ -116,7 +126,6 @@ shard_engine::group_write shard_engine::apply(group_slot& g, group_effects fx) {
   auto held = g.state.memory_bytes();
   window_bytes_ = window_bytes_ + held - g.charged;
   g.charged = held;
-  return w;
 }
 
 void shard_engine::write_for(group_slot& g, group_write w,

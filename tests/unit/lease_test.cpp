@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -92,6 +93,16 @@ TEST(lease, nonce_source_is_siphash_2_4) {
   EXPECT_EQ(s.siphash(0x0706050403020100ULL), 0x93f5f5799a932462ULL);
 }
 
+// Entries 16 and 32 of the same vectors: the message is read as 8-byte little-endian words.
+TEST(lease, nonce_source_hashes_words_as_siphash_2_4) {
+  nonce_source s{0x0706050403020100ULL, 0x0f0e0d0c0b0a0908ULL};
+  const std::uint64_t words[] = {0x0706050403020100ULL, 0x0f0e0d0c0b0a0908ULL,
+                                 0x1716151413121110ULL, 0x1f1e1d1c1b1a1918ULL};
+  EXPECT_EQ(s.siphash(std::span<const std::uint64_t>{words, 2}), 0x3f2acc7f57c29bdbULL);
+  EXPECT_EQ(s.siphash(std::span<const std::uint64_t>{words, 4}), 0x7127512f72f27cceULL);
+  EXPECT_EQ(s.siphash(std::span<const std::uint64_t>{words, 1}), s.siphash(words[0]));
+}
+
 // -- lease_nonce: a keyed MAC of the delivery ----------------------------------------------------
 
 lease_subject subject() {
@@ -141,7 +152,8 @@ TEST(lease, lease_nonce_changes_with_every_field_of_the_subject) {
 }
 
 TEST(lease, lease_nonce_moves_words_between_fields_without_colliding) {
-  // The words are chained, not xored together: swapping values between fields changes the MAC.
+  // The words are hashed in order, not xored together: swapping values between fields changes
+  // the MAC.
   nonce_source key{11, 12};
   lease_subject a = subject();
   lease_subject b = subject();
@@ -152,6 +164,45 @@ TEST(lease, lease_nonce_moves_words_between_fields_without_colliding) {
   c.seq = message_seq{a.msg.value};
   c.msg = message_id{a.seq.value};
   EXPECT_NE(key.lease_nonce(a), key.lease_nonce(c));
+}
+
+TEST(lease, lease_nonce_is_one_siphash_of_the_subject_words) {
+  nonce_source key{5, 6};
+  auto s = subject();
+  const std::uint64_t words[] = {3, 42, 17, 2 | (std::uint64_t{5} << 32), 4};
+  EXPECT_EQ(key.lease_nonce(s), key.siphash(std::span<const std::uint64_t>{words, 4}));
+  s.batch = 4;
+  EXPECT_EQ(key.lease_nonce(s), key.siphash(std::span<const std::uint64_t>{words, 5}))
+      << "a batch's size is the fifth word";
+  EXPECT_NE(key.lease_nonce(s), key.chained_lease_nonce(s));
+}
+
+// Fast delivery's reclaim after a restart (recovery.md R6): a token of one of the last
+// reclaim_epochs runs, in today's form or in the chained form of brokers before the upgrade.
+TEST(lease, issued_before_restart_knows_both_forms_of_earlier_runs) {
+  nonce_source key{21, 22};
+  auto s = subject();  // issued in run 5 (epoch), attempt 2
+  auto token_of = [&](std::uint64_t nonce) {
+    return lease_token{group_id{9}, s.msg, s.attempt, nonce, s.batch};
+  };
+  const std::uint32_t attempts_before = s.attempt - 1;
+  for (auto nonce : {key.lease_nonce(s), key.chained_lease_nonce(s)}) {
+    EXPECT_TRUE(
+        issued_before_restart(key, s.queue_uid, 6, token_of(nonce), s.msg, s.seq, attempts_before));
+    EXPECT_TRUE(issued_before_restart(key, s.queue_uid, 5 + reclaim_epochs, token_of(nonce), s.msg,
+                                      s.seq, attempts_before));
+    EXPECT_FALSE(
+        issued_before_restart(key, s.queue_uid, 5, token_of(nonce), s.msg, s.seq, attempts_before))
+        << "a token of this run is not one of an earlier run";
+    EXPECT_FALSE(issued_before_restart(key, s.queue_uid, 6 + reclaim_epochs, token_of(nonce), s.msg,
+                                       s.seq, attempts_before))
+        << "too many runs ago";
+    EXPECT_FALSE(issued_before_restart(nonce_source{21, 23}, s.queue_uid, 6, token_of(nonce), s.msg,
+                                       s.seq, attempts_before))
+        << "another key";
+  }
+  EXPECT_FALSE(issued_before_restart(key, s.queue_uid, 6, token_of(key.lease_nonce(s) ^ 1), s.msg,
+                                     s.seq, attempts_before));
 }
 
 TEST(lease, lease_nonce_depends_on_the_key) {

@@ -10,8 +10,11 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
+
+#include <boost/container/small_vector.hpp>
 
 #include "laneq/compact_fifo.hpp"
 #include "laneq/error.hpp"
@@ -107,11 +110,12 @@ struct group_effects {
   /// until the group's next input (the engine only notes that it is offered).
   const held_message* offer = nullptr;
   std::vector<dead_letter> dead_letters;  ///< messages that left the group
-  std::vector<message_seq> removed;       ///< acked messages (delete from the store)
-  std::uint64_t removed_bytes = 0;        ///< their body bytes (the queue's depth in bytes)
-  std::optional<message> updated;         ///< the head after a failed attempt (store it again)
-  std::optional<fetch_request> fetch;     ///< refill the in-memory window from the store
-  bool idle = false;                      ///< group is empty and has nothing in flight
+  /// Acked messages (delete from the store): one, on the hot path, so it is held inline.
+  boost::container::small_vector<message_seq, 2> removed;
+  std::uint64_t removed_bytes = 0;     ///< their body bytes (the queue's depth in bytes)
+  std::optional<message> updated;      ///< the head after a failed attempt (store it again)
+  std::optional<fetch_request> fetch;  ///< refill the in-memory window from the store
+  bool idle = false;                   ///< group is empty and has nothing in flight
   /// A part of an ordered batch was acked: the lease goes on over the rest (store its record).
   bool batch_rest = false;
 };
@@ -167,7 +171,11 @@ class group_state {
 
   /// Appends messages in arrival (seq) order. Offers the head if the group was empty. `grow`:
   /// the group may hold up to `window_max` messages in memory instead of `window`.
-  group_effects on_enqueue(std::vector<message> msgs, timestamp now, bool grow = false);
+  group_effects on_enqueue(std::vector<message> msgs, timestamp now, bool grow = false) {
+    return on_arrivals(std::span<message>{msgs}, now, grow);
+  }
+  /// The same, moving the messages out of `msgs` (the engine's runs of one enqueue batch).
+  group_effects on_arrivals(std::span<message> msgs, timestamp now, bool grow = false);
 
   /// A recovered group: `count` more of its messages are in the store, after every message
   /// given so far (in arrival order). Returns the fetch that reads them back.
@@ -292,10 +300,10 @@ class group_state {
                            dead_letter_reason reason, bool force_dead_letter, bool grow);
   group_effects fail_head(group_effects fx, timestamp now, duration retry_after,
                           dead_letter_reason reason, bool force_dead_letter, bool grow);
-  group_effects advance(group_effects fx, timestamp now, bool grow);
+  void advance(group_effects& fx, timestamp now, bool grow);
   /// The head has left (with its leases): the next is offered, or the group is empty (or
   /// reads its next head back).
-  group_effects after_head(group_effects fx, timestamp now, bool grow);
+  void after_head(group_effects& fx, timestamp now, bool grow);
   void take_fetched(std::vector<message> msgs);
   group_effects after_fetch(timestamp now, bool grow);
   void offer_head(group_effects& fx);
@@ -329,7 +337,8 @@ class group_state {
   // live group's size counts.
   group_id id_;
   compact_fifo<held_message> messages_;  // packed (held_message.hpp)
-  /// Null unless the head is in flight or its last lease failed (freed when the head leaves).
+  /// Null unless the head is in flight or its last lease failed, or a head left and others wait
+  /// behind it (kept for their leases; freed when the group empties).
   std::unique_ptr<lease_state> lease_;
   timestamp since_;  // start of the current phase
   std::uint64_t received_ = 0;

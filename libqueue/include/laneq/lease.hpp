@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -58,8 +59,13 @@ class nonce_source {
   /// check after a restart that it issued a token (fast delivery's reclaim), and nobody
   /// without the key can forge one.
   std::uint64_t lease_nonce(const lease_subject& s) const;
+  /// The nonce brokers before 2026-12-07 made: SipHash-2-4 chained word by word over the same
+  /// subject (four hashes instead of one; a restarted broker still honours their tokens).
+  std::uint64_t chained_lease_nonce(const lease_subject& s) const;
   /// SipHash-2-4 of one 64-bit word under this source's key.
   std::uint64_t siphash(std::uint64_t word) const;
+  /// SipHash-2-4 of `words` as 8-byte little-endian blocks (a message of 8 x n bytes).
+  std::uint64_t siphash(std::span<const std::uint64_t> words) const;
 
  private:
   std::uint64_t k0_;

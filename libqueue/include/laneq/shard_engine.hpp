@@ -375,7 +375,9 @@ class shard_engine {
   group_slot* owner_of(const lease_token& l);
   void route(std::vector<placed> batch, timestamp t);
   /// Carries out a group's effects; returns the store operations to write for it.
-  group_write apply(group_slot& g, group_effects fx);
+  group_write apply(group_slot& g, group_effects&& fx);
+  /// The same, adding to `w` (an ack batch's writes, without a vector per group).
+  void apply(group_slot& g, group_effects&& fx, group_write& w);
   /// Writes `w` for group `g` (its next head waits for it); `answer` hears the outcome. Ends
   /// with `offer_when_settled`: `g` may be gone after it.
   void write_for(group_slot& g, group_write w, std::function<void(std::optional<error>)> answer,
