@@ -7,11 +7,10 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
-
-#include <boost/unordered/unordered_flat_map.hpp>
 
 #include "laneq/assert.hpp"
 #include "laneq/time.hpp"
@@ -144,9 +143,7 @@ class deadline_heap {
     heap_.swap(fresh);
   }
 
-  // Open addressing: setting a deadline allocates nothing once the table has grown (a node-based
-  // map allocated a node per lease granted). Its order never shows: ties go by key.
-  boost::unordered_flat_map<K, slot, std::hash<K>> live_;
+  std::unordered_map<K, slot> live_;
   std::vector<entry> heap_;
   std::uint64_t generation_ = 0;
 };
