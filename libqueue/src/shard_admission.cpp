@@ -128,8 +128,9 @@ result<shard_engine::admitted> shard_engine::admit(std::vector<outgoing_message>
       out.new_keys.push_back(std::move(*dkey));
     }
     out.ids.push_back(m.id);
-    auto lane = lane_of(where.value(), m);
-    out.batch.push_back(placed{std::move(m), std::move(where).value(), lane});
+    group_id live;
+    auto lane = lane_of(where.value(), m, &live);
+    out.batch.push_back(placed{std::move(m), std::move(where).value(), lane, live});
     ++stored;
   }
   if (auto full = over_depth(out.batch)) {
@@ -160,10 +161,13 @@ void shard_engine::settle_dedupe(const admitted& a, bool committed) {
   }
 }
 
-codec::lane_id shard_engine::lane_of(const placement& where, const message& m) const {
+codec::lane_id shard_engine::lane_of(const placement& where, const message& m,
+                                     group_id* live) const {
   if (!where.ordered) return class_lane_of(m);
-  if (auto it = group_by_key_.find(where.group_key); it != group_by_key_.end())
+  if (auto it = group_by_key_.find(where.group_key); it != group_by_key_.end()) {
+    if (live) *live = it->second->state.id();
     return it->second->lane;  // a live group knows its lane: one hash per group
+  }
   return codec::make_lane_id(cfg_.spec.name(), where.group_key);
 }
 

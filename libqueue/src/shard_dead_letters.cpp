@@ -253,7 +253,7 @@ void shard_engine::redrive_taken(redrive_state& s) {
     // An unordered one goes to its class's lane (from lane 0, if it died before classes).
     if (!where.ordered) lane = lane_of(where, m);
     w.ops.push_back(put_message(cfg_.uid, lane, m));
-    batch->push_back(placed{std::move(m), std::move(where), lane});
+    batch->push_back(placed{std::move(m), std::move(where), lane, group_id{}});
   }
   auto n = static_cast<std::uint64_t>(batch->size());
   if (n == 0) return end_redrive(s, std::nullopt);

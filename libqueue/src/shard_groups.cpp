@@ -87,7 +87,10 @@ void shard_engine::route(std::vector<placed> batch, timestamp t) {
       arrive_unordered(std::move(p.msg), t);
       continue;
     }
-    auto& g = group_for(p.where, p.lane);
+    // The group it had when admitted, while it lives (a key keeps its group while it lives);
+    // otherwise found or made by its key.
+    auto* known = p.group ? find_group(p.group) : nullptr;
+    auto& g = known ? *known : group_for(p.where, p.lane);
     if (runs.empty() || runs.back().first != &g) runs.emplace_back(&g, ordered.size());
     ordered.push_back(std::move(p.msg));
   }

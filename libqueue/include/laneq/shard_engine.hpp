@@ -300,6 +300,7 @@ class shard_engine {
     message msg;
     placement where;
     codec::lane_id lane;
+    group_id group;  ///< its group when admitted, if it was live (`route` looks it up by id)
   };
   struct admitted {
     std::vector<placed> batch;
@@ -351,7 +352,8 @@ class shard_engine {
   /// A duplicate in `a` names an original whose write failed (its answer must not claim it).
   std::optional<error> original_failed(const admitted& a) const;
   /// The store lane of a message placed at `where`: its group's, or its class's (unordered).
-  codec::lane_id lane_of(const placement& where, const message& m) const;
+  /// With `live`: the id of the live group that has the lane, if one has (0 otherwise).
+  codec::lane_id lane_of(const placement& where, const message& m, group_id* live = nullptr) const;
   placement stored_placement(const message& m, const codec::lane_id& lane) const;
   store_op counters_op() const;
   /// Messages stored and not acked or dead-lettered (waiting, delayed, in flight).
