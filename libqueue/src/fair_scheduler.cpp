@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
+#include <type_traits>
 #include <unordered_set>
 
 #include <boost/intrusive/set.hpp>
@@ -26,22 +28,89 @@ struct throttle_state {
   std::string released_by;           // the bucket that released it and owes it a token
 };
 
+/// Values kept beside the heap entries, in slots named by a 32-bit handle, so that an entry stays
+/// small and trivially copyable (the heaps sift entries by plain copies). A freed slot is reused;
+/// once no slot is live the slots start over (and a large block goes back to the allocator).
+template <class T>
+class slab {
+ public:
+  static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+
+  std::uint32_t put(T&& v) {
+    ++live_;
+    if (!free_.empty()) {
+      auto h = free_.back();
+      free_.pop_back();
+      slots_[h] = std::move(v);
+      return h;
+    }
+    LANEQ_ASSERT(slots_.size() < none, "a slab has fewer slots than its handles can name");
+    slots_.push_back(std::move(v));
+    return static_cast<std::uint32_t>(slots_.size() - 1);
+  }
+  T& at(std::uint32_t h) { return slots_[h]; }
+  const T& at(std::uint32_t h) const { return slots_[h]; }
+  /// Moves the value out and frees its slot.
+  T take(std::uint32_t h) {
+    T v = std::move(slots_[h]);
+    release(h);
+    return v;
+  }
+  /// Moves the value into `to` and frees its slot.
+  void take(std::uint32_t h, T& to) {
+    to = std::move(slots_[h]);
+    release(h);
+  }
+  /// Drops the value (and what it holds) and frees its slot.
+  void drop(std::uint32_t h) {
+    slots_[h] = T{};
+    release(h);
+  }
+  std::size_t size() const { return live_; }
+
+ private:
+  void release(std::uint32_t h) {
+    LANEQ_ASSERT(live_ > 0, "a slab frees only live slots");
+    if (--live_ > 0) {
+      free_.push_back(h);
+      return;
+    }
+    if (slots_.capacity() > 4096) {
+      slots_ = {};
+      free_ = {};
+    } else {
+      slots_.clear();
+      free_.clear();
+    }
+  }
+
+  std::vector<T> slots_;
+  std::vector<std::uint32_t> free_;
+  std::size_t live_ = 0;
+};
+
+constexpr std::uint32_t no_slot = slab<message>::none;
+
 /// An item in the scheduler. A group's head is held by reference (its group keeps the message):
-/// only its id and seq are kept here. An unordered message is owned here. At most 64 bytes, as
-/// every live group's offered head is one (ADR 0009).
+/// only its id and seq are kept here. An unordered message is owned by the scheduler, in its
+/// slab of messages; throttle state, with throttles only, in its slab of throttle states. At most
+/// 64 bytes, as every live group's offered head is one (ADR 0009); trivially copyable, as the
+/// heaps move entries on every push and pop.
 struct entry {
   message_id id;
   message_seq seq;
   group_id group;
   key_state* ks = nullptr;
-  timestamp wake;                            // when delayed: its not-before time
-  timestamp since;                           // when it started waiting
-  std::unique_ptr<message> msg;              // an unordered message
-  std::unique_ptr<throttle_state> throttle;  // with throttles only
+  timestamp wake;               // when delayed: its not-before time
+  timestamp since;              // when it started waiting
+  std::uint32_t msg = no_slot;  // an unordered message: its slot in `impl::messages`
+  std::uint32_t thr = no_slot;  // with throttles: its slot in `impl::throttle_states`
 
-  bool throttled() const { return throttle && throttle->throttled; }
+  bool owns_message() const { return msg != no_slot; }
+  bool has_throttle() const { return thr != no_slot; }
 };
-static_assert(sizeof(entry) <= 64);
+static_assert(sizeof(entry) <= 56);
+static_assert(std::is_trivially_copyable_v<entry>);
 
 // Min-heap orders.
 struct by_seq_desc {
@@ -80,7 +149,7 @@ struct bucket_wait {
   void add(key_state* ks, entry e) {
     auto& heap = by_key[ks];
     if (heap.empty()) order.emplace(ks->stamp, ks);
-    heap.push_back(std::move(e));
+    heap.push_back(e);
     std::push_heap(heap.begin(), heap.end(), by_seq_desc{});
     ++count;
   }
@@ -95,7 +164,7 @@ struct bucket_wait {
       }
       auto& heap = by_key[ks];
       std::pop_heap(heap.begin(), heap.end(), by_seq_desc{});
-      auto e = std::move(heap.back());
+      auto e = heap.back();
       heap.pop_back();
       if (heap.empty()) {
         by_key.erase(ks);
@@ -115,21 +184,6 @@ struct name_hash {
   }
 };
 
-/// What `pick` hands out for an entry: an unordered message whole; a group's head as its id and
-/// seq (its group holds the message).
-picked_item picked(entry e) {
-  picked_item out;
-  if (e.msg) {
-    out.item.msg = std::move(*e.msg);
-  } else {
-    out.item.msg.id = e.id;
-    out.item.msg.seq = e.seq;
-  }
-  out.item.group = e.group;
-  if (e.throttle) out.charged = std::move(e.throttle->buckets);
-  return out;
-}
-
 }  // namespace
 
 struct fair_scheduler::impl {
@@ -146,20 +200,53 @@ struct fair_scheduler::impl {
   std::vector<std::pair<timestamp, std::string>> bucket_wakes;  // min-heap; stale entries skipped
   std::size_t parked_count = 0;
   std::size_t buckets_pruned_at = 64;
+  slab<message> messages;                // the unordered messages of the entries
+  slab<throttle_state> throttle_states;  // the entries' throttle state (with throttles only)
+  key_state* last_key = nullptr;         // the key `key_of` found last (most heads share one)
+
+  throttle_state& throttle_of(const entry& e) { return throttle_states.at(e.thr); }
+
+  /// What `pick` hands out for an entry, whose slots it frees: an unordered message whole; a
+  /// group's head as its id and seq (its group holds the message).
+  std::optional<picked_item> picked(const entry& e) {
+    std::optional<picked_item> out{std::in_place};  // built in place: a message moves once
+    auto& item = out->item;
+    if (e.owns_message()) {
+      messages.take(e.msg, item.msg);
+    } else {
+      item.msg.id = e.id;
+      item.msg.seq = e.seq;
+    }
+    item.group = e.group;
+    if (e.has_throttle()) out->charged = throttle_states.take(e.thr).buckets;
+    return out;
+  }
+
+  /// Frees the slots of an entry that leaves without being picked; its unordered message goes
+  /// into `taken` when not null.
+  void discard(const entry& e, std::vector<message>* taken) {
+    if (e.owns_message()) {
+      if (taken)
+        taken->push_back(messages.take(e.msg));
+      else
+        messages.drop(e.msg);
+    }
+    if (e.has_throttle()) throttle_states.drop(e.thr);
+  }
 
   /// Files an entry as ready or, when its not-before time lies ahead, delayed.
   void add(entry e, timestamp not_before, timestamp now, std::size_t& ready_count) {
     if (not_before > now) {
       e.wake = not_before;
-      push_delayed(std::move(e));
+      push_delayed(e);
     } else {
-      push_ready(std::move(e), ready_count);
+      push_ready(e, ready_count);
     }
   }
 
   entry entry_for(const message& m, group_id group, timestamp now) {
     auto e = entry_for(m.id, m.seq, m.fairness_key, group, now);
-    e.throttle = throttle_of(m);
+    if (!throttles.empty()) e.thr = throttle_states.put(throttle_state{bucket_keys(m), false, {}});
     return e;
   }
 
@@ -173,13 +260,6 @@ struct fair_scheduler::impl {
     e.ks = &key_of(fairness_key);
     e.since = now;
     return e;
-  }
-
-  std::unique_ptr<throttle_state> throttle_of(const message& m) const {
-    if (throttles.empty()) return nullptr;
-    auto t = std::make_unique<throttle_state>();
-    t->buckets = bucket_keys(m);
-    return t;
   }
 
   // The names of the buckets `m` takes a token from, one per throttle.
@@ -205,7 +285,7 @@ struct fair_scheduler::impl {
   const std::string* take_tokens(const entry& e, timestamp now) {
     const std::string* blocked = nullptr;
     timestamp latest = now;
-    const auto& mine = e.throttle->buckets;
+    const auto& mine = throttle_of(e).buckets;
     for (const auto& b : mine) {
       auto next = bucket(b, now).next_available(now);
       if (next > latest) {
@@ -231,6 +311,12 @@ struct fair_scheduler::impl {
   }
 
   key_state& key_of(std::string_view name) {
+    if (last_key && last_key->name == name) return *last_key;
+    last_key = &find_key(name);
+    return *last_key;
+  }
+
+  key_state& find_key(std::string_view name) {
     auto it = keys.find(name);
     if (it == keys.end()) {
       auto ks = std::make_unique<key_state>();
@@ -238,6 +324,33 @@ struct fair_scheduler::impl {
       it = keys.emplace(ks->name, std::move(ks)).first;
     }
     return *it->second;
+  }
+
+  /// Calls `f` on every entry, ready or waiting.
+  template <class F>
+  void each_entry(F f) const {
+    for (const auto& [name, ks] : keys)
+      for (const auto& e : ks->heap) f(e);
+    for (const auto& e : delayed) f(e);
+    for (const auto& [name, w] : parked)
+      for (const auto& [ks, heap] : w.by_key)
+        for (const auto& e : heap) f(e);
+  }
+
+  void leave_rotation(key_state& ks) {
+    rotation.erase(rotation.iterator_to(ks));
+    ks.in_rotation = false;
+  }
+
+  /// The key at the front of the rotation was served: it takes a new stamp, the highest, and goes
+  /// to the back of the rotation if it has ready entries left (F1). Alone in the rotation, it
+  /// stays linked (its new stamp keeps the set in order).
+  void served(key_state& ks) {
+    ks.stamp = ++stamp_clock;
+    if (ks.heap.empty()) return leave_rotation(ks);
+    if (rotation.size() == 1) return;
+    rotation.erase(rotation.iterator_to(ks));
+    rotation.push_back(ks);  // the highest stamp: the back
   }
 
   void enter_rotation(key_state& ks) {
@@ -249,7 +362,7 @@ struct fair_scheduler::impl {
 
   void push_ready(entry e, std::size_t& ready_count) {
     auto& ks = *e.ks;
-    ks.heap.push_back(std::move(e));
+    ks.heap.push_back(e);
     std::push_heap(ks.heap.begin(), ks.heap.end(), by_seq_desc{});
     enter_rotation(ks);
     ++ready_count;
@@ -257,7 +370,7 @@ struct fair_scheduler::impl {
 
   void push_delayed(entry e) {
     ++e.ks->waiting;
-    delayed.push_back(std::move(e));
+    delayed.push_back(e);
     std::push_heap(delayed.begin(), delayed.end(), by_wake_desc{});
   }
 
@@ -272,10 +385,11 @@ struct fair_scheduler::impl {
   void park(entry e, const std::string& bucket_name, timestamp now) {
     auto& ks = *e.ks;
     ++ks.waiting;
-    if (!e.throttle->throttled) e.since = now;
-    e.throttle->throttled = true;
+    auto& t = throttle_of(e);
+    if (!t.throttled) e.since = now;
+    t.throttled = true;
     auto wake = bucket(bucket_name, now).next_available(now);
-    parked[bucket_name].add(&ks, std::move(e));
+    parked[bucket_name].add(&ks, e);
     ++parked_count;
     schedule_bucket(bucket_name, wake);
   }
@@ -291,10 +405,10 @@ struct fair_scheduler::impl {
     while (n-- > 0 && w.count > 0) {
       auto e = w.take_next();
       --parked_count;
-      e.throttle->released_by = name;
+      throttle_of(e).released_by = name;
       ++released[name];
       --e.ks->waiting;
-      push_ready(std::move(e), ready_count);
+      push_ready(e, ready_count);
     }
     if (w.count == 0) {
       parked.erase(it);
@@ -307,11 +421,13 @@ struct fair_scheduler::impl {
 
   // The item is about to try its tokens: it no longer counts against the bucket that
   // released it.
-  void settle_release(entry& e) {
-    if (!e.throttle || e.throttle->released_by.empty()) return;
-    auto it = released.find(e.throttle->released_by);
+  void settle_release(const entry& e) {
+    if (!e.has_throttle()) return;
+    auto& t = throttle_of(e);
+    if (t.released_by.empty()) return;
+    auto it = released.find(t.released_by);
     if (it != released.end() && --it->second <= 0) released.erase(it);
-    e.throttle->released_by.clear();
+    t.released_by.clear();
   }
 
   // Drops wake entries superseded by an earlier one, so the top of the heap is live.
@@ -327,6 +443,7 @@ struct fair_scheduler::impl {
 
   void maybe_drop(key_state* ks) {
     if (ks->in_rotation || !ks->heap.empty() || ks->waiting > 0) return;
+    if (last_key == ks) last_key = nullptr;
     keys.erase(ks->name);
   }
 
@@ -350,7 +467,7 @@ struct fair_scheduler::impl {
       auto* ks = it->first;
       n += remove_from(
           it->second, gone,
-          [&each](entry& e) {
+          [&each](const entry& e) {
             --e.ks->waiting;
             each(e);
           },
@@ -399,8 +516,8 @@ void fair_scheduler::on_ready(ready_item item, timestamp now) {
   auto& m = item.msg;
   auto not_before = m.not_before;
   auto e = impl_->entry_for(m, group_id{}, now);
-  e.msg = std::make_unique<message>(std::move(m));  // kept here until it goes
-  impl_->add(std::move(e), not_before, now, ready_count_);
+  e.msg = impl_->messages.put(std::move(m));  // kept here until it goes
+  impl_->add(e, not_before, now, ready_count_);
 }
 
 void fair_scheduler::on_head(const message& head, group_id group, timestamp now) {
@@ -424,10 +541,10 @@ std::vector<message> fair_scheduler::take_unordered_if(
     const std::function<bool(const message&)>& take) {
   // Which ones first (by seq: seqs are unique in a shard), then out with them as a purge goes.
   std::unordered_set<std::uint64_t> seqs;
-  auto note = [&](const entry& e) {
-    if (e.msg && take(*e.msg)) seqs.insert(e.seq.value);
-  };
   auto& s = *impl_;
+  auto note = [&](const entry& e) {
+    if (e.owns_message() && take(s.messages.at(e.msg))) seqs.insert(e.seq.value);
+  };
   for (auto& [name, ks] : s.keys)
     for (const auto& e : ks->heap) note(e);
   for (const auto& e : s.delayed) note(e);
@@ -445,15 +562,13 @@ std::size_t fair_scheduler::remove_entries(const std::function<bool(group_id, me
                                            std::vector<message>* taken) {
   auto& s = *impl_;
   auto gone = [&drop](const entry& e) { return drop(e.group, e.seq); };
-  // The unordered messages that go, moved out for `taken` (the entry keeps its group and seq).
-  auto keep_msg = [taken](entry& e) {
-    if (taken && e.msg) taken->push_back(std::move(*e.msg));
-  };
+  // The entries that go free their slots; their unordered messages move to `taken` if wanted.
+  auto keep_msg = [&s, taken](const entry& e) { s.discard(e, taken); };
   std::size_t n = 0;
   for (auto& [name, ks] : s.keys) {
     auto k = impl::remove_from(
         ks->heap, gone,
-        [&s, &keep_msg](entry& e) {
+        [&s, &keep_msg](const entry& e) {
           s.settle_release(e);
           keep_msg(e);
         },
@@ -467,7 +582,7 @@ std::size_t fair_scheduler::remove_entries(const std::function<bool(group_id, me
   }
   n += impl::remove_from(
       s.delayed, gone,
-      [&keep_msg](entry& e) {
+      [&keep_msg](const entry& e) {
         --e.ks->waiting;
         keep_msg(e);
       },
@@ -502,12 +617,14 @@ std::string fair_scheduler::class_of(const message& m) const {
 
 void fair_scheduler::on_tick(timestamp now) {
   auto& s = *impl_;
+  // Nothing delayed, nothing parked, no buckets to prune (every pick looks): nothing to do.
+  if (s.delayed.empty() && s.bucket_wakes.empty() && s.buckets.size() < s.buckets_pruned_at) return;
   while (!s.delayed.empty() && s.delayed.front().wake <= now) {
     std::pop_heap(s.delayed.begin(), s.delayed.end(), by_wake_desc{});
-    auto e = std::move(s.delayed.back());
+    auto e = s.delayed.back();
     s.delayed.pop_back();
     --e.ks->waiting;
-    s.push_ready(std::move(e), ready_count_);
+    s.push_ready(e, ready_count_);
   }
   while (!s.bucket_wakes.empty() && s.bucket_wakes.front().first <= now) {
     std::pop_heap(s.bucket_wakes.begin(), s.bucket_wakes.end(), std::greater<>{});
@@ -525,30 +642,27 @@ std::optional<picked_item> fair_scheduler::pick(timestamp now) {
   auto& s = *impl_;
   on_tick(now);
   while (!s.rotation.empty()) {
+    // The key served least recently; it stays linked while its entries are tried.
     key_state* ks = &*s.rotation.begin();
-    s.rotation.erase(s.rotation.begin());
-    ks->in_rotation = false;
     while (!ks->heap.empty()) {
       std::pop_heap(ks->heap.begin(), ks->heap.end(), by_seq_desc{});
-      auto e = std::move(ks->heap.back());
+      auto e = ks->heap.back();
       ks->heap.pop_back();
       --ready_count_;
       s.settle_release(e);
-      if (const auto* blocked = e.throttle ? s.take_tokens(e, now) : nullptr) {
+      if (const auto* blocked = e.has_throttle() ? s.take_tokens(e, now) : nullptr) {
         // Throttled: it waits for its bucket; the rest of its fairness key goes on (T3).
         auto name = *blocked;
-        s.park(std::move(e), name, now);
+        s.park(e, name, now);
         s.prune_stale_wakes();
         continue;
       }
-      // Served: the key goes to the back of the rotation (F1).
-      ks->stamp = ++s.stamp_clock;
-      if (!ks->heap.empty()) s.enter_rotation(*ks);
-      auto out = picked(std::move(e));
+      s.served(*ks);
       s.maybe_drop(ks);
-      return out;
+      return s.picked(e);
     }
     // Nothing of this key can go now; it keeps its place for when its items return.
+    s.leave_rotation(*ks);
     s.maybe_drop(ks);
   }
   return std::nullopt;
@@ -670,9 +784,11 @@ void fair_scheduler::check_invariants() const {
                  "a key is in the rotation exactly when it has ready items");
     ready += ks->heap.size();
     waiting += ks->waiting;
+    LANEQ_ASSERT(std::is_heap(ks->heap.begin(), ks->heap.end(), by_seq_desc{}),
+                 "a key's ready entries are a heap by seq");
     for (const auto& e : ks->heap) {
       LANEQ_ASSERT(e.ks == ks.get(), "an entry is in its own key's heap");
-      LANEQ_ASSERT(static_cast<bool>(e.msg) == !e.group, "only unordered messages are owned");
+      LANEQ_ASSERT(e.owns_message() == !e.group, "only unordered messages are owned");
     }
   }
   LANEQ_ASSERT(ready == ready_count_, "the ready count matches the keys");
@@ -686,6 +802,21 @@ void fair_scheduler::check_invariants() const {
     parked += w.count;
   }
   LANEQ_ASSERT(parked == s.parked_count, "the parked count matches the buckets");
+  std::uint64_t last_stamp = 0;
+  for (const auto& ks : s.rotation) {
+    LANEQ_ASSERT(ks.stamp > last_stamp, "the rotation is in stamp order");
+    last_stamp = ks.stamp;
+  }
+  std::size_t owned = 0;
+  std::size_t with_throttle = 0;
+  s.each_entry([&](const entry& e) {
+    owned += e.owns_message() ? 1u : 0u;
+    with_throttle += e.has_throttle() ? 1u : 0u;
+    LANEQ_ASSERT(e.has_throttle() == !s.throttles.empty(),
+                 "an entry has throttle state iff throttles");
+  });
+  LANEQ_ASSERT(owned == s.messages.size(), "each owned message slot is an entry's");
+  LANEQ_ASSERT(with_throttle == s.throttle_states.size(), "each throttle slot is an entry's");
   (void)groups();  // at most one item per ordering group
 }
 

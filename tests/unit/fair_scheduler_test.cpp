@@ -99,6 +99,67 @@ TEST(fair_scheduler, a_key_that_returns_joins_the_back_of_the_rotation) {
   EXPECT_EQ(drain(s, t0), (ids{2, 4, 3}));
 }
 
+// A key served while alone in the rotation stays linked with its new stamp (fair_scheduler.cpp,
+// `served`): a key that joins after that serve still goes after it (F1).
+TEST(fair_scheduler, a_key_served_alone_keeps_its_turn_before_a_later_key) {
+  fair_scheduler s;
+  s.on_ready(item(1, "A"), t0);
+  s.on_ready(item(2, "A"), t0);
+  s.on_ready(item(3, "A"), t0);
+  ASSERT_EQ(s.pick(t0)->item.msg.id, message_id{1});  // A alone: served, stays in the rotation
+  s.check_invariants();
+  EXPECT_EQ(s.rotation(), (std::vector<std::string>{"A"}));
+  s.on_ready(item(4, "B"), t0);
+  EXPECT_EQ(s.rotation(), (std::vector<std::string>{"A", "B"}));
+  ASSERT_EQ(s.pick(t0)->item.msg.id, message_id{2});  // A goes behind B
+  EXPECT_EQ(s.rotation(), (std::vector<std::string>{"B", "A"}));
+  EXPECT_EQ(drain(s, t0), (ids{4, 3}));
+}
+
+// Unordered messages are kept whole in reused slots: after picks, purges and a retention take in
+// between, each message comes back with its own body.
+TEST(fair_scheduler, unordered_messages_come_back_whole_as_slots_are_reused) {
+  fair_scheduler s;
+  std::uint64_t next = 1;
+  std::set<std::uint64_t> present;
+  auto add = [&](int n) {
+    for (int i = 0; i < n; ++i, ++next) {
+      s.on_ready(item(next, next % 3 == 0 ? "A" : "B"), t0);
+      present.insert(next);
+    }
+  };
+  auto pick_some = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      auto p = s.pick(t0);
+      ASSERT_TRUE(p.has_value());
+      auto id = p->item.msg.id.value;
+      EXPECT_EQ(p->item.msg.body, "body-" + std::to_string(id));
+      EXPECT_EQ(p->item.msg.seq, message_seq{id});
+      EXPECT_EQ(present.erase(id), 1u) << "picked once";
+    }
+  };
+  add(10);
+  pick_some(4);
+  add(6);
+  // A purge of the even seqs, then a retention take of those divisible by 5.
+  auto even = std::count_if(present.begin(), present.end(), [](auto n) { return n % 2 == 0; });
+  EXPECT_EQ(s.remove_if([](group_id, message_seq q) { return q.value % 2 == 0; }),
+            static_cast<std::size_t>(even));
+  std::erase_if(present, [](auto n) { return n % 2 == 0; });
+  s.check_invariants();
+  auto taken = s.take_unordered_if([](const message& m) { return m.id.value % 5 == 0; });
+  for (const auto& m : taken) {
+    EXPECT_EQ(m.body, "body-" + std::to_string(m.id.value));
+    EXPECT_EQ(present.erase(m.id.value), 1u);
+  }
+  s.check_invariants();
+  add(5);
+  pick_some(static_cast<int>(present.size()));
+  EXPECT_TRUE(present.empty());
+  EXPECT_EQ(s.pick(t0), std::nullopt);
+  s.check_invariants();
+}
+
 TEST(fair_scheduler, within_a_key_the_oldest_seq_goes_first) {
   fair_scheduler s;
   s.on_ready(item(5, "A"), t0);
