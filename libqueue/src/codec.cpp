@@ -157,9 +157,8 @@ error corrupt(std::string_view kind, const std::string& what) {
   return error{errc::corrupt_record, std::string{kind} + " record: " + what};
 }
 
-/// Version byte, CRC32C of the body, body.
-/// The record `w` (made with `sealed`) holds: its header written in front of the payload.
-/// Fills in the header of `out`, a record whose payload follows room for its header.
+/// A sealed record: version byte, CRC32C of the payload, payload. Fills in the header of `out`,
+/// whose payload follows room for it.
 void seal_in_place(std::string& out) {
   LANEQ_ASSERT(out.size() >= seal_header_bytes, "a sealed record starts with its header");
   auto crc = crc32c(std::string_view{out}.substr(seal_header_bytes));
@@ -168,6 +167,7 @@ void seal_in_place(std::string& out) {
   head.u32(crc);
 }
 
+/// The record `w` (made with `sealed`) holds, its header filled in.
 std::string seal(writer& w) {
   seal_in_place(w.out());
   return std::move(w.out());
@@ -212,8 +212,7 @@ std::size_t message_fields_bytes(const message& m) {
   return n;
 }
 
-template <class Writer>
-void put_message(Writer& w, const message& m) {
+void put_message(span_writer& w, const message& m) {
   w.u64(m.id.value);
   w.u64(m.seq.value);
   w.i64(m.enqueued_at.us);
@@ -285,8 +284,7 @@ result<std::vector<key_component>> get_components(reader& r) {
 /// The bit of a dead-letter record's reason byte that says the record carries its lane.
 constexpr std::uint8_t dead_letter_lane_flag = 0x80;
 
-template <class Writer>
-void put_lane(Writer& w, const lane_id& lane) {
+void put_lane(span_writer& w, const lane_id& lane) {
   w.raw(std::string_view{reinterpret_cast<const char*>(lane.bytes.data()), lane.bytes.size()});
 }
 

@@ -128,16 +128,17 @@ held_message::held_message(message m)
 }
 
 message held_message::unpack() const {
-  // Every field given here, the body copied into place: the fields that are not packed.
-  message m{id,        seq,         body,       {},       {}, {}, enqueued_at,
-            delay_until, not_before, attempts, redriven_after_s};
+  // The unpacked fields given at construction (the body copied straight into place), then the
+  // packed ones.
+  message m{
+      id, seq, body, {}, {}, {}, enqueued_at, delay_until, not_before, attempts, redriven_after_s};
   unpack_into(m);
   return m;
 }
 
 message held_message::take() && {
-  message m{id,        seq,         std::move(body), {},       {}, {}, enqueued_at,
-            delay_until, not_before, attempts,        redriven_after_s};
+  message m{id,         seq,      std::move(body), {}, {}, {}, enqueued_at, delay_until,
+            not_before, attempts, redriven_after_s};
   unpack_into(m);
   return m;
 }

@@ -163,7 +163,8 @@ class key_view {
   std::string delivered() const;
 
  private:
-  std::array<std::optional<std::string_view>, limits::key_components_max> inline_{};
+  /// Each entry empty until set (not zeroed as a whole: placing a message makes one of these).
+  std::array<std::optional<std::string_view>, limits::key_components_max> inline_;
   /// Holds the views instead of `inline_` for more components than a valid spec has.
   std::vector<std::optional<std::string_view>> spill_;
   /// Values made rather than found (function results, hashed values); reserved once, before
