@@ -29,6 +29,7 @@ class writer {
 
   void string(std::string_view s) {
     size(s.size());
+    if (s.empty()) return;  // an empty fairness key or value: no call to copy nothing
     std::memcpy(out_, s.data(), s.size());
     out_ += s.size();
   }
@@ -88,14 +89,22 @@ void put_fields(writer& out, const std::vector<Field>& fields) {
   }
 }
 
+/// Copies `s` into `out`, an empty string: nothing to do for an empty one (a common fairness
+/// key).
+void set(std::string& out, std::string_view s) {
+  if (!s.empty()) out.assign(s.data(), s.size());
+}
+
 template <class Field>
-std::vector<Field> fields(reader& in) {
-  std::vector<Field> out(in.size());
-  for (auto& f : out) {
-    f.name = in.string();
-    f.value = in.string();
+void get_fields(reader& in, std::vector<Field>& out) {
+  auto n = in.size();
+  if (n == 0) return;
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    auto name = in.string();
+    auto value = in.string();
+    out.push_back(Field{std::string{name}, std::string{value}});
   }
-  return out;
 }
 
 }  // namespace
@@ -119,28 +128,26 @@ held_message::held_message(message m)
 }
 
 message held_message::unpack() const {
-  return with_body(body);
+  // The unpacked fields given at construction (the body copied straight into place), then the
+  // packed ones.
+  message m{
+      id, seq, body, {}, {}, {}, enqueued_at, delay_until, not_before, attempts, redriven_after_s};
+  unpack_into(m);
+  return m;
 }
 
 message held_message::take() && {
-  return with_body(std::move(body));
+  message m{id,         seq,      std::move(body), {}, {}, {}, enqueued_at, delay_until,
+            not_before, attempts, redriven_after_s};
+  unpack_into(m);
+  return m;
 }
 
-message held_message::with_body(std::string b) const {
-  message m;
-  m.id = id;
-  m.seq = seq;
-  m.body = std::move(b);
+void held_message::unpack_into(message& m) const {
   reader in{packed_};
-  m.fairness_key = in.string();
-  m.headers = fields<header_field>(in);
-  m.attributes = fields<attribute>(in);
-  m.enqueued_at = enqueued_at;
-  m.delay_until = delay_until;
-  m.not_before = not_before;
-  m.attempts = attempts;
-  m.redriven_after_s = redriven_after_s;
-  return m;
+  set(m.fairness_key, in.string());
+  get_fields(in, m.headers);
+  get_fields(in, m.attributes);
 }
 
 std::string_view held_message::fairness_key() const {

@@ -2,6 +2,7 @@
 #include "laneq/key.hpp"
 
 #include <array>
+#include <cstring>
 
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
@@ -47,9 +48,48 @@ void key_component::set_function(key_function f) {
     fn_.reset();
 }
 
-std::optional<std::string> key_component::value_in(const key_source& src) const {
+namespace {
+
+/// `sha256:` and the 64 lowercase hex digits of SHA-256(s) (lanes.md L4).
+std::string hashed_key(std::string_view s) {
+  auto md = detail::sha256(s);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out = "sha256:";
+  out.reserve(7 + 2 * md.size());
+  for (std::size_t i = 0; i < md.size(); ++i) {
+    out.push_back(hex[md[i] >> 4]);
+    out.push_back(hex[md[i] & 0xF]);
+  }
+  return out;
+}
+
+/// The JSON body's string at a dot path, viewed inside the parsed body `src` holds.
+std::optional<std::string_view> json_view_at(const key_source& src, std::string_view path) {
+  if (!valid_json_path(path)) return std::nullopt;
+  const auto* v = src.json();
+  if (v == nullptr) return std::nullopt;
+  std::size_t start = 0;
+  while (true) {
+    auto dot = path.find('.', start);
+    auto end = dot == std::string_view::npos ? path.size() : dot;
+    const auto* obj = v->if_object();
+    if (obj == nullptr) return std::nullopt;
+    v = obj->if_contains(path.substr(start, end - start));
+    if (v == nullptr) return std::nullopt;
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  const auto* s = v->if_string();
+  if (s == nullptr) return std::nullopt;
+  return std::string_view{s->data(), s->size()};
+}
+
+}  // namespace
+
+std::optional<std::string_view> key_component::view_in(const key_source& src,
+                                                       std::string& owned) const {
   const auto& m = src.msg();
-  std::optional<std::string> out;
+  std::optional<std::string_view> out;
   switch (kind_) {
     case kind::fairness_key: out = m.fairness_key; break;
     case kind::header:
@@ -58,18 +98,34 @@ std::optional<std::string> key_component::value_in(const key_source& src) const 
     case kind::attribute:
       if (const auto* v = attribute_value(m.attributes, name_)) out = *v;
       break;
-    case kind::json: out = json_string_at(src, name_); break;
-    case kind::function:
+    case kind::json: out = json_view_at(src, name_); break;
+    case kind::function: {
       if (!fn_ || !*fn_) return std::nullopt;
+      std::optional<std::string> made;
       try {
-        out = (*fn_)(m);
+        made = (*fn_)(m);
       } catch (...) {
         return std::nullopt;  // a throwing function is a missing key (lanes.md L3)
       }
+      if (!made) return std::nullopt;
+      owned = std::move(*made);
+      out = owned;
       break;
+    }
   }
-  if (out) out = bound_key(std::move(*out));
+  if (out && out->size() > key_bytes_max) {
+    owned = hashed_key(*out);  // `out` may view `owned`: hashed before it is overwritten
+    out = owned;
+  }
   return out;
+}
+
+std::optional<std::string> key_component::value_in(const key_source& src) const {
+  std::string owned;
+  auto v = view_in(src, owned);
+  if (!v) return std::nullopt;
+  if (v->data() == owned.data()) return owned;
+  return std::string{*v};
 }
 
 std::string key_component::describe() const {
@@ -109,15 +165,7 @@ key_component function(std::string label, key_function f) {
 
 std::string bound_key(std::string s) {
   if (s.size() <= key_bytes_max) return s;
-  auto md = detail::sha256(s);
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out = "sha256:";
-  out.reserve(7 + 2 * md.size());
-  for (std::size_t i = 0; i < md.size(); ++i) {
-    out.push_back(hex[md[i] >> 4]);
-    out.push_back(hex[md[i] & 0xF]);
-  }
-  return out;
+  return hashed_key(s);
 }
 
 bool valid_json_path(std::string_view path) {
@@ -133,23 +181,9 @@ bool valid_json_path(std::string_view path) {
 }
 
 std::optional<std::string> json_string_at(const key_source& src, std::string_view path) {
-  if (!valid_json_path(path)) return std::nullopt;
-  const auto* v = src.json();
-  if (v == nullptr) return std::nullopt;
-  std::size_t start = 0;
-  while (true) {
-    auto dot = path.find('.', start);
-    auto end = dot == std::string_view::npos ? path.size() : dot;
-    const auto* obj = v->if_object();
-    if (obj == nullptr) return std::nullopt;
-    v = obj->if_contains(path.substr(start, end - start));
-    if (v == nullptr) return std::nullopt;
-    if (dot == std::string_view::npos) break;
-    start = dot + 1;
-  }
-  const auto* s = v->if_string();
-  if (s == nullptr) return std::nullopt;
-  return std::string{s->data(), s->size()};
+  auto v = json_view_at(src, path);
+  if (!v) return std::nullopt;
+  return std::string{*v};
 }
 
 std::optional<std::size_t> key_values::first_missing() const {
@@ -192,6 +226,69 @@ std::string encode_key(const key_values& v) {
     out += *x;
   }
   return out;
+}
+
+key_view::key_view(const std::vector<key_component>& components, const key_source& src)
+    : size_(components.size()) {
+  if (size_ <= inline_.size()) {
+    values_ = inline_.data();
+  } else {
+    spill_.resize(size_);
+    values_ = spill_.data();
+  }
+  for (std::size_t i = 0; i < size_; ++i) {
+    std::string made;
+    auto v = components[i].view_in(src, made);
+    if (v && v->data() == made.data()) {
+      if (owned_.capacity() == 0) owned_.reserve(size_);  // no reallocation moves a view's target
+      v = owned_.emplace_back(std::move(made));
+    }
+    values_[i] = v;
+  }
+}
+
+std::optional<std::size_t> key_view::first_missing() const {
+  for (std::size_t i = 0; i < size_; ++i)
+    if (!values_[i]) return i;
+  return std::nullopt;
+}
+
+std::string key_view::encoded() const {
+  // encode_key's layout, sized once and written with copies.
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < size_; ++i) n += 4 + (values_[i] ? values_[i]->size() : 0);
+  std::string out(n, '\0');
+  char* p = out.data();
+  for (std::size_t i = 0; i < size_; ++i) {
+    const auto& x = values_[i];
+    auto len = x ? static_cast<std::uint32_t>(x->size()) : 0xFFFFFFFFu;
+    const unsigned char prefix[4] = {
+        static_cast<unsigned char>(len >> 24), static_cast<unsigned char>(len >> 16),
+        static_cast<unsigned char>(len >> 8), static_cast<unsigned char>(len)};
+    std::memcpy(p, prefix, 4);
+    p += 4;
+    if (x && !x->empty()) {
+      std::memcpy(p, x->data(), x->size());
+      p += x->size();
+    }
+  }
+  return out;
+}
+
+std::string key_view::delivered() const {
+  if (size_ == 1) return values_[0] ? std::string{*values_[0]} : std::string{};
+  std::string out;
+  for (std::size_t i = 0; i < size_; ++i) {
+    const auto& x = values_[i];
+    if (!x) {
+      out += "-:";  // never produced for a placed key (every component is present there)
+      continue;
+    }
+    out += std::to_string(x->size());
+    out += ':';
+    out += *x;
+  }
+  return bound_key(std::move(out));
 }
 
 std::string delivered_key(const key_values& v) {

@@ -672,7 +672,8 @@ result<placement> place(const queue_spec& spec, const key_source& src, bool* mis
       return placement{true, std::string{whole_queue_group_key}, tenant_queue(spec.name())};
     case ordering_mode::key: break;
   }
-  auto values = resolve(spec.ordering_key(), src);
+  // Viewed, not copied: the key's values go straight into the group key and the delivered key.
+  const key_view values{spec.ordering_key(), src};
   if (auto idx = values.first_missing()) {
     if (missing) *missing = true;
     switch (spec.missing_key_policy()) {
@@ -687,7 +688,7 @@ result<placement> place(const queue_spec& spec, const key_source& src, bool* mis
         return placement{true, std::string{keyless_group_key}, tenant_queue(spec.name())};
     }
   }
-  return placement{true, encode_key(values), delivered_key(values)};
+  return placement{true, values.encoded(), values.delivered()};
 }
 
 result<placement> place(const queue_spec& spec, const message& m, bool* missing) {

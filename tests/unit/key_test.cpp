@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <string_view>
@@ -150,6 +151,90 @@ TEST(key, describe_key_names_components_and_shows_absent_values_as_a_dash) {
             "fairness_key=t1 header:account=A attribute:region=-");
   EXPECT_EQ(describe_key({key::header("account")}, values({""})), "header:account=");
   EXPECT_EQ(describe_key({}, values({})), "");
+}
+
+// -- key_view: the same keys as resolve, encode_key and delivered_key, without the copies -------
+
+/// A value of one of the lengths that matter: empty, short, the SSO edge, the 128-byte bound
+/// and just over it (hashed), with any byte (NUL included).
+std::string random_value(std::mt19937_64& rng) {
+  static constexpr std::size_t lengths[] = {0, 1, 5, 15, 16, 127, 128, 129, 300};
+  std::string s(lengths[rng() % std::size(lengths)], '\0');
+  for (auto& c : s) c = static_cast<char>(rng() % 4 == 0 ? rng() & 0xFF : 'a' + rng() % 3);
+  return s;
+}
+
+/// A component of any kind, reading a name the message may or may not hold.
+key_component random_component(std::mt19937_64& rng) {
+  static const char* const names[] = {"a", "b", "c"};
+  std::string name = names[rng() % 3];
+  switch (rng() % 6) {
+    case 0: return key::fairness_key();
+    case 1: return key::header(name);
+    case 2: return key::attribute(name);
+    case 3: return key::json(name + (rng() % 2 ? ".x" : ""));
+    case 4: {
+      auto value = random_value(rng);
+      return key::function("f", [value, missing = rng() % 4 == 0](const message&) -> opt {
+        if (missing) return std::nullopt;
+        return value;
+      });
+    }
+    default: return key::function("throws", [](const message&) -> opt { throw 1; });
+  }
+}
+
+message random_keyed_message(std::mt19937_64& rng) {
+  message m;
+  m.fairness_key = random_value(rng);
+  static const char* const names[] = {"a", "B", "c"};
+  for (auto n = rng() % 4; n > 0; --n) m.headers.push_back({names[rng() % 3], random_value(rng)});
+  for (auto n = rng() % 3; n > 0; --n)
+    m.attributes.push_back({names[rng() % 3], random_value(rng)});
+  switch (rng() % 3) {
+    case 0: m.body = "not json"; break;
+    case 1: m.body = R"({"a": {"x": ")" + std::string(rng() % 200, 'j') + R"("}, "b": 7})"; break;
+    default: m.body = R"({"c": ")" + std::string(rng() % 200, 'k') + R"("})";
+  }
+  return m;
+}
+
+TEST(key, key_view_gives_the_bytes_of_resolve_encode_key_and_delivered_key) {
+  auto seed = test::seed_from_env(std::random_device{}());
+  SCOPED_TRACE(test::rerun_hint(seed));
+  std::mt19937_64 rng{seed};
+  for (int i = 0; i < 3000; ++i) {
+    std::vector<key_component> cs;
+    // Up to one past key_components_max: the view then holds its values off the stack.
+    for (auto n = 1 + rng() % (limits::key_components_max + 1); n > 0; --n)
+      cs.push_back(random_component(rng));
+    auto m = random_keyed_message(rng);
+    const key_source src{m};
+    auto resolved = resolve(cs, src);
+    const key_view view{cs, src};
+    ASSERT_EQ(view.size(), cs.size());
+    for (std::size_t c = 0; c < cs.size(); ++c) {
+      ASSERT_EQ(view[c].has_value(), resolved.values[c].has_value()) << "component " << c;
+      if (view[c]) {
+        ASSERT_EQ(*view[c], *resolved.values[c]) << "component " << c;
+      }
+      ASSERT_EQ(cs[c].value_in(src), resolved.values[c]) << "component " << c;
+    }
+    ASSERT_EQ(view.first_missing(), resolved.first_missing());
+    ASSERT_EQ(view.encoded(), encode_key(resolved));
+    ASSERT_EQ(view.delivered(), delivered_key(resolved));
+  }
+}
+
+TEST(key, a_function_value_over_128_bytes_is_hashed_like_any_other) {
+  std::string long_value(200, 'v');
+  auto m = with_headers({{"h", long_value}});
+  auto from_header = key::header("h").value_in(m);
+  auto from_function =
+      key::function("f", [&](const message&) -> opt { return long_value; }).value_in(m);
+  ASSERT_TRUE(from_header.has_value());
+  EXPECT_EQ(*from_header, bound_key(long_value));
+  EXPECT_EQ(from_function, from_header);
 }
 
 }  // namespace

@@ -47,7 +47,8 @@ struct held_message {
   friend bool operator==(const held_message&, const held_message&) = default;
 
  private:
-  message with_body(std::string b) const;
+  /// Fills in the packed fields of `m` (fairness key, headers, attributes), empty before.
+  void unpack_into(message& m) const;
 
   /// The fairness key, then the headers, then the attributes, each string after its length (a
   /// LEB128 varint) and each list after its count (held_message.cpp).

@@ -3,6 +3,7 @@
 // (L1-L6): header, attribute, fairness-key, JSON-path and function components.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -15,6 +16,7 @@ namespace boost::json {
 class value;
 }
 
+#include "laneq/limits.hpp"
 #include "laneq/message.hpp"
 
 namespace laneq {
@@ -84,6 +86,10 @@ class key_component {
   /// 128 bytes comes back as `sha256:` and 64 lowercase hex digits (lanes.md L4).
   std::optional<std::string> value_in(const key_source& src) const;
   std::optional<std::string> value_in(const message& m) const { return value_in(key_source{m}); }
+  /// The same value, without a copy where the envelope holds it: a view into the message or
+  /// into `src`'s parsed body (valid while they live), or, for a function's result and a value
+  /// that had to be hashed, a view of `owned`, which then holds it.
+  std::optional<std::string_view> view_in(const key_source& src, std::string& owned) const;
 
   /// Human-readable form: `fairness_key`, `header:account`, `attribute:region`, `json:a.b`,
   /// `function:customer_of`.
@@ -135,6 +141,38 @@ struct key_values {
 
 key_values resolve(const std::vector<key_component>& components, const key_source& src);
 key_values resolve(const std::vector<key_component>& components, const message& m);
+
+/// A key's components resolved against one message, each value viewed where it lives (see
+/// `key_component::view_in`) instead of copied: placing a message takes no allocation for the
+/// values themselves. It must not outlive the message and the key_source it was resolved from;
+/// it is neither copied nor moved (its views may point into itself).
+class key_view {
+ public:
+  key_view(const std::vector<key_component>& components, const key_source& src);
+  key_view(const key_view&) = delete;
+  key_view& operator=(const key_view&) = delete;
+
+  std::size_t size() const { return size_; }
+  /// The i-th component's value; nullopt where the message lacks it.
+  const std::optional<std::string_view>& operator[](std::size_t i) const { return values_[i]; }
+  /// Index of the first missing component, if any.
+  std::optional<std::size_t> first_missing() const;
+  /// The same bytes as `encode_key` of `resolve` for these components and message.
+  std::string encoded() const;
+  /// The same bytes as `delivered_key` of `resolve` for these components and message.
+  std::string delivered() const;
+
+ private:
+  /// Each entry empty until set (not zeroed as a whole: placing a message makes one of these).
+  std::array<std::optional<std::string_view>, limits::key_components_max> inline_;
+  /// Holds the views instead of `inline_` for more components than a valid spec has.
+  std::vector<std::optional<std::string_view>> spill_;
+  /// Values made rather than found (function results, hashed values); reserved once, before
+  /// the first, so the views into it stay put.
+  std::vector<std::string> owned_;
+  std::optional<std::string_view>* values_ = nullptr;
+  std::size_t size_ = 0;
+};
 
 /// Encodes values with a 4-byte big-endian length prefix per component (absent: 0xFFFFFFFF), so
 /// no value can forge a delimiter and distinct tuples never share an encoding.
