@@ -163,7 +163,7 @@ class key_view {
   std::string delivered() const;
 
  private:
-  /// Each entry empty until set (not zeroed as a whole: placing a message makes one of these).
+  /// Each entry empty until set.
   std::array<std::optional<std::string_view>, limits::key_components_max> inline_;
   /// Holds the views instead of `inline_` for more components than a valid spec has.
   std::vector<std::optional<std::string_view>> spill_;
