@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstring>
+#include <span>
 
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
@@ -275,11 +276,14 @@ std::string key_view::encoded() const {
   return out;
 }
 
-std::string key_view::delivered() const {
-  if (size_ == 1) return values_[0] ? std::string{*values_[0]} : std::string{};
+namespace {
+/// `delivered_key` of values held (`std::optional<std::string>`) or viewed
+/// (`std::optional<std::string_view>`).
+template <class Values>
+std::string delivered_of(const Values& values) {
+  if (values.size() == 1) return values[0] ? std::string{*values[0]} : std::string{};
   std::string out;
-  for (std::size_t i = 0; i < size_; ++i) {
-    const auto& x = values_[i];
+  for (const auto& x : values) {
     if (!x) {
       out += "-:";  // never produced for a placed key (every component is present there)
       continue;
@@ -290,20 +294,14 @@ std::string key_view::delivered() const {
   }
   return bound_key(std::move(out));
 }
+}  // namespace
+
+std::string key_view::delivered() const {
+  return delivered_of(std::span<const std::optional<std::string_view>>{values_, size_});
+}
 
 std::string delivered_key(const key_values& v) {
-  if (v.values.size() == 1) return v.values[0] ? *v.values[0] : std::string{};
-  std::string out;
-  for (const auto& x : v.values) {
-    if (!x) {
-      out += "-:";  // never produced for a placed key (every component is present there)
-      continue;
-    }
-    out += std::to_string(x->size());
-    out += ':';
-    out += *x;
-  }
-  return bound_key(std::move(out));
+  return delivered_of(v.values);
 }
 
 std::string describe_key(const std::vector<key_component>& components, const key_values& v) {
