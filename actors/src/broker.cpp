@@ -10,14 +10,22 @@ namespace laneq {
 
 namespace {
 
-/// One blocking request: the reply handler receives the typed response.
+/// One blocking request: the reply handler receives the typed response. The caller waits for it
+/// on its own mailbox for at most `timeout` (`after`), not with a request timeout: CAF 0.17 hands
+/// each request timeout to its clock thread, a wake-up of that thread per call (measured: about a
+/// tenth of an in-process client's CPU, docs/decisions/0013-shard-engine-performance-history.md).
+/// A late answer goes to the caller's actor after it is gone and is dropped, as before.
 template <class T, class Handle, class... Ts>
 result<T> call(caf::actor_system& sys, const Handle& dest, caf::timespan timeout, Ts&&... xs) {
   blocking_self self{sys};
   std::optional<result<T>> out;
-  self->request(dest, timeout, std::forward<Ts>(xs)...)
-      .receive([&](T& x) { out.emplace(std::move(x)); },
-               [&](caf::error& e) { out.emplace(from_caf(e)); });
+  auto handle = self->request(dest, caf::infinite, std::forward<Ts>(xs)...);
+  caf::blocking_actor::accept_one_cond rc;
+  self->varargs_receive(
+      rc, handle.id(), [&](T& x) { out.emplace(std::move(x)); },
+      [&](caf::error& e) { out.emplace(from_caf(e)); },
+      caf::after(timeout) >>
+          [&] { out.emplace(from_caf(caf::make_error(caf::sec::request_timeout))); });
   return std::move(*out);
 }
 

@@ -170,5 +170,55 @@ TEST(blocking_client, a_receive_sent_after_an_answer_sees_what_the_answer_confir
   EXPECT_EQ(s.backlog, 0u);
 }
 
+/// A queue that holds every enqueue's answer until it is told to answer (ok_atom), then answers
+/// the held ones and every later one at once.
+struct holding_queue_state {
+  std::vector<caf::response_promise> held;
+  bool answering = false;
+};
+
+caf::behavior holding_queue(caf::stateful_actor<holding_queue_state>* self) {
+  return {
+      [=](enqueue_atom, std::vector<outgoing_message>& batch) {
+        auto p = self->make_response_promise();
+        if (self->state.answering)
+          p.deliver(std::vector<message_id>(batch.size()));
+        else
+          self->state.held.push_back(p);
+        return p;
+      },
+      [=](caf::ok_atom) {
+        self->state.answering = true;
+        for (auto& p : self->state.held) p.deliver(std::vector<message_id>{});
+        self->state.held.clear();
+      },
+  };
+}
+
+TEST(blocking_client, a_call_not_answered_within_its_timeout_fails_unavailable_and_the_next_works) {
+  caf::actor_system_config cfg;
+  add_message_types(cfg);
+  cfg.set("scheduler.max-threads", 2);
+  caf::actor_system sys{cfg};
+  auto holder = sys.spawn(holding_queue);
+  blocking_queue q{sys, caf::actor_cast<queue_api>(holder), 100ms};
+
+  auto started = std::chrono::steady_clock::now();
+  auto late = q.enqueue(msg("held"));
+  auto waited = std::chrono::steady_clock::now() - started;
+  ASSERT_FALSE(late.ok()) << "the queue never answered";
+  EXPECT_EQ(late.err().code, errc::unavailable);
+  EXPECT_NE(late.err().message.find("request_timeout"), std::string::npos) << late.err().message;
+  EXPECT_GE(waited, 100ms) << "the call waits its whole timeout";
+  EXPECT_LT(waited, 10s) << "and not much longer";
+
+  // The held answer now goes to a caller that is gone; the next call is answered as usual.
+  caf::anon_send(holder, caf::ok_atom_v);
+  auto answered = q.enqueue({msg("a"), msg("b")});
+  ASSERT_TRUE(answered.ok()) << to_string(answered.err());
+  EXPECT_EQ(answered.value().size(), 2u);
+  caf::anon_send_exit(holder, caf::exit_reason::user_shutdown);
+}
+
 }  // namespace
 }  // namespace laneq
