@@ -10,22 +10,33 @@ namespace laneq {
 
 namespace {
 
-/// One blocking request: the reply handler receives the typed response. The caller waits for it
-/// on its own mailbox for at most `timeout` (`after`), not with a request timeout: CAF 0.17 hands
-/// each request timeout to its clock thread, a wake-up of that thread per call (measured: about a
+/// One blocking request; `on_answer` takes the answer's values. The caller waits for it on its
+/// own mailbox for at most `timeout` (`after`), not with a request timeout: CAF 0.17 hands each
+/// request timeout to its clock thread, a wake-up of that thread per call (measured: about a
 /// tenth of an in-process client's CPU, docs/decisions/0013-shard-engine-performance-history.md).
-/// A late answer goes to the caller's actor after it is gone and is dropped, as before.
-template <class T, class Handle, class... Ts>
-result<T> call(caf::actor_system& sys, const Handle& dest, caf::timespan timeout, Ts&&... xs) {
+/// A late answer goes to the caller's actor after it is gone and is dropped. Returns the error
+/// the call ended with, if any.
+template <class Handle, class OnAnswer, class... Ts>
+std::optional<error> ask(caf::actor_system& sys, const Handle& dest, caf::timespan timeout,
+                         OnAnswer on_answer, Ts&&... xs) {
   blocking_self self{sys};
-  std::optional<result<T>> out;
+  std::optional<error> failed;
   auto handle = self->request(dest, caf::infinite, std::forward<Ts>(xs)...);
   caf::blocking_actor::accept_one_cond rc;
   self->varargs_receive(
-      rc, handle.id(), [&](T& x) { out.emplace(std::move(x)); },
-      [&](caf::error& e) { out.emplace(from_caf(e)); },
+      rc, handle.id(), std::move(on_answer), [&](caf::error& e) { failed = from_caf(e); },
       caf::after(timeout) >>
-          [&] { out.emplace(from_caf(caf::make_error(caf::sec::request_timeout))); });
+          [&] { failed = from_caf(caf::make_error(caf::sec::request_timeout)); });
+  return failed;
+}
+
+/// One blocking request answered with one value of type `T`.
+template <class T, class Handle, class... Ts>
+result<T> call(caf::actor_system& sys, const Handle& dest, caf::timespan timeout, Ts&&... xs) {
+  std::optional<T> out;
+  auto failed = ask(
+      sys, dest, timeout, [&](T& x) { out.emplace(std::move(x)); }, std::forward<Ts>(xs)...);
+  if (failed) return *failed;
   return std::move(*out);
 }
 
@@ -108,11 +119,11 @@ blocking_admin::blocking_admin(caf::actor_system& sys, admin_actor admin, caf::t
     : sys_(sys), admin_(std::move(admin)), timeout_(timeout) {}
 
 result<queue_api> blocking_admin::create_queue(queue_spec spec) {
-  blocking_self self{sys_};
-  std::optional<result<queue_api>> out;
-  self->request(admin_, timeout_, create_atom_v, std::move(spec))
-      .receive([&](queue_api& q, bool) { out.emplace(std::move(q)); },
-               [&](caf::error& e) { out.emplace(from_caf(e)); });
+  std::optional<queue_api> out;
+  auto failed = ask(
+      sys_, admin_, timeout_, [&](queue_api& q, bool) { out.emplace(std::move(q)); }, create_atom_v,
+      std::move(spec));
+  if (failed) return *failed;
   return std::move(*out);
 }
 
