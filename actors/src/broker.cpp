@@ -14,40 +14,69 @@ namespace {
 /// own mailbox for at most `timeout` (`after`), not with a request timeout: CAF 0.17 hands each
 /// request timeout to its clock thread, a wake-up of that thread per call (measured: about a
 /// tenth of an in-process client's CPU, docs/decisions/0013-shard-engine-performance-history.md).
-/// A late answer goes to the caller's actor after it is gone and is dropped. Returns the error
-/// the call ended with, if any.
+/// After a timeout the actor is stopped, not kept: the late answer is dropped with it. Returns
+/// the error the call ended with, if any.
 template <class Handle, class OnAnswer, class... Ts>
-std::optional<error> ask(caf::actor_system& sys, const Handle& dest, caf::timespan timeout,
+std::optional<error> ask(blocking_caller& caller, const Handle& dest, caf::timespan timeout,
                          OnAnswer on_answer, Ts&&... xs) {
-  blocking_self self{sys};
+  auto self = caller.take();
   std::optional<error> failed;
-  auto handle = self->request(dest, caf::infinite, std::forward<Ts>(xs)...);
+  bool timed_out = false;
+  auto handle = (*self)->request(dest, caf::infinite, std::forward<Ts>(xs)...);
   caf::blocking_actor::accept_one_cond rc;
-  self->varargs_receive(
+  (*self)->varargs_receive(
       rc, handle.id(), std::move(on_answer), [&](caf::error& e) { failed = from_caf(e); },
       caf::after(timeout) >>
-          [&] { failed = from_caf(caf::make_error(caf::sec::request_timeout)); });
+          [&] {
+            timed_out = true;
+            failed = from_caf(caf::make_error(caf::sec::request_timeout));
+          });
+  if (!timed_out) caller.keep(std::move(self));
   return failed;
 }
 
 /// One blocking request answered with one value of type `T`.
 template <class T, class Handle, class... Ts>
-result<T> call(caf::actor_system& sys, const Handle& dest, caf::timespan timeout, Ts&&... xs) {
+result<T> call(blocking_caller& caller, const Handle& dest, caf::timespan timeout, Ts&&... xs) {
   std::optional<T> out;
   auto failed = ask(
-      sys, dest, timeout, [&](T& x) { out.emplace(std::move(x)); }, std::forward<Ts>(xs)...);
+      caller, dest, timeout, [&](T& x) { out.emplace(std::move(x)); }, std::forward<Ts>(xs)...);
   if (failed) return *failed;
   return std::move(*out);
 }
 
 template <class Handle, class... Ts>
-status call_ok(caf::actor_system& sys, const Handle& dest, caf::timespan timeout, Ts&&... xs) {
-  auto r = call<caf::ok_atom>(sys, dest, timeout, std::forward<Ts>(xs)...);
+status call_ok(blocking_caller& caller, const Handle& dest, caf::timespan timeout, Ts&&... xs) {
+  auto r = call<caf::ok_atom>(caller, dest, timeout, std::forward<Ts>(xs)...);
   if (!r) return r.err();
   return ok_t{};
 }
 
 }  // namespace
+
+blocking_caller& blocking_caller::operator=(const blocking_caller& other) {
+  if (this != &other) {
+    delete kept_.exchange(nullptr, std::memory_order_acq_rel);
+    sys_ = other.sys_;
+  }
+  return *this;
+}
+
+blocking_caller::~blocking_caller() {
+  delete kept_.load(std::memory_order_acquire);
+}
+
+std::unique_ptr<blocking_self> blocking_caller::take() {
+  if (auto* kept = kept_.exchange(nullptr, std::memory_order_acq_rel))
+    return std::unique_ptr<blocking_self>{kept};
+  // Hidden from the registry: an actor kept past the system's end must not hold up its shutdown.
+  return std::make_unique<blocking_self>(*sys_, true);
+}
+
+void blocking_caller::keep(std::unique_ptr<blocking_self> self) {
+  blocking_self* none = nullptr;
+  if (kept_.compare_exchange_strong(none, self.get(), std::memory_order_acq_rel)) self.release();
+}
 
 void add_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_types<caf::id_block::laneq>();
@@ -75,11 +104,13 @@ broker::broker(caf::actor_system& sys, context_ptr ctx, store_actor store, broke
 }
 
 result<store_stats> broker::storage_stats(caf::timespan timeout) const {
-  return call<store_stats>(sys_, store_, timeout, stats_atom_v);
+  blocking_caller once{sys_};
+  return call<store_stats>(once, store_, timeout, stats_atom_v);
 }
 
 result<checkpoint_info> broker::checkpoint(const std::string& dir, caf::timespan timeout) const {
-  return call<checkpoint_info>(sys_, admin_, timeout, checkpoint_atom_v, dir);
+  blocking_caller once{sys_};
+  return call<checkpoint_info>(once, admin_, timeout, checkpoint_atom_v, dir);
 }
 
 result<std::unique_ptr<broker>> broker::open(caf::actor_system& sys, broker_options opts) {
@@ -98,8 +129,9 @@ result<std::unique_ptr<broker>> broker::open(caf::actor_system& sys, broker_opti
   }
   auto b = std::make_unique<broker>(sys, make_context(sys), std::move(store), std::move(opts));
   // Nothing is served before every stored queue is back.
+  blocking_caller once{sys};
   auto recovered =
-      call<std::uint64_t>(sys, b->admin_, caf::timespan{std::chrono::hours{24}}, recover_atom_v);
+      call<std::uint64_t>(once, b->admin_, caf::timespan{std::chrono::hours{24}}, recover_atom_v);
   if (!recovered) return recovered.err();
   return b;
 }
@@ -116,75 +148,75 @@ broker::~broker() {
 }
 
 blocking_admin::blocking_admin(caf::actor_system& sys, admin_actor admin, caf::timespan timeout)
-    : sys_(sys), admin_(std::move(admin)), timeout_(timeout) {}
+    : caller_(sys), admin_(std::move(admin)), timeout_(timeout) {}
 
 result<queue_api> blocking_admin::create_queue(queue_spec spec) {
   std::optional<queue_api> out;
   auto failed = ask(
-      sys_, admin_, timeout_, [&](queue_api& q, bool) { out.emplace(std::move(q)); }, create_atom_v,
-      std::move(spec));
+      caller_, admin_, timeout_, [&](queue_api& q, bool) { out.emplace(std::move(q)); },
+      create_atom_v, std::move(spec));
   if (failed) return *failed;
   return std::move(*out);
 }
 
 result<queue_api> blocking_admin::lookup(const std::string& name) {
-  return call<queue_api>(sys_, admin_, timeout_, lookup_atom_v, name);
+  return call<queue_api>(caller_, admin_, timeout_, lookup_atom_v, name);
 }
 
 result<std::vector<std::string>> blocking_admin::list_queues() {
-  return call<std::vector<std::string>>(sys_, admin_, timeout_, list_atom_v);
+  return call<std::vector<std::string>>(caller_, admin_, timeout_, list_atom_v);
 }
 
 result<queue_description> blocking_admin::describe(const std::string& name) {
-  return call<queue_description>(sys_, admin_, timeout_, describe_atom_v, name);
+  return call<queue_description>(caller_, admin_, timeout_, describe_atom_v, name);
 }
 
 status blocking_admin::delete_queue(const std::string& name, bool force) {
-  return call_ok(sys_, admin_, timeout_, drop_atom_v, name, force);
+  return call_ok(caller_, admin_, timeout_, drop_atom_v, name, force);
 }
 
 result<std::uint64_t> blocking_admin::redrive_into(const std::string& from,
                                                    std::vector<message_id> ids,
                                                    const std::string& to) {
-  return call<std::uint64_t>(sys_, admin_, timeout_, redrive_atom_v, from, std::move(ids), to);
+  return call<std::uint64_t>(caller_, admin_, timeout_, redrive_atom_v, from, std::move(ids), to);
 }
 
 result<queue_spec> blocking_admin::update_queue(queue_spec spec) {
-  return call<queue_spec>(sys_, admin_, timeout_, update_atom_v, std::move(spec));
+  return call<queue_spec>(caller_, admin_, timeout_, update_atom_v, std::move(spec));
 }
 
 result<queue_spec> blocking_admin::update_queue(const std::string& name,
                                                 const std::string& patch_json) {
-  return call<queue_spec>(sys_, admin_, timeout_, update_atom_v, name, patch_json);
+  return call<queue_spec>(caller_, admin_, timeout_, update_atom_v, name, patch_json);
 }
 
 result<bool> blocking_admin::create_topic(topic_spec spec) {
-  return call<bool>(sys_, admin_, timeout_, create_atom_v, std::move(spec));
+  return call<bool>(caller_, admin_, timeout_, create_atom_v, std::move(spec));
 }
 
 result<topic_spec> blocking_admin::lookup_topic(const std::string& name) {
-  return call<topic_spec>(sys_, admin_, timeout_, topic_atom_v, lookup_atom_v, name);
+  return call<topic_spec>(caller_, admin_, timeout_, topic_atom_v, lookup_atom_v, name);
 }
 
 result<std::vector<topic_spec>> blocking_admin::list_topics() {
-  return call<std::vector<topic_spec>>(sys_, admin_, timeout_, topic_atom_v, list_atom_v);
+  return call<std::vector<topic_spec>>(caller_, admin_, timeout_, topic_atom_v, list_atom_v);
 }
 
 status blocking_admin::delete_topic(const std::string& name) {
-  return call_ok(sys_, admin_, timeout_, topic_atom_v, drop_atom_v, name);
+  return call_ok(caller_, admin_, timeout_, topic_atom_v, drop_atom_v, name);
 }
 
 result<std::vector<topic_enqueued>> blocking_admin::publish(const std::string& topic,
                                                             std::vector<outgoing_message> batch) {
-  return call<std::vector<topic_enqueued>>(sys_, admin_, timeout_, publish_atom_v, topic,
+  return call<std::vector<topic_enqueued>>(caller_, admin_, timeout_, publish_atom_v, topic,
                                            std::move(batch));
 }
 
 blocking_queue::blocking_queue(caf::actor_system& sys, queue_api q, caf::timespan timeout)
-    : sys_(sys), q_(std::move(q)), timeout_(timeout) {}
+    : caller_(sys), q_(std::move(q)), timeout_(timeout) {}
 
 result<std::vector<message_id>> blocking_queue::enqueue(std::vector<outgoing_message> batch) {
-  return call<std::vector<message_id>>(sys_, q_, timeout_, enqueue_atom_v, std::move(batch));
+  return call<std::vector<message_id>>(caller_, q_, timeout_, enqueue_atom_v, std::move(batch));
 }
 
 result<message_id> blocking_queue::enqueue(outgoing_message m) {
@@ -197,7 +229,7 @@ result<message_id> blocking_queue::enqueue(outgoing_message m) {
 
 result<std::vector<delivery>> blocking_queue::receive(receive_request req) {
   auto timeout = timeout_ + std::chrono::duration_cast<caf::timespan>(duration{req.wait_us});
-  return call<std::vector<delivery>>(sys_, q_, timeout, receive_atom_v, req);
+  return call<std::vector<delivery>>(caller_, q_, timeout, receive_atom_v, req);
 }
 
 status blocking_queue::ack(const lease_token& lease) {
@@ -208,11 +240,11 @@ status blocking_queue::ack(const lease_token& lease) {
 }
 
 result<std::vector<lease_outcome>> blocking_queue::ack(std::vector<lease_token> leases) {
-  return call<std::vector<lease_outcome>>(sys_, q_, timeout_, ack_atom_v, std::move(leases));
+  return call<std::vector<lease_outcome>>(caller_, q_, timeout_, ack_atom_v, std::move(leases));
 }
 
 result<std::uint64_t> blocking_queue::ack(const lease_token& lease, std::uint32_t count) {
-  return call<std::uint64_t>(sys_, q_, timeout_, ack_atom_v, lease, count);
+  return call<std::uint64_t>(caller_, q_, timeout_, ack_atom_v, lease, count);
 }
 
 status blocking_queue::nack(const lease_token& lease, duration retry_after) {
@@ -220,7 +252,7 @@ status blocking_queue::nack(const lease_token& lease, duration retry_after) {
 }
 
 status blocking_queue::nack(const lease_token& lease, const nack_request& req) {
-  return call_ok(sys_, q_, timeout_, nack_atom_v, lease, req);
+  return call_ok(caller_, q_, timeout_, nack_atom_v, lease, req);
 }
 
 status blocking_queue::dead_letter(const lease_token& lease) {
@@ -228,39 +260,39 @@ status blocking_queue::dead_letter(const lease_token& lease) {
 }
 
 result<timestamp> blocking_queue::extend(const lease_token& lease, duration by) {
-  return call<timestamp>(sys_, q_, timeout_, extend_atom_v, lease, by.count());
+  return call<timestamp>(caller_, q_, timeout_, extend_atom_v, lease, by.count());
 }
 
 result<std::vector<laneq::dead_letter>> blocking_queue::dead_letters(std::uint32_t max) {
-  return call<std::vector<laneq::dead_letter>>(sys_, q_, timeout_, dlq_atom_v, max);
+  return call<std::vector<laneq::dead_letter>>(caller_, q_, timeout_, dlq_atom_v, max);
 }
 
 result<std::uint64_t> blocking_queue::redrive(std::vector<message_id> ids) {
-  return call<std::uint64_t>(sys_, q_, timeout_, redrive_atom_v, std::move(ids));
+  return call<std::uint64_t>(caller_, q_, timeout_, redrive_atom_v, std::move(ids));
 }
 
 result<std::vector<laneq::dead_letter>> blocking_queue::dead_letters(std::vector<message_id> ids) {
-  return call<std::vector<laneq::dead_letter>>(sys_, q_, timeout_, dlq_atom_v, std::move(ids));
+  return call<std::vector<laneq::dead_letter>>(caller_, q_, timeout_, dlq_atom_v, std::move(ids));
 }
 
 result<std::uint64_t> blocking_queue::delete_dead_letters(std::vector<message_id> ids) {
-  return call<std::uint64_t>(sys_, q_, timeout_, dlq_atom_v, drop_atom_v, std::move(ids));
+  return call<std::uint64_t>(caller_, q_, timeout_, dlq_atom_v, drop_atom_v, std::move(ids));
 }
 
 result<std::uint64_t> blocking_queue::purge(group_filter which) {
-  return call<std::uint64_t>(sys_, q_, timeout_, purge_atom_v, std::move(which));
+  return call<std::uint64_t>(caller_, q_, timeout_, purge_atom_v, std::move(which));
 }
 
 result<std::vector<peeked_message>> blocking_queue::peek(peek_request req) {
-  return call<std::vector<peeked_message>>(sys_, q_, timeout_, peek_atom_v, std::move(req));
+  return call<std::vector<peeked_message>>(caller_, q_, timeout_, peek_atom_v, std::move(req));
 }
 
 result<queue_stats> blocking_queue::stats() {
-  return call<queue_stats>(sys_, q_, timeout_, stats_atom_v);
+  return call<queue_stats>(caller_, q_, timeout_, stats_atom_v);
 }
 
 result<groups_page> blocking_queue::page_of_groups(groups_query q) {
-  return call<laneq::groups_page>(sys_, q_, timeout_, groups_atom_v, std::move(q));
+  return call<laneq::groups_page>(caller_, q_, timeout_, groups_atom_v, std::move(q));
 }
 
 result<std::vector<group_info>> blocking_queue::groups(bool blocked_only) {

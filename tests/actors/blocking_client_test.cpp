@@ -3,6 +3,9 @@
 // real threads, that a receive sent after any answered change sees that change without waiting.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <thread>
+
 #include "caf/all.hpp"
 
 #include "actor_test_helpers.hpp"
@@ -168,6 +171,37 @@ TEST(blocking_client, a_receive_sent_after_an_answer_sees_what_the_answer_confir
   auto s = value_of(q.stats(), "stats");
   EXPECT_EQ(s.acked, 3u * rounds);
   EXPECT_EQ(s.backlog, 0u);
+}
+
+TEST(blocking_client, one_blocking_queue_serves_calls_from_several_threads_at_once) {
+  // A call takes the actor the last call kept, or makes its own while another thread holds it
+  // (blocking_caller): every call on every thread is answered, each with its own answer.
+  caf::actor_system_config cfg;
+  add_message_types(cfg);
+  cfg.set("scheduler.max-threads", 2);
+  caf::actor_system sys{cfg};
+  broker brk{sys};
+  blocking_admin admin{sys, brk.admin(), 10s};
+  blocking_queue q{sys, value_of(admin.create_queue(queue_spec("shared")), "create"), 10s};
+  constexpr int threads = 4;
+  constexpr int calls = 200;
+  std::vector<std::thread> callers;
+  std::vector<std::vector<message_id>> ids(threads);
+  for (int t = 0; t < threads; ++t)
+    callers.emplace_back([&, t] {
+      for (int i = 0; i < calls; ++i) {
+        auto r = q.enqueue(msg("t" + std::to_string(t)));
+        if (r.ok()) ids[static_cast<std::size_t>(t)].push_back(r.value());
+      }
+    });
+  for (auto& c : callers) c.join();
+  std::set<message_id> distinct;
+  for (const auto& each : ids) {
+    EXPECT_EQ(each.size(), std::size_t{calls}) << "every call answered ok";
+    distinct.insert(each.begin(), each.end());
+  }
+  EXPECT_EQ(distinct.size(), std::size_t{threads * calls}) << "each call got its own answer";
+  EXPECT_EQ(value_of(q.stats(), "stats").backlog, std::uint64_t{threads * calls});
 }
 
 /// A queue that holds every enqueue's answer until it is told to answer (ok_atom), then answers
