@@ -28,13 +28,30 @@ T value_of(result<T> r, const char* what) {
   return std::move(r).value();
 }
 
-TEST(blocking_client, the_blocking_api_runs_a_queue_end_to_end_on_a_threaded_actor_system) {
-  caf::actor_system_config cfg;
-  add_message_types(cfg);
-  cfg.set("scheduler.max-threads", 2);
-  caf::actor_system sys{cfg};
-  broker brk{sys};  // declared after the system: its actors stop before the system goes
+/// A real threaded actor system with laneq's message types, `threads` scheduler threads.
+struct threaded_system {
+  explicit threaded_system(int threads) : sys{configured(cfg, threads)} {}
+  static caf::actor_system_config& configured(caf::actor_system_config& c, int threads) {
+    add_message_types(c);
+    c.set("scheduler.max-threads", threads);
+    return c;
+  }
+  caf::actor_system_config cfg;  // before the system, which it configures
+  caf::actor_system sys;
+};
+
+/// A broker on such a system and a blocking admin on it; members stop in reverse order, so the
+/// broker's actors before the system.
+struct threaded_broker : threaded_system {
+  using threaded_system::threaded_system;
+  broker brk{sys};
   blocking_admin admin{sys, brk.admin(), 10s};
+};
+
+TEST(blocking_client, the_blocking_api_runs_a_queue_end_to_end_on_a_threaded_actor_system) {
+  threaded_broker b{2};
+  auto& sys = b.sys;
+  auto& admin = b.admin;
 
   auto created = admin.create_queue(queue_spec("orders").ordered_by({key::header("account")}));
   ASSERT_TRUE(created.ok()) << to_string(created.err());
@@ -123,12 +140,9 @@ TEST(blocking_client, the_blocking_api_runs_a_queue_end_to_end_on_a_threaded_act
 // only in some thread interleavings of the client, the shard actor and the store (four workers on
 // this host's cores).
 TEST(blocking_client, a_receive_sent_after_an_answer_sees_what_the_answer_confirmed) {
-  caf::actor_system_config cfg;
-  add_message_types(cfg);
-  cfg.set("scheduler.max-threads", 4);
-  caf::actor_system sys{cfg};
-  broker brk{sys};
-  blocking_admin admin{sys, brk.admin(), 10s};
+  threaded_broker b{4};
+  auto& sys = b.sys;
+  auto& admin = b.admin;
   auto by_account = [](const char* name) {
     return queue_spec(name).ordered_by({key::header("account")});
   };
@@ -176,12 +190,9 @@ TEST(blocking_client, a_receive_sent_after_an_answer_sees_what_the_answer_confir
 TEST(blocking_client, one_blocking_queue_serves_calls_from_several_threads_at_once) {
   // A call takes the actor the last call kept, or makes its own while another thread holds it
   // (blocking_caller): every call on every thread is answered, each with its own answer.
-  caf::actor_system_config cfg;
-  add_message_types(cfg);
-  cfg.set("scheduler.max-threads", 2);
-  caf::actor_system sys{cfg};
-  broker brk{sys};
-  blocking_admin admin{sys, brk.admin(), 10s};
+  threaded_broker b{2};
+  auto& sys = b.sys;
+  auto& admin = b.admin;
   blocking_queue q{sys, value_of(admin.create_queue(queue_spec("shared")), "create"), 10s};
   constexpr int threads = 4;
   constexpr int calls = 200;
@@ -230,10 +241,8 @@ caf::behavior holding_queue(caf::stateful_actor<holding_queue_state>* self) {
 }
 
 TEST(blocking_client, a_call_not_answered_within_its_timeout_fails_unavailable_and_the_next_works) {
-  caf::actor_system_config cfg;
-  add_message_types(cfg);
-  cfg.set("scheduler.max-threads", 2);
-  caf::actor_system sys{cfg};
+  threaded_system ts{2};
+  auto& sys = ts.sys;
   auto holder = sys.spawn(holding_queue);
   blocking_queue q{sys, caf::actor_cast<queue_api>(holder), 100ms};
 
