@@ -160,10 +160,13 @@ std::size_t group_state::batchable(std::size_t max, timestamp now, timestamp exp
   std::size_t n = 1;
   // Behind the head, in memory and in arrival order, within the group's window (what a restart
   // reads back, so a reclaimed batch is whole in memory); a message whose not-before time lies
-  // ahead holds back everything behind it (O10).
+  // ahead holds back everything behind it (O10). A message with failed attempts ends the batch
+  // before it: after a restart one can sit behind the head (its failed attempt's write committed,
+  // the earlier ack of the head lost with the crash, persistence.md P11), and only a batch's first
+  // message may have been attempted before.
   max = std::min<std::size_t>(max, window_);
   while (n < max && n < messages_.size() && messages_[n].not_before <= now &&
-         messages_[n].entered_at() > expired_by)
+         messages_[n].entered_at() > expired_by && messages_[n].attempts == 0)
     ++n;
   return n;
 }
@@ -486,8 +489,11 @@ void group_state::check_invariants() const {
       continue;
     }
     LANEQ_ASSERT(messages_[i - 1].seq < messages_[i].seq, "a group is in arrival order");
-    LANEQ_ASSERT(messages_[i].attempts == (i < batch ? 1u : 0u),
-                 "only the head and a batch in flight behind it have been delivered (once)");
+    // Behind the batch, a message may carry failed attempts only when a restart brought it back
+    // so (see batchable); none is delivered until it is the head.
+    if (i < batch)
+      LANEQ_ASSERT(messages_[i].attempts == 1,
+                   "a batch's messages behind its head were delivered once, in it");
   }
   LANEQ_ASSERT(bytes == memory_bytes_, "memory_bytes is the footprint of the messages held");
 }

@@ -1438,6 +1438,30 @@ TEST(group_state, a_batch_covers_the_head_and_the_due_messages_behind_it) {
   EXPECT_EQ(g.at(2).attempts, 0u);
 }
 
+TEST(group_state, a_batch_stops_before_a_message_a_restart_brought_back_with_failed_attempts) {
+  // After a crash the store can hold a message behind the head with a failed attempt: the head's
+  // ack was not yet durable when the write of the next message's failed attempt committed
+  // (persistence.md P11). Found by the engine simulation (seed 2083582918, episode 271).
+  group_state g{gid, 5};
+  auto msgs = messages({1, 2, 3});
+  msgs[0].attempts = 1;
+  msgs[1].attempts = 1;
+  auto fx = g.on_enqueue(std::move(msgs), t0);
+  g.check_invariants();
+  EXPECT_EQ(g.batchable(10, t0), 1u) << "2 was attempted before: it waits to be a head";
+  auto lease = deliver_batch(g, fx, 10, t0);
+  EXPECT_EQ(lease.batch, 1u);
+  EXPECT_EQ(lease.attempt, 2u);
+  auto acked = g.on_ack(lease, t0 + 1s);
+  ASSERT_TRUE(acked.ok());
+  g.check_invariants();
+  ASSERT_EQ(offered_id(acked.value()), 2u);
+  EXPECT_EQ(g.batchable(10, t0 + 1s), 2u) << "as the head, 2 takes 3 with it";
+  auto next = deliver_batch(g, acked.value(), 10, t0 + 1s);
+  EXPECT_EQ(next.attempt, 2u) << "its earlier attempt still counts";
+  EXPECT_EQ(next.batch, 2u);
+}
+
 TEST(group_state, an_ack_of_a_prefix_pops_it_and_keeps_the_lease) {
   group_state g{gid, 5};
   auto lease = deliver_batch(g, g.on_enqueue(messages({1, 2, 3, 4}), t0), 3, t0);
