@@ -137,11 +137,19 @@ void group_state::on_restored_lease(const lease_token& lease, timestamp deadline
   LANEQ_ASSERT(acked > 0 || messages_.front().id == lease.msg,
                "a restored lease is on the offered head, unless a part of its batch was acked");
   LANEQ_ASSERT(count + acked == lease.batch, "a restored batch is what its lease covered");
+  LANEQ_ASSERT(restorable(count, acked), "a restored batch has no attempt after its lease");
   // Only the batch's first message may have failed attempts before; the others were delivered
   // once, in this batch.
   messages_.front().attempts = acked == 0 ? lease.attempt : 1;
   for (std::size_t i = 1; i < count; ++i) messages_[i].attempts = 1;
   start_lease(lease, deadline, now, count, acked);
+}
+
+bool group_state::restorable(std::size_t count, std::uint32_t acked) const {
+  if (count == 0 || messages_.size() < count) return false;
+  for (std::size_t i = acked == 0 ? 1 : 0; i < count; ++i)
+    if (messages_[i].attempts > 0) return false;
+  return true;
 }
 
 void group_state::start_lease(const lease_token& lease, timestamp deadline, timestamp now,

@@ -248,15 +248,17 @@ void shard_engine::reclaim(group_slot& g, const lease_token& lease, timestamp t)
     // The rest of a batch acked in part: its record names the token that may take it back,
     // for as many runs after the one that wrote it as a token's nonce is checked for.
     auto rec = *rc->record;
-    if (lease == rec.lease && cfg_.epoch > rec.epoch && cfg_.epoch - rec.epoch <= reclaim_epochs)
+    if (lease == rec.lease && cfg_.epoch > rec.epoch && cfg_.epoch - rec.epoch <= reclaim_epochs &&
+        g.state.restorable(rec.count, rec.acked))
       restore_lease(g, rec.lease, deadline, t, rec.count, rec.acked);
     return;
   }
-  // A batch whose messages a restart with a smaller window left in the store is not taken back
-  // (its holder's calls fail; fast delivery may then deliver them twice, recovery.md R6).
+  // A batch whose messages a restart with a smaller window left in the store, or with a message
+  // that failed an attempt since (group_state::restorable), is not taken back (its holder's calls
+  // fail; fast delivery may then deliver them twice, recovery.md R6).
   if (issued_before_restart(cfg_.nonces, cfg_.uid, cfg_.epoch, lease, head->id, head->seq,
                             head->attempts) &&
-      lease.batch <= g.state.in_memory())
+      g.state.restorable(lease.batch, 0))
     restore_lease(g, lease, deadline, t, lease.batch, 0);
 }
 

@@ -333,6 +333,42 @@ TEST(ordered_batch, fast_delivery_reclaims_the_rest_of_a_batch_acked_in_part) {
   EXPECT_EQ(again[0].msg.attempts, 2u);
 }
 
+TEST(ordered_batch, a_batch_whose_message_failed_since_is_not_reclaimed_after_a_restart) {
+  // The store can hold a batch's second message with a failed attempt and its head not acked: the
+  // head's ack failed while the expiry's write for the rest committed (persistence.md P11). The
+  // old token no longer describes the group; taking it back would count a2's next attempt as its
+  // first and give it one more than max_attempts.
+  auto cfg = by_account();
+  cfg.spec.max_attempts(2);
+  cfg.reclaim_grace = 10s;
+  engine_driver d{cfg};
+  d.enqueue({msg("a1", "A"), msg("a2", "A")});
+  auto batch = deliveries(d, d.receive_batch(10, 2, 1s));
+  ASSERT_EQ(shape(batch), (std::vector<std::string>{"a1@0", "a2@1"}));
+  d.hold_writes = true;
+  d.ack(batch[0].lease, 1);  // a1's erase and the record of the rest, held
+  d.advance(1s);             // a2's failed attempt, held behind it
+  ASSERT_EQ(d.pending_writes.size(), 2u);
+  d.fail_next();    // a1's ack is lost...
+  d.commit_next();  // ...a2's attempt is stored
+  cfg.epoch = 4;
+  d.restart(cfg);  // a crash before the replay
+  d.hold_writes = false;
+  d.recover();
+  EXPECT_EQ(answer<std::vector<lease_outcome>>(d, d.ack({batch[0].lease})).front().err.code,
+            errc::lease_not_found)
+      << "a stale token takes nothing back";
+  d.advance(10s);
+  auto again = deliveries(d, d.receive_batch(10, 2, 1s));
+  ASSERT_EQ(shape(again), (std::vector<std::string>{"a1@0"})) << "a2 failed: it waits to be a head";
+  d.ack({again[0].lease});
+  auto last = deliveries(d, d.receive_batch(10, 2, 1s));
+  ASSERT_EQ(shape(last), (std::vector<std::string>{"a2@0"}));
+  EXPECT_EQ(last[0].msg.attempts, 2u) << "its failed attempt still counts";
+  d.advance(1s);
+  EXPECT_EQ(dead_bodies(d), (std::vector<std::string>{"a2"})) << "max_attempts 2 holds";
+}
+
 TEST(ordered_batch, after_the_grace_the_rest_of_a_batch_goes_to_anyone_and_its_record_goes) {
   auto cfg = by_account();
   cfg.reclaim_grace = 10s;

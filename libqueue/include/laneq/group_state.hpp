@@ -201,6 +201,12 @@ class group_state {
   /// the head; `count + acked` is the lease's batch.
   void on_restored_lease(const lease_token& lease, timestamp deadline, timestamp now,
                          std::size_t count = 1, std::uint32_t acked = 0);
+  /// Whether a lease from before a restart on `count` messages from the head (after `acked` of
+  /// its batch) still describes them: they are in memory and none of them but a whole batch's
+  /// head failed an attempt. One that did failed after the lease was issued (its write committed,
+  /// an earlier ack's was lost with the crash, persistence.md P11): the lease is stale, and
+  /// taking it back would count that message's next attempt as its first.
+  bool restorable(std::size_t count, std::uint32_t acked) const;
 
   /// How many messages from the head, at most `max`, may go out together as an ordered batch at
   /// `now`: the offered head and the messages behind it in memory, within the window, up to the
