@@ -442,6 +442,7 @@ void shard_engine::stop(const error& why) {
 
 engine_effects shard_engine::take_effects() {
   notify_watchers(last_now_);
+  drop_kept(last_now_);
   for (auto& w : writes_.take_outgoing([this] { return counters_op(); }))
     fx_.writes.push_back(std::move(w));
   std::optional<timestamp> next;
@@ -457,6 +458,7 @@ engine_effects shard_engine::take_effects() {
     consider(fetch_retries_.next());
     consider(class_retries_.next());
     consider(next_expiry());
+    if (!kept_groups_.empty()) consider(kept_groups_.front().second + limits::kept_group_for);
     if (!pending_deadlines_.empty()) consider(*pending_deadlines_.begin());
     for (const auto& w : watchers_) consider(w.deadline);
   }
@@ -472,6 +474,7 @@ void shard_engine::measure(queue_stats& s, timestamp now) const {
   for (const auto& w : sched_.waiting())
     if (w.throttled && w.group) throttled.insert(w.group);
   for (const auto& g : groups_) {
+    if (g->kept) continue;
     auto state = g->state.describe(now).state;
     if (throttled.contains(g->state.id())) state = group_status::throttled;
     if (g->held) state = group_status::reclaim_grace;
@@ -520,7 +523,7 @@ queue_stats shard_engine::stats(timestamp now) const {
   s.receive_to_ack_sum_us = c.receive_to_ack_sum_us;
   s.backlog = depth_messages();
   s.in_flight = leases_.size() + group_leases_.size();
-  s.live_groups = groups_.size();
+  s.live_groups = groups_.size() - kept_count_;
   s.dead_letters = dead_count_;
   s.waiting_receives = waiting_receives();
   s.window_bytes = window_bytes_;
@@ -561,6 +564,7 @@ result<groups_page> shard_engine::groups(const groups_query& q, timestamp now) c
                                  (q.blocked_only || candidates.size() < q.limit);
        ++it, ++examined) {
     const auto* g = &*it;
+    if (g->kept) continue;
     candidates.push_back(g);
     ids.insert(g->state.id());
   }
@@ -617,10 +621,19 @@ void shard_engine::check_invariants() const {
   LANEQ_ASSERT(std::all_of(scheduled.begin(), scheduled.end(),
                            [this](group_id id) { return groups_.count(id) == 1; }),
                "the scheduler offers heads of live groups only");
+  std::size_t kept = 0;
   for (const auto& g : groups_) {
     const auto& s = g->state;
     const auto id = s.id();
     s.check_invariants();
+    if (g->kept) {
+      ++kept;
+      LANEQ_ASSERT(s.current_phase() == group_state::phase::empty && s.backlog() == 0 &&
+                       g->unsettled == 0 && !g->held && !g->next && !g->scheduled,
+                   "a kept group is empty and nothing waits on it");
+      LANEQ_ASSERT(!group_leases_.deadline(id) && !holds_.deadline(id) && !reclaims_.count(id),
+                   "a kept group has no lease, hold or reclaim");
+    }
     auto filed = group_by_lane_.find(g->lane.bytes);
     LANEQ_ASSERT(filed != group_by_lane_.end() && &*filed == g.get(),
                  "a group is filed under its lane");
@@ -678,6 +691,8 @@ void shard_engine::check_invariants() const {
   LANEQ_ASSERT(bytes == window_bytes_,
                "the window budget counts every group's and every class's memory");
   LANEQ_ASSERT(group_by_lane_.size() == groups_.size(), "one lane per group");
+  LANEQ_ASSERT(kept == kept_count_, "the kept groups are counted");
+  LANEQ_ASSERT(kept <= kept_groups_.size(), "every kept group has an entry");
   for (const auto& [key, g] : group_by_key_) {
     auto live = groups_.find(g->state.id());
     LANEQ_ASSERT(live != groups_.end() && live->get() == g, "every key names a live group");

@@ -19,12 +19,16 @@ constexpr duration fetch_retry = 200ms;
 
 shard_engine::group_slot& shard_engine::group_for(const placement& where,
                                                   const codec::lane_id& lane, group_id id) {
-  if (auto it = group_by_key_.find(where.group_key); it != group_by_key_.end()) return *it->second;
+  if (auto it = group_by_key_.find(where.group_key); it != group_by_key_.end()) {
+    revive(*it->second);
+    return *it->second;
+  }
   if (auto same = group_by_lane_.find(lane.bytes); same != group_by_lane_.end()) {
     // Two keys with one lane id (a SHA-256 prefix collision, or a stored lane named by a key no
     // placement produces) are one group: their messages share a store lane, so they merge,
     // never split (lanes.md L6).
     auto& g = *same;
+    revive(g);
     more_keys_[g.state.id()].push_back(where.group_key);
     group_by_key_.emplace(where.group_key, &g);
     return g;
@@ -73,7 +77,8 @@ std::size_t shard_engine::budget_share(const group_slot& g) const {
 }
 
 std::size_t shard_engine::budget_share_bytes() const {
-  return cfg_.window_budget_bytes / std::max<std::size_t>(groups_.size() + classes_.size(), 1);
+  return cfg_.window_budget_bytes /
+         std::max<std::size_t>(groups_.size() - kept_count_ + classes_.size(), 1);
 }
 
 void shard_engine::route(std::vector<placed> batch, timestamp t) {
@@ -90,6 +95,7 @@ void shard_engine::route(std::vector<placed> batch, timestamp t) {
     // The group it had when admitted, while it lives (a key keeps its group while it lives);
     // otherwise found or made by its key.
     auto* known = p.group ? find_group(p.group) : nullptr;
+    if (known) revive(*known);
     auto& g = known ? *known : group_for(p.where, p.lane);
     if (runs.empty() || runs.back().first != &g) runs.emplace_back(&g, ordered.size());
     ordered.push_back(std::move(p.msg));
@@ -167,8 +173,8 @@ void shard_engine::offer_when_settled(group_slot& g, timestamp t) {
 
 void shard_engine::maybe_drop(group_slot& g) {
   const auto& s = g.state;
-  if (s.current_phase() != group_state::phase::empty || s.backlog() > 0 || g.unsettled > 0 ||
-      g.held || g.next)
+  if (g.kept || s.current_phase() != group_state::phase::empty || s.backlog() > 0 ||
+      g.unsettled > 0 || g.held || g.next)
     return;
   auto id = s.id();
   if (!reclaims_.empty()) {
@@ -177,6 +183,38 @@ void shard_engine::maybe_drop(group_slot& g) {
       reclaims_.erase(it);
     }
   }
+  holds_.erase(id);
+  fetch_retries_.erase(id);
+  group_leases_.erase(id);
+  if (!expiries_.empty()) expiries_.erase(id);
+  window_bytes_ -= g.charged;
+  g.charged = 0;
+  g.state.release_memory();
+  g.kept = true;
+  ++kept_count_;
+  kept_groups_.emplace_back(id, s.since());
+}
+
+void shard_engine::revive(group_slot& g) {
+  if (!g.kept) return;
+  g.kept = false;
+  --kept_count_;
+}
+
+void shard_engine::drop_kept(timestamp now) {
+  while (!kept_groups_.empty() && (kept_groups_.size() > limits::kept_groups_max ||
+                                   kept_groups_.front().second + limits::kept_group_for <= now)) {
+    auto [id, since] = kept_groups_.front();
+    kept_groups_.pop_front();
+    auto* g = find_group(id);
+    if (g && g->kept && g->state.since() == since) drop(*g);
+  }
+}
+
+void shard_engine::drop(group_slot& g) {
+  LANEQ_ASSERT(g.kept, "only a kept group is dropped");
+  auto id = g.state.id();
+  --kept_count_;
   group_by_key_.erase(group_by_key_.find(*g.key));
   if (!more_keys_.empty()) {
     if (auto it = more_keys_.find(id); it != more_keys_.end()) {
@@ -185,11 +223,6 @@ void shard_engine::maybe_drop(group_slot& g) {
     }
   }
   group_by_lane_.erase(group_by_lane_.iterator_to(g));
-  holds_.erase(id);
-  fetch_retries_.erase(id);
-  group_leases_.erase(id);
-  if (!expiries_.empty()) expiries_.erase(id);
-  window_bytes_ -= g.charged;
   groups_.erase(groups_.find(id));  // `g` is gone
 }
 

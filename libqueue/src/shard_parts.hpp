@@ -34,6 +34,7 @@ struct shard_engine::group_slot : lane_hook {
   bool next = false;            ///< its head is to be offered once `unsettled` is 0
   bool scheduled = false;       ///< its head is in the fair scheduler (offered, not picked yet)
   bool held = false;            ///< its recovered head waits out the reclaim grace
+  bool kept = false;            ///< empty, kept for reuse (`kept_groups_`): not a live group
   std::size_t charged = 0;      ///< its memory_bytes as counted in `window_bytes_`
 
   /// The ordering key its deliveries carry (lanes.md L5). For a one-component key that is the

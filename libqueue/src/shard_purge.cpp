@@ -44,7 +44,7 @@ shard_engine::group_slot* shard_engine::group_by_label(std::string_view key) {
   // Groups are indexed by their encoded key, which a label does not give back for every key
   // kind: a linear pass, for an operator's call.
   for (auto& g : group_by_lane_)
-    if (g.label() == key) return &g;
+    if (!g.kept && g.label() == key) return &g;  // a kept group is not live: nothing to show
   return nullptr;
 }
 
@@ -79,6 +79,7 @@ void shard_engine::purge_now(request_id r, const group_filter& which, message_se
     // not in it): one pass takes them all.
     sched_.remove_if([](group_id, message_seq) { return true; });
     for (auto& g : group_by_lane_) {
+      if (g.kept) continue;  // empty, and nothing waits on it
       g.scheduled = false;
       n += purge_group(g, end, ops, t);
       touched.push_back(g.state.id());

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
+#include <tuple>
 
 namespace laneq::sim {
 
@@ -66,6 +67,19 @@ std::uint64_t answer_checker::new_message(std::string group, duration delay) {
   m.group = std::move(group);
   m.delay = delay;
   return body;
+}
+
+answer_checker::arrival_state answer_checker::current_arrival(const msg_rec& m) const {
+  return arrival_state{m.arrival, m.arrival_at, m.arrival_lease, m.hidden_base, m.suspected};
+}
+
+void answer_checker::restore_arrival(std::uint64_t body, const arrival_state& was) {
+  auto& m = msgs_.at(body);
+  place(body, was.arrival);
+  m.arrival_at = was.at;
+  m.arrival_lease = was.lease;
+  m.hidden_base = was.hidden_base;
+  m.suspected = was.suspected;
 }
 
 void answer_checker::place(std::uint64_t body, std::uint64_t arrival) {
@@ -715,16 +729,20 @@ std::uint64_t answer_checker::redrive_sent(const std::vector<message_id>& ids, t
     auto body = body_of(id);
     if (body == 0) fail(check::api, "the driver redrives an id it never saw");
     auto& m = msgs_.at(body);
+    if (m.redrives_open == 0) {
+      m.before_redrives = current_arrival(m);
+      m.redrive_places.clear();
+      m.redrive_won.reset();
+    }
     ++m.redrives;
     ++m.redrives_open;
-    m.before_redrive =
-        arrival_state{m.arrival, m.arrival_at, m.arrival_lease, m.hidden_base, m.suspected};
     // If it succeeds, a new arrival: a new place at the end of its group (O9), attempts from 0.
     m.arrival_at = now;
     m.arrival_lease = m.leases.size();
     m.hidden_base = hidden_receives_;
     m.suspected.reset();
     place(body, next_arrival_++);
+    m.redrive_places[m.redrives] = current_arrival(m);
     bodies.emplace_back(body, m.redrives);
     note(now, "redrive " + b(body));
   }
@@ -752,16 +770,29 @@ void answer_checker::redrive_answered(std::uint64_t op, const result<std::uint64
       fail(check::api, "redrive failed: " + to_string(n.err()));
     for (auto [body, nth] : bodies) {
       auto& m = msgs_.at(body);
-      if (nth != m.redrives) continue;  // a later redrive of it decides its place
-      const auto& was = m.before_redrive;
-      place(body, was.arrival);
-      m.arrival_at = was.at;
-      m.arrival_lease = was.lease;
-      m.hidden_base = was.hidden_base;
-      m.suspected = was.suspected;
+      m.redrive_places.erase(nth);
+      if (m.redrive_won && m.redrive_won->first > nth) continue;  // a later one moved it
+      if (!m.redrive_places.empty() && m.redrive_places.rbegin()->first > nth)
+        continue;  // a later redrive of it decides its place
+      // Back where the latest other redrive that may hold put it (an earlier one still open, or
+      // one that succeeded), or where it was before them.
+      const arrival_state* was = &m.before_redrives;
+      std::uint64_t latest = 0;
+      if (!m.redrive_places.empty())
+        std::tie(latest, was) =
+            std::pair{m.redrive_places.rbegin()->first, &m.redrive_places.rbegin()->second};
+      if (m.redrive_won && m.redrive_won->first > latest) was = &m.redrive_won->second;
+      restore_arrival(body, *was);
       if (m.redrives_open == 0) m.dead_mark = std::pair{m.redrives, now};
     }
     return;
+  }
+  for (auto [body, nth] : bodies) {
+    auto& m = msgs_.at(body);
+    if (auto it = m.redrive_places.find(nth); it != m.redrive_places.end()) {
+      if (!m.redrive_won || m.redrive_won->first < nth) m.redrive_won = std::pair{nth, it->second};
+      m.redrive_places.erase(it);
+    }
   }
   if (n.value() != bodies.size())
     fail(check::api, "a redrive of " + std::to_string(bodies.size()) + " dead letters answered " +
@@ -796,6 +827,7 @@ void answer_checker::crash(timestamp now) {
     for (auto [body, nth] : bodies) {
       auto& m = msgs_.at(body);
       --m.redrives_open;
+      m.redrive_places.erase(nth);
       m.place_unknown = true;
     }
   redrives_.clear();

@@ -205,8 +205,14 @@ class answer_checker {
     /// A dead letter in memory since this time, while `redrives` is still this count and no
     /// crash came (a crash may undo a move it found uncommitted).
     std::optional<std::pair<std::uint64_t, timestamp>> dead_mark;
-    bool place_unknown = false;    ///< a redrive of it whose outcome is unknown
-    arrival_state before_redrive;  ///< restored when its redrive fails
+    bool place_unknown = false;  ///< a redrive of it whose outcome is unknown
+    /// Where it was before the redrives of it now open, and where each open one put it (by its
+    /// number); the latest that succeeded among them, with where it put it. A failed redrive
+    /// puts it back where the latest other one that may still hold put it: overlapping redrives
+    /// can all fail, in any order.
+    arrival_state before_redrives;
+    std::map<std::uint64_t, arrival_state> redrive_places;
+    std::optional<std::pair<std::uint64_t, arrival_state>> redrive_won;
     std::optional<suspicion> suspected;
     bool known() const { return answered || !leases.empty(); }
   };
@@ -275,6 +281,9 @@ class answer_checker {
   void check_not_before(std::size_t l, timestamp granted);
   void check_reclaim(const msg_rec& m, std::uint64_t body, timestamp granted);
   void place(std::uint64_t body, std::uint64_t arrival);
+  arrival_state current_arrival(const msg_rec& m) const;
+  /// Puts `body` back in the arrival `was` (a redrive of it failed).
+  void restore_arrival(std::uint64_t body, const arrival_state& was);
   void learn_id(std::uint64_t body, message_id id);
   std::string at(timestamp t) const;
   void note(timestamp now, const std::string& what) const;

@@ -524,6 +524,54 @@ TEST(shard_engine, a_dedupe_key_sent_again_at_the_same_instant_after_a_failed_wr
             *d.reply_as<std::vector<message_id>>(d.enqueue({m})));
 }
 
+// An emptied group is kept for reuse (shard_engine.hpp, `kept_groups_`): the next message of its
+// key finds it; it is not live, not listed and not counted; the shard keeps a bounded number of
+// them, for a bounded time.
+TEST(shard_engine, an_emptied_group_is_kept_for_its_next_message_and_not_counted_as_live) {
+  engine_driver d{by_account()};
+  d.enqueue({msg("a1", "A")});
+  auto first = deliveries(d, d.receive(1));
+  ASSERT_EQ(first.size(), 1u);
+  d.ack({first[0].lease});
+  EXPECT_EQ(d.engine().live_groups(), 0u);
+  EXPECT_EQ(d.engine().kept_groups(), 1u);
+  EXPECT_EQ(d.engine().stats(d.now).live_groups, 0u);
+  auto page = d.engine().groups(groups_query{}, d.now);
+  ASSERT_TRUE(page);
+  EXPECT_TRUE(page.value().groups.empty()) << "a kept group is not listed";
+  ASSERT_TRUE(d.wake.has_value()) << "the engine wakes to let it go";
+  EXPECT_EQ(*d.wake, d.now + limits::kept_group_for);
+  d.enqueue({msg("a2", "A")});
+  EXPECT_EQ(d.engine().live_groups(), 1u);
+  EXPECT_EQ(d.engine().kept_groups(), 0u);
+  auto second = deliveries(d, d.receive(1));
+  ASSERT_EQ(bodies(second), (std::vector<std::string>{"a2"}));
+  EXPECT_EQ(second[0].lease.group, first[0].lease.group) << "the same group, not a new one";
+  const auto* spent = d.reply_as<std::vector<lease_outcome>>(d.ack({first[0].lease}));
+  ASSERT_TRUE(spent != nullptr && spent->size() == 1u);
+  EXPECT_EQ(spent->front().err.code, errc::lease_not_found) << "the first lease stays spent";
+  d.ack({second[0].lease});
+  d.advance(limits::kept_group_for);
+  EXPECT_EQ(d.engine().kept_groups(), 0u) << "let go once kept long enough";
+  EXPECT_FALSE(d.wake.has_value());
+}
+
+TEST(shard_engine, a_shard_keeps_at_most_kept_groups_max_emptied_groups) {
+  engine_driver d{by_account()};
+  const auto n = limits::kept_groups_max + 100;
+  for (std::size_t i = 0; i < n; ++i) d.enqueue({msg("m", "acct" + std::to_string(i))});
+  for (std::size_t acked = 0; acked < n;) {
+    auto got = deliveries(d, d.receive(static_cast<std::uint32_t>(limits::receive_batch_max)));
+    ASSERT_FALSE(got.empty());
+    std::vector<lease_token> leases;
+    for (const auto& x : got) leases.push_back(x.lease);
+    d.ack(leases);
+    acked += got.size();
+  }
+  EXPECT_EQ(d.engine().live_groups(), 0u);
+  EXPECT_EQ(d.engine().kept_groups(), limits::kept_groups_max);
+}
+
 TEST(shard_engine, groups_pages_list_each_group_once_in_lane_order) {
   engine_driver d{by_account()};
   std::vector<outgoing_message> batch;

@@ -69,6 +69,29 @@ TEST(shard_purge, removes_waiting_messages_and_keeps_the_one_in_flight) {
   EXPECT_EQ(d.engine().live_groups(), 0u);
 }
 
+// A group emptied a moment ago is kept for its key's next message (ordering.md, "Group
+// lifecycle"): a purge, of all or of its key, passes it by, and it goes when its time is up.
+TEST(shard_purge, passes_by_a_kept_group) {
+  engine_driver d{by_account()};
+  d.enqueue({msg("a1", "A"), msg("b1", "B"), msg("b2", "B")});
+  auto a = deliveries(d, d.receive(1));
+  ASSERT_EQ(bodies(a), (std::vector<std::string>{"a1"}));
+  d.ack({a[0].lease});
+  ASSERT_EQ(d.engine().kept_groups(), 1u);
+  d.hold_writes = true;
+  auto all = d.purge();
+  auto one = d.purge("A");
+  d.hold_writes = false;
+  while (!d.pending_writes.empty()) d.commit_next();  // settle() checks the invariants
+  EXPECT_EQ(count_of(d, all), 2u);
+  EXPECT_EQ(count_of(d, one), 0u);
+  EXPECT_EQ(d.engine().kept_groups(), 2u) << "B, emptied by the purge, is kept too";
+  d.advance(limits::kept_group_for);
+  EXPECT_EQ(d.engine().kept_groups(), 0u) << "neither lingers";
+  d.enqueue({msg("a2", "A")});
+  EXPECT_EQ(bodies(deliveries(d, d.receive(1))), (std::vector<std::string>{"a2"}));
+}
+
 // U3: a purge of one group leaves the others, and their order, as they were; the group takes
 // new messages afterwards.
 TEST(shard_purge, of_one_group_leaves_the_other_groups_in_order) {

@@ -48,6 +48,11 @@ class compact_fifo {
     }
   }
 
+  /// Frees the room an empty fifo keeps beyond `keep` elements.
+  void release(std::size_t keep) {
+    if (empty() && items_.capacity() > keep) std::vector<T>{}.swap(items_);
+  }
+
   void pop_front() {
     LANEQ_ASSERT(!empty(), "pop_front() of an empty fifo");
     items_[head_] = T{};  // release the element's memory now

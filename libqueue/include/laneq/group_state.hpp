@@ -208,6 +208,10 @@ class group_state {
   /// taking it back would count that message's next attempt as its first.
   bool restorable(std::size_t count, std::uint32_t acked) const;
 
+  /// An empty group that is kept for reuse frees the room its window grew to (a few messages'
+  /// room stays).
+  void release_memory() { messages_.release(4); }
+
   /// How many messages from the head, at most `max`, may go out together as an ordered batch at
   /// `now`: the offered head and the messages behind it in memory, within the window, up to the
   /// first whose not-before time lies ahead (O10), and before the first that entered the queue

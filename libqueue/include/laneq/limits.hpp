@@ -94,6 +94,11 @@ inline constexpr std::size_t group_window_max_default = 1024;
 /// Bytes of messages all group windows of a broker together may hold before groups stop growing
 /// past `group_window`, split evenly over its shards (docs/operations.md, "Group windows").
 inline constexpr std::size_t window_budget_bytes_default = std::size_t{256} << 20;
+/// Emptied ordering groups a shard keeps for reuse, and for how long (shard_engine, "kept
+/// groups"): a message for a group that emptied a moment ago finds it rather than building it
+/// again. Each costs a live group's few hundred bytes, so a shard keeps at most this many.
+inline constexpr std::size_t kept_groups_max = 1024;
+inline constexpr duration kept_group_for = 1s;
 /// After a restart in fast delivery mode: how long heads wait for their old lease holders.
 inline constexpr duration reclaim_grace_default = 10s;
 inline constexpr duration reclaim_grace_max = std::chrono::hours{1};

@@ -244,7 +244,9 @@ class shard_engine {
 
   const shard_config& config() const { return cfg_; }
   const shard_counters& counters() const { return counters_; }
-  std::size_t live_groups() const { return groups_.size(); }
+  std::size_t live_groups() const { return groups_.size() - kept_count_; }
+  /// Emptied groups kept for reuse (not live; at most limits::kept_groups_max).
+  std::size_t kept_groups() const { return kept_count_; }
   /// Aborts on a broken invariant of the whole shard.
   void check_invariants() const;
 
@@ -385,7 +387,14 @@ class shard_engine {
   void write_for(group_slot& g, group_write w, std::function<void(std::optional<error>)> answer,
                  timestamp t);
   void offer_when_settled(group_slot& g, timestamp t);
+  /// Keeps `g` for reuse once it is empty and nothing waits on it (`kept_groups_`).
   void maybe_drop(group_slot& g);
+  /// A kept group that gets work again is live.
+  void revive(group_slot& g);
+  /// Drops the kept groups beyond the bound or kept too long.
+  void drop_kept(timestamp now);
+  /// Removes a kept group from every index; `g` is gone.
+  void drop(group_slot& g);
   bool may_grow() const;
   /// The window budget's share of one live group or class of unordered messages, in bytes.
   std::size_t budget_share_bytes() const;
@@ -597,6 +606,14 @@ class shard_engine {
   /// One group per lane, in lane order (the groups listing pages through it). Declared after
   /// `groups_`, which owns the slots: it is emptied before they go.
   lane_index group_by_lane_;
+  /// Emptied groups kept for reuse, each with when it emptied, oldest first. Building a group
+  /// costs its lane id (a SHA-256) and five allocations, and with consumers that keep up a group
+  /// empties after nearly every message; a kept group stays in the indexes above, marked `kept`,
+  /// and is not live (stats, listings, the window budget). An entry is current while its group
+  /// is kept and has been empty since that time; stale ones are skipped. At most
+  /// limits::kept_groups_max entries, none kept past limits::kept_group_for (`drop_kept`).
+  std::deque<std::pair<group_id, timestamp>> kept_groups_;
+  std::size_t kept_count_ = 0;  // groups marked kept
   /// Keys of groups beyond the first: two keys whose lanes collide are one group (lanes.md L6).
   std::unordered_map<group_id, std::vector<std::string>> more_keys_;
   /// Fast delivery after a restart: recovered heads by message id, so a token of the previous
