@@ -56,9 +56,13 @@ codec::lane_id shard_engine::class_lane_of(const message& m) const {
 
 codec::lane_id shard_engine::class_lane(const std::string& key) const {
   if (auto it = classes_.find(key); it != classes_.end()) return it->second->lane;
+  if (auto it = class_lanes_.find(key); it != class_lanes_.end()) return it->second;
   // A group's key is an encoded key (its first byte a length's) or one of two one-byte keys
   // (queue_spec.hpp): "\xFD" starts none of them, so a class never shares a group's lane.
-  return codec::make_lane_id(cfg_.spec.name(), "\xFD" + key);
+  auto lane = codec::make_lane_id(cfg_.spec.name(), "\xFD" + key);
+  if (class_lanes_.size() >= limits::class_lanes_cached) class_lanes_.clear();
+  class_lanes_.emplace(key, lane);
+  return lane;
 }
 
 bool shard_engine::is_class_lane(const message& m, const codec::lane_id& lane) const {

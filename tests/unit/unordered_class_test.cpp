@@ -157,6 +157,32 @@ TEST(unordered_class, a_throttled_class_holds_back_no_other_class) {
   EXPECT_EQ(bodies(deliveries(d, d.receive(10))), (std::vector<std::string>{"a2", "b2"}));
 }
 
+// P4, P12: a class made again after it emptied stores its messages in the lane it had; the
+// shard's memo of class lanes (`class_lanes_`) starts afresh past its bound and still agrees.
+TEST(unordered_class, a_class_made_again_keeps_its_lane_past_the_lane_memo_bound) {
+  engine_driver d{unordered(8)};
+  auto lane_of_only_record = [&d]() -> std::optional<codec::lane_id> {
+    auto [from, to] = codec::queue_range(codec::tag::message, 42);
+    auto it = d.store.lower_bound(from);
+    if (it == d.store.end() || it->first >= to) return std::nullopt;
+    auto parts = codec::parse_message_key(it->first);
+    if (!parts) return std::nullopt;
+    return parts.value().lane;
+  };
+  for (std::size_t k = 0; k < limits::class_lanes_cached + 44; ++k) {
+    auto key = "tenant-" + std::to_string(k);
+    std::optional<codec::lane_id> lanes[2];
+    for (auto& lane : lanes) {
+      d.enqueue({msg("m", key)});
+      ASSERT_EQ(message_records(d), 1u);
+      lane = lane_of_only_record();
+      ASSERT_EQ(drain(d, 10), (std::vector<std::string>{"m"}));
+    }
+    ASSERT_TRUE(lanes[0] && lanes[1]);
+    EXPECT_EQ(*lanes[0], *lanes[1]) << "fairness key " << key;
+  }
+}
+
 TEST(unordered_class, a_restart_loads_the_window_and_the_leased_messages_past_it) {
   auto cfg = unordered(8);
   cfg.spec.delivery(delivery_durability::durable);

@@ -99,6 +99,8 @@ inline constexpr std::size_t window_budget_bytes_default = std::size_t{256} << 2
 /// again. Each costs a live group's few hundred bytes, so a shard keeps at most this many.
 inline constexpr std::size_t kept_groups_max = 1024;
 inline constexpr duration kept_group_for = 1s;
+/// Lane ids of classes of unordered messages a shard remembers after their class is gone.
+inline constexpr std::size_t class_lanes_cached = 256;
 /// After a restart in fast delivery mode: how long heads wait for their old lease holders.
 inline constexpr duration reclaim_grace_default = 10s;
 inline constexpr duration reclaim_grace_max = std::chrono::hours{1};

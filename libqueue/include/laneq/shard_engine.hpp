@@ -645,6 +645,10 @@ class shard_engine {
   /// key (fair_scheduler::class_of) and by id.
   std::unordered_map<std::string, std::unique_ptr<unordered_class>> classes_;
   std::unordered_map<std::uint64_t, unordered_class*> class_by_id_;
+  /// Lane ids of class keys met lately, whether their class lives or not: with consumers that
+  /// keep up, a class empties and is made again for most messages, and its lane id is a
+  /// SHA-256. A pure function's memo (at most limits::class_lanes_cached, then started afresh).
+  mutable std::unordered_map<std::string, codec::lane_id> class_lanes_;
   std::uint64_t next_class_ = 1;
   unordered_class* last_class_ = nullptr;  // the class used last (class_for's shortcut)
   /// When each delayed unordered message in the scheduler becomes ready (its class counts it as
