@@ -523,7 +523,7 @@ queue_stats shard_engine::stats(timestamp now) const {
   s.receive_to_ack_sum_us = c.receive_to_ack_sum_us;
   s.backlog = depth_messages();
   s.in_flight = leases_.size() + group_leases_.size();
-  s.live_groups = groups_.size() - kept_count_;
+  s.live_groups = live_groups();
   s.dead_letters = dead_count_;
   s.waiting_receives = waiting_receives();
   s.window_bytes = window_bytes_;

@@ -77,8 +77,7 @@ std::size_t shard_engine::budget_share(const group_slot& g) const {
 }
 
 std::size_t shard_engine::budget_share_bytes() const {
-  return cfg_.window_budget_bytes /
-         std::max<std::size_t>(groups_.size() - kept_count_ + classes_.size(), 1);
+  return cfg_.window_budget_bytes / std::max<std::size_t>(live_groups() + classes_.size(), 1);
 }
 
 void shard_engine::route(std::vector<placed> batch, timestamp t) {
@@ -168,10 +167,10 @@ void shard_engine::offer_when_settled(group_slot& g, timestamp t) {
     sched_.on_head(*g.state.head(), g.state.id(), t);
     schedule_expiry(g);
   }
-  maybe_drop(g);
+  keep_if_idle(g);
 }
 
-void shard_engine::maybe_drop(group_slot& g) {
+void shard_engine::keep_if_idle(group_slot& g) {
   const auto& s = g.state;
   if (g.kept || s.current_phase() != group_state::phase::empty || s.backlog() > 0 ||
       g.unsettled > 0 || g.held || g.next)

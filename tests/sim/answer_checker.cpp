@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
-#include <tuple>
 
 namespace laneq::sim {
 
@@ -80,6 +79,25 @@ void answer_checker::restore_arrival(std::uint64_t body, const arrival_state& wa
   m.arrival_lease = was.lease;
   m.hidden_base = was.hidden_base;
   m.suspected = was.suspected;
+}
+
+void answer_checker::undo_redrive(std::uint64_t body, std::uint64_t nth) {
+  auto& m = msgs_.at(body);
+  m.redrive_places.erase(nth);
+  if (m.redrive_won && m.redrive_won->first > nth) return;  // a later one moved it
+  if (!m.redrive_places.empty() && m.redrive_places.rbegin()->first > nth)
+    return;  // a later redrive of it decides its place
+  // Back where the latest other redrive that may hold put it (an earlier one still open, or one
+  // that succeeded), or where it was before them.
+  const arrival_state* was = &m.before_redrives;
+  std::uint64_t latest = 0;
+  if (!m.redrive_places.empty()) {
+    const auto& [k, place] = *m.redrive_places.rbegin();
+    latest = k;
+    was = &place;
+  }
+  if (m.redrive_won && m.redrive_won->first > latest) was = &m.redrive_won->second;
+  restore_arrival(body, *was);
 }
 
 void answer_checker::place(std::uint64_t body, std::uint64_t arrival) {
@@ -769,20 +787,8 @@ void answer_checker::redrive_answered(std::uint64_t op, const result<std::uint64
     if (n.err().code != errc::storage_failed)
       fail(check::api, "redrive failed: " + to_string(n.err()));
     for (auto [body, nth] : bodies) {
+      undo_redrive(body, nth);
       auto& m = msgs_.at(body);
-      m.redrive_places.erase(nth);
-      if (m.redrive_won && m.redrive_won->first > nth) continue;  // a later one moved it
-      if (!m.redrive_places.empty() && m.redrive_places.rbegin()->first > nth)
-        continue;  // a later redrive of it decides its place
-      // Back where the latest other redrive that may hold put it (an earlier one still open, or
-      // one that succeeded), or where it was before them.
-      const arrival_state* was = &m.before_redrives;
-      std::uint64_t latest = 0;
-      if (!m.redrive_places.empty())
-        std::tie(latest, was) =
-            std::pair{m.redrive_places.rbegin()->first, &m.redrive_places.rbegin()->second};
-      if (m.redrive_won && m.redrive_won->first > latest) was = &m.redrive_won->second;
-      restore_arrival(body, *was);
       if (m.redrives_open == 0) m.dead_mark = std::pair{m.redrives, now};
     }
     return;

@@ -284,6 +284,9 @@ class answer_checker {
   arrival_state current_arrival(const msg_rec& m) const;
   /// Puts `body` back in the arrival `was` (a redrive of it failed).
   void restore_arrival(std::uint64_t body, const arrival_state& was);
+  /// Redrive `nth` of `body` failed: unless a later one decides, `body` goes back where the latest
+  /// other redrive that may hold put it, or where it was before them.
+  void undo_redrive(std::uint64_t body, std::uint64_t nth);
   void learn_id(std::uint64_t body, message_id id);
   std::string at(timestamp t) const;
   void note(timestamp now, const std::string& what) const;

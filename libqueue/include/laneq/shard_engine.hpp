@@ -388,7 +388,7 @@ class shard_engine {
                  timestamp t);
   void offer_when_settled(group_slot& g, timestamp t);
   /// Keeps `g` for reuse once it is empty and nothing waits on it (`kept_groups_`).
-  void maybe_drop(group_slot& g);
+  void keep_if_idle(group_slot& g);
   /// A kept group that gets work again is live.
   void revive(group_slot& g);
   /// Drops the kept groups beyond the bound or kept too long.
