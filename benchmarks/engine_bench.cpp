@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "laneq/actors/broker.hpp"
+#include "laneq/sharding.hpp"
 
 namespace {
 
@@ -60,6 +61,8 @@ struct options {
   std::string data_dir;
   bool sync = true;
   bool durable_delivery = false;
+  /// Shards of each scenario's queue (queue_spec::sharded; 1: one shard actor, no gateway).
+  std::uint32_t shards = 1;
   std::size_t group_window = laneq::limits::group_window_default;
   std::size_t group_window_max = laneq::limits::group_window_max_default;
   std::size_t window_budget_mb = laneq::limits::window_budget_bytes_default >> 20;
@@ -104,6 +107,7 @@ void print_usage(std::ostream& out) {
          "                          removed afterwards (default: in-memory brokers)\n"
          "  --sync=true|false       broker_options::sync (default true; with --data-dir)\n"
          "  --delivery=fast|durable delivery durability of the queues (default fast)\n"
+         "  --shards=N              shards of each scenario's queue (default 1)\n"
          "  --group-window=N        messages a group holds in memory "
          "(broker_options::group_window,\n"
          "                          default 64; with --data-dir)\n"
@@ -161,17 +165,18 @@ bool parse_options(int argc, char** argv, options& opt, std::vector<char*>& rest
     }
     auto eq = arg.find('=');
     auto name = arg.substr(2, eq == std::string_view::npos ? std::string_view::npos : eq - 2);
-    static const std::vector<std::string_view> ours{"scenarios",         "messages",
-                                                    "ordered-messages",  "groups",
-                                                    "consumers",         "batch",
-                                                    "receive-max",       "wait-us",
-                                                    "max-backlog",       "stall-s",
-                                                    "teardown-limit-s",  "producers",
-                                                    "data-dir",          "sync",
-                                                    "delivery",          "restart-messages",
-                                                    "restart-producers", "restart-sample",
-                                                    "keep-data",         "group-window",
-                                                    "group-window-max",  "window-budget-mb"};
+    static const std::vector<std::string_view> ours{"scenarios",        "messages",
+                                                    "ordered-messages", "groups",
+                                                    "consumers",        "batch",
+                                                    "receive-max",      "wait-us",
+                                                    "max-backlog",      "stall-s",
+                                                    "teardown-limit-s", "producers",
+                                                    "data-dir",         "sync",
+                                                    "delivery",         "shards",
+                                                    "restart-messages", "restart-producers",
+                                                    "restart-sample",   "keep-data",
+                                                    "group-window",     "group-window-max",
+                                                    "window-budget-mb"};
     if (std::find(ours.begin(), ours.end(), name) == ours.end()) {
       rest.push_back(argv[i]);
       continue;
@@ -232,6 +237,9 @@ bool parse_options(int argc, char** argv, options& opt, std::vector<char*>& rest
       ok = parse_number(value, n) && n >= 2 && n <= 1'000'000;
     } else if (name == "window-budget-mb") {
       ok = parse_number(value, opt.window_budget_mb) && opt.window_budget_mb <= (1u << 20);
+    } else if (name == "shards") {
+      ok = parse_number(value, opt.shards) && opt.shards >= 1 &&
+           opt.shards <= laneq::limits::queue_shards_max;
     } else if (name == "delivery") {
       ok = value == "fast" || value == "durable";
       opt.durable_delivery = value == "durable";
@@ -585,6 +593,7 @@ laneq::result<std::unique_ptr<laneq::broker>> open_broker(
 /// The scenario's queue spec with the delivery durability of --delivery.
 laneq::queue_spec with_delivery(laneq::queue_spec spec, const options& opt) {
   if (opt.durable_delivery) spec.delivery(laneq::delivery_durability::durable);
+  if (opt.shards > 1) spec.sharded(opt.shards);
   return spec;
 }
 
@@ -819,7 +828,7 @@ struct throughput_result {
 class throughput_run {
  public:
   throughput_run(caf::actor_system& sys, const options& opt, throughput_scenario sc)
-      : sys_(sys), opt_(opt), sc_(std::move(sc)), acks_(sc_.messages + 1) {
+      : sys_(sys), opt_(opt), sc_(std::move(sc)), acks_(opt.shards * (sc_.messages + 1)) {
     if (sc_.group) last_in_group_ = std::vector<std::atomic<std::uint64_t>>(sc_.group_count);
   }
 
@@ -966,7 +975,7 @@ class throughput_run {
         return;
       }
       for (auto id : ids.value())
-        if (id.value == 0 || id.value > sc_.messages) {
+        if (!slot_of(id)) {
           failure_.set("enqueue returned an unexpected id " + std::to_string(id.value));
           return;
         }
@@ -1018,7 +1027,7 @@ class throughput_run {
       }
       leases.clear();
       for (const auto& d : ds) {
-        if (d.msg.id.value == 0 || d.msg.id.value > sc_.messages) {
+        if (!slot_of(d.msg.id)) {
           failure_.set("delivered an unexpected id " + std::to_string(d.msg.id.value));
           return;
         }
@@ -1055,7 +1064,7 @@ class throughput_run {
         lat.push_back(us);
         if (sc_.split_by_fairness)
           (d.msg.fairness_key == "big" ? lat_big : lat_small).push_back(us);
-        auto times = acks_[static_cast<std::size_t>(d.msg.id.value)].fetch_add(1) + 1;
+        auto times = acks_[*slot_of(d.msg.id)].fetch_add(1) + 1;
         if (times != 1) {
           failure_.set("message " + std::to_string(d.msg.id.value) + " acked " +
                        std::to_string(times) + " times");
@@ -1071,6 +1080,16 @@ class throughput_run {
   }
 
   /// One message in flight per group, delivered in arrival (= id) order.
+  /// Where `acks_` counts message `id`: each shard numbers its messages from 1 below its index in
+  /// the id's high bits (sharding.hpp), so shard s's ids take slots s * (messages + 1) + 1 on. None
+  /// for an id no shard of this run could have given out.
+  std::optional<std::size_t> slot_of(laneq::message_id id) const {
+    auto shard = laneq::shard_of_id(id);
+    auto local = id.value - laneq::first_id_of_shard(shard) + 1;
+    if (shard >= opt_.shards || local == 0 || local > sc_.messages) return std::nullopt;
+    return static_cast<std::size_t>(shard * (sc_.messages + 1) + local);
+  }
+
   bool check_order(const laneq::delivery& d) {
     auto g = sc_.group(d);
     if (g < 0 || static_cast<std::size_t>(g) >= last_in_group_.size()) {
@@ -1089,11 +1108,16 @@ class throughput_run {
   }
 
   std::string verify(const laneq::queue_stats& st) {
-    for (std::uint64_t id = 1; id <= sc_.messages; ++id) {
-      auto times = acks_[static_cast<std::size_t>(id)].load();
-      if (times != 1)
-        return "message " + std::to_string(id) + " acked " + std::to_string(times) + " times";
+    std::uint64_t once = 0;
+    for (std::size_t slot = 0; slot < acks_.size(); ++slot) {
+      auto times = acks_[slot].load();
+      if (times > 1)
+        return "message in slot " + std::to_string(slot) + " acked " + std::to_string(times) +
+               " times";
+      once += times;
     }
+    if (once != sc_.messages)
+      return std::to_string(once) + " messages acked once of " + std::to_string(sc_.messages);
     if (acked_.load() != sc_.messages)
       return "acked " + std::to_string(acked_.load()) + " of " + std::to_string(sc_.messages);
     if (st.enqueued != sc_.messages || st.acked != sc_.messages || st.delivered != sc_.messages ||
@@ -1113,7 +1137,7 @@ class throughput_run {
   laneq::queue_api queue_;
   steady::time_point start_;
   failure_flag failure_;
-  std::vector<std::atomic<std::uint8_t>> acks_;  // by message id: times acked
+  std::vector<std::atomic<std::uint8_t>> acks_;  // by slot_of(id): times acked
   std::vector<std::atomic<std::uint64_t>> last_in_group_;
   std::atomic<std::uint64_t> next_index_{0};  // next message index a producer takes
   std::atomic<std::uint64_t> enqueued_{0};
@@ -1823,6 +1847,7 @@ bool write_report(std::ostream& out, const options& opt, std::size_t workers,
     w.field("bodies", "random (incompressible)");
   }
   w.field("delivery", opt.durable_delivery ? "durable" : "fast");
+  w.field("shards", opt.shards);
   if (restart) {
     w.field("restart_messages", opt.restart_messages);
     w.field("restart_producers", opt.restart_producers);
