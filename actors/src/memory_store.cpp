@@ -7,6 +7,18 @@ namespace laneq {
 
 memory_store_impl::memory_store_impl(caf::actor_config& cfg) : actor_base<store_actor>(cfg) {}
 
+void memory_store_impl::apply(const store_op& op) {
+  ++stats_.ops;
+  stats_.bytes += op.key.size() + op.value.size();
+  switch (op.what) {
+    case store_op::kind::put: data_.insert_or_assign(op.key, op.value); break;
+    case store_op::kind::erase: data_.erase(op.key); break;
+    case store_op::kind::erase_range:
+      data_.erase(data_.lower_bound(op.key), data_.lower_bound(op.value));
+      break;
+  }
+}
+
 void memory_store_impl::commit() {
   if (batch_.empty()) return;
   auto started = std::chrono::steady_clock::now();
@@ -16,19 +28,10 @@ void memory_store_impl::commit() {
   for (auto& p : batch_) {
     sync = sync || p.write.sync;
     ++stats_.writes;
-    for (auto& op : p.write.ops) {
-      ++stats_.ops;
-      stats_.bytes += op.key.size() + op.value.size();
-      switch (op.what) {
-        case store_op::kind::put:
-          data_.insert_or_assign(std::move(op.key), std::move(op.value));
-          break;
-        case store_op::kind::erase: data_.erase(op.key); break;
-        case store_op::kind::erase_range:
-          data_.erase(data_.lower_bound(op.key), data_.lower_bound(op.value));
-          break;
-      }
-    }
+    each_op(p.write, [this](const store_op& op) {
+      apply(op);
+      return true;
+    });
   }
   if (sync) ++stats_.syncs;
   stats_.count_commit(

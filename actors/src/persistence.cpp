@@ -462,34 +462,22 @@ class persistence_impl : public actor_base<store_actor> {
     // Add the write's operations under a save point, so a rejected write leaves nothing behind.
     batch_.SetSavePoint();
     std::size_t bytes = 0;
-    for (auto& op : w.ops) {
-      rocksdb::Status s;
-      switch (op.what) {
-        case store_op::kind::put: s = batch_.Put(op.key, op.value); break;
-        case store_op::kind::erase: s = batch_.Delete(op.key); break;
-        case store_op::kind::erase_range:
-          if (op.value < op.key) {
-            rollback();
-            return to_caf(
-                error{errc::invalid_argument, "store erase_range: end key sorts before start key"});
-          }
-          if (op.key == op.value) continue;  // empty range
-          s = batch_.DeleteRange(op.key, op.value);
-          break;
-        default: rollback(); return to_caf(error{errc::invalid_argument, "store op: unknown kind"});
-      }
-      if (!s.ok()) {
-        rollback();
-        return to_caf(error{errc::invalid_argument, "store op rejected: " + describe(s)});
-      }
+    std::optional<error> rejected;
+    each_op(w, [&](const store_op& op) {
+      rejected = add_to_batch(op);
       bytes += op.key.size() + op.value.size();
+      return !rejected;
+    });
+    if (rejected) {
+      rollback();
+      return to_caf(*rejected);
     }
     auto popped = batch_.PopSavePoint();
     LANEQ_ASSERT(popped.ok(), "the save point set above exists");
     bool first = members_.empty();
     members_.push_back(make_response_promise<caf::ok_atom>());
     auto result = members_.back();
-    batch_ops_ += w.ops.size();
+    batch_ops_ += op_count(w);
     batch_bytes_ += bytes;
     batch_sync_ = batch_sync_ || w.sync;
     if (members_.size() >= opts_.batch_writes_max || batch_bytes_ >= opts_.batch_bytes_max) {
@@ -510,7 +498,10 @@ class persistence_impl : public actor_base<store_actor> {
   /// bytes admitted since are counted against it.
   std::optional<caf::error> check_space(const store_write& w) {
     std::uint64_t bytes = 0;
-    for (const auto& op : w.ops) bytes += op.key.size() + op.value.size();
+    each_op(w, [&bytes](const store_op& op) {
+      bytes += op.key.size() + op.value.size();
+      return true;
+    });
     auto now = clock().now();
     if (now - last_space_check_ >= space_check_interval) measure_space(now);
     if (stats_.free_bytes >= stats_.reserve_bytes + admitted_since_check_ + bytes) {
@@ -584,6 +575,24 @@ class persistence_impl : public actor_base<store_actor> {
     if (::statvfs(dir.c_str(), &st) != 0) return std::nullopt;
     return disk_space{static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize,
                       static_cast<std::uint64_t>(st.f_blocks) * st.f_frsize};
+  }
+
+  /// Adds one operation to the open batch, or says why it cannot be added.
+  std::optional<error> add_to_batch(const store_op& op) {
+    rocksdb::Status s;
+    switch (op.what) {
+      case store_op::kind::put: s = batch_.Put(op.key, op.value); break;
+      case store_op::kind::erase: s = batch_.Delete(op.key); break;
+      case store_op::kind::erase_range:
+        if (op.value < op.key)
+          return error{errc::invalid_argument, "store erase_range: end key sorts before start key"};
+        if (op.key == op.value) return std::nullopt;  // empty range
+        s = batch_.DeleteRange(op.key, op.value);
+        break;
+      default: return error{errc::invalid_argument, "store op: unknown kind"};
+    }
+    if (!s.ok()) return error{errc::invalid_argument, "store op rejected: " + describe(s)};
+    return std::nullopt;
   }
 
   void rollback() {

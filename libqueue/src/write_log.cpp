@@ -23,8 +23,9 @@ void write_log::add(write_request w) {
     if (w.settle) w.settle(false);
     return;
   }
-  entries_.push_back(entry{next_id_++, std::move(w), state::waiting, false, false, false, false});
+  entries_.push_back(entry{next_id_++, std::move(w)});
   auto& e = entries_.back();
+  keep_ops(e);
   if (parked_) {
     answer(e, parked_error());  // sent with the retry
     return;
@@ -35,13 +36,17 @@ void write_log::add(write_request w) {
 void write_log::add_durable(std::function<void()> settle, timestamp now) {
   write_request w;
   w.settle = [f = std::move(settle)](bool) { f(); };
-  entries_.push_back(entry{next_id_++, std::move(w), state::durable, true, false, true, false});
+  auto& e = entries_.emplace_back(entry{next_id_++, std::move(w)});
+  e.st = state::durable;
+  e.answered = true;
+  e.external = true;
   settle_front(now);
 }
 
 std::uint64_t write_log::reserve() {
-  entries_.push_back(entry{next_id_++, {}, state::reserved, false, false, false, false});
-  return entries_.back().id;
+  auto& e = entries_.emplace_back(entry{next_id_++, {}});
+  e.st = state::reserved;
+  return e.id;
 }
 
 void write_log::fill(std::uint64_t id, std::optional<write_request> w, timestamp now) {
@@ -61,9 +66,15 @@ void write_log::fill(std::uint64_t id, std::optional<write_request> w, timestamp
     return fill(id, std::nullopt, now);
   }
   e->w = std::move(*w);
-  e->st = state::waiting;
+  keep_ops(*e);
   if (parked_) return answer(*e, parked_error());  // sent with the retry
   if (!held_) queue(*e);
+}
+
+void write_log::keep_ops(entry& e) {
+  e.ops = std::make_shared<const std::vector<store_op>>(std::move(e.w.ops));
+  e.w.ops.clear();
+  e.st = state::waiting;
 }
 
 void write_log::queue(entry& e) {
@@ -190,7 +201,7 @@ std::vector<outgoing_write> write_log::take_outgoing(const std::function<store_o
     e->st = state::sent;
     e->queued = false;
     ++in_flight_;
-    store_write w{e->w.ops, sync_, e->w.admits};
+    store_write w{{}, sync_, e->w.admits, {e->ops}};
     if (e->w.counters) w.ops.push_back(counters());
     out.push_back(outgoing_write{id, std::move(w)});
   }
@@ -214,7 +225,7 @@ std::optional<outgoing_write> write_log::replay(const std::function<store_op()>&
     e->st = state::sent;
     e->queued = false;
     e->bundle = out->id;
-    for (const auto& op : e->w.ops) out->write.ops.push_back(op);
+    out->write.shared.push_back(e->ops);
     with_counters = with_counters || e->w.counters;
   }
   outbox_.clear();

@@ -25,7 +25,7 @@ using memory_map = std::map<std::string, std::string>;
 
 /// Applies a write's operations to `store`, in order.
 inline void apply_write(memory_map& store, const store_write& w) {
-  for (const auto& op : w.ops) {
+  each_op(w, [&store](const store_op& op) {
     switch (op.what) {
       case store_op::kind::put: store[op.key] = op.value; break;
       case store_op::kind::erase: store.erase(op.key); break;
@@ -33,7 +33,8 @@ inline void apply_write(memory_map& store, const store_write& w) {
         store.erase(store.lower_bound(op.key), store.lower_bound(op.value));
         break;
     }
-  }
+    return true;
+  });
 }
 
 /// The entries of `store` in [from, to), at most `max`.

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "laneq/error.hpp"
@@ -91,15 +93,42 @@ struct store_op {
   std::string value;
 };
 
-/// A write: operations committed together. `sync`: durable against power loss before the answer
-/// (false: durable against a process crash only, ARCHITECTURE.md §4). `admits`: the write adds
-/// new messages (an enqueue); the persistence actor refuses it while the disk is below its free
-/// space reserve, so acks, deliveries and restarts keep the room they need (persistence.md).
+/// Operations made once and never changed again: a shard's write log keeps them (it may send
+/// them again) while the store commits them, so both hold the same copy, as a CAF message's
+/// contents are shared between its sender and receiver. Neither ever writes to it.
+using shared_ops = std::shared_ptr<const std::vector<store_op>>;
+
+/// A write: operations committed together, in order: those of `shared` first (a shard's writes,
+/// kept by its write log), then `ops` (made for this write alone). `sync`: durable against power
+/// loss before the answer (false: durable against a process crash only, ARCHITECTURE.md §4).
+/// `admits`: the write adds new messages (an enqueue); the persistence actor refuses it while the
+/// disk is below its free space reserve, so acks, deliveries and restarts keep the room they need
+/// (persistence.md).
 struct store_write {
   std::vector<store_op> ops;
   bool sync = true;
   bool admits = false;
+  std::vector<shared_ops> shared{};
 };
+
+/// Calls `f` on each operation of `w` in commit order; stops at the first call that returns
+/// false, and then returns false.
+template <class F>
+bool each_op(const store_write& w, F&& f) {
+  for (const auto& part : w.shared)
+    for (const auto& op : *part)
+      if (!f(op)) return false;
+  for (const auto& op : w.ops)
+    if (!f(op)) return false;
+  return true;
+}
+
+/// The number of operations of `w`.
+inline std::size_t op_count(const store_write& w) {
+  auto n = w.ops.size();
+  for (const auto& part : w.shared) n += part->size();
+  return n;
+}
 
 /// One key and value read back by a scan.
 struct store_entry {
@@ -256,8 +285,24 @@ template <class Inspector>
 auto inspect(Inspector& f, store_op& x) {
   return f(x.what, x.key, x.value);
 }
+/// A write is read (serialized, printed) as one list of its operations in commit order, and made
+/// (deserialized) as a write of its own operations only.
 template <class Inspector>
-auto inspect(Inspector& f, store_write& x) {
+std::enable_if_t<Inspector::reads_state, typename Inspector::result_type> inspect(Inspector& f,
+                                                                                  store_write& x) {
+  if (x.shared.empty()) return f(x.ops, x.sync, x.admits);
+  std::vector<store_op> all;
+  all.reserve(op_count(x));
+  each_op(x, [&all](const store_op& op) {
+    all.push_back(op);
+    return true;
+  });
+  return f(all, x.sync, x.admits);
+}
+template <class Inspector>
+std::enable_if_t<Inspector::writes_state, typename Inspector::result_type> inspect(Inspector& f,
+                                                                                   store_write& x) {
+  x.shared.clear();
   return f(x.ops, x.sync, x.admits);
 }
 template <class Inspector>

@@ -109,7 +109,9 @@ class write_log {
   enum class state : std::uint8_t { reserved, waiting, sent, durable, failed };
   struct entry {
     std::uint64_t id = 0;
-    write_request w;
+    write_request w;  // its `ops` moved to `ops` when added
+    /// The write's operations, shared with the store writes that carry them (not copied per send).
+    shared_ops ops{};
     state st = state::waiting;
     bool answered = false;        // `w.answer` was called
     bool queued = false;          // in `outbox_`
@@ -133,6 +135,8 @@ class write_log {
   /// Records the store's answer for one write.
   void record(entry& e, const std::optional<error>& failure);
   void queue(entry& e);
+  /// Makes `e` a write waiting to go, its operations kept where sends share them.
+  static void keep_ops(entry& e);
 
   bool sync_;
   duration retry_;

@@ -30,6 +30,7 @@ class memory_store_impl : public actor_base<store_actor> {
     caf::typed_response_promise<caf::ok_atom> promise;
   };
   void commit();
+  void apply(const store_op& op);
 
   std::map<std::string, std::string, std::less<>> data_;
   std::vector<pending> batch_;
