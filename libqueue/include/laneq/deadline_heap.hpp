@@ -3,9 +3,7 @@
 // graces and window read retries. Header only.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -17,34 +15,36 @@
 
 namespace laneq {
 
-/// A binary min-heap of (deadline, key) with lazy removal. Setting a key's deadline again or
-/// erasing the key leaves its old heap entry behind, stale; stale entries are dropped when they
-/// reach the top. So that memory follows the keys that have a deadline, not every deadline set
-/// within one lease period (an acked message's entry used to stay until its deadline: with 30 s
-/// leases at 100,000 msg/s, three million entries), the heap is rebuilt from the live keys
-/// whenever stale entries outnumber live ones by `slack`: amortized O(1) per operation, and at
-/// most twice the live keys plus `slack` entries. Ties expire in key order, so the order is
-/// deterministic. `K` needs `<`, `==` and `std::hash`. Each key may carry a value `V` that goes
-/// with its deadline, so no second map mirrors the keys (the engine's heaps carry none).
+/// A binary min-heap of (deadline, key), indexed: each key's slot knows its place in the heap,
+/// so setting a key's deadline again moves its one entry and erasing a key removes it, each in
+/// O(log n), and the heap holds exactly one entry per key with a deadline: its memory follows the
+/// keys in flight, not every deadline set within one lease period (an acked message's deadline is
+/// gone at its ack). Ties expire in key order, so the order is deterministic. `K` needs `<`, `==`
+/// and `std::hash`. Each key may carry a value `V` that goes with its deadline, so no second map
+/// mirrors the keys (the engine's heaps carry none).
 template <class K, class V = std::monostate>
 class deadline_heap {
  public:
-  /// Stale entries the heap may hold beyond the live ones before it is rebuilt.
-  static constexpr std::size_t slack = 64;
-
   /// Sets `key`'s deadline and value, replacing any earlier ones.
   void set(const K& key, timestamp deadline, V value = {}) {
-    auto gen = ++generation_;
-    live_.insert_or_assign(key, slot{deadline, gen, std::move(value)});
-    heap_.push_back(entry{deadline, key, gen});
-    std::push_heap(heap_.begin(), heap_.end(), std::greater<>{});
-    settle();
+    auto [it, fresh] = live_.try_emplace(key);
+    auto& s = it->second;
+    s.deadline = deadline;
+    s.value = std::move(value);
+    if (fresh) {
+      s.key = &it->first;
+      s.pos = heap_.size();
+      heap_.push_back(&s);
+    }
+    restore(s.pos);
   }
 
   /// Forgets `key`'s deadline; false if it had none.
   bool erase(const K& key) {
-    if (live_.erase(key) == 0) return false;
-    settle();
+    auto it = live_.find(key);
+    if (it == live_.end()) return false;
+    remove_at(it->second.pos);
+    live_.erase(it);
     return true;
   }
 
@@ -58,20 +58,19 @@ class deadline_heap {
   /// The earliest deadline, if any key has one.
   std::optional<timestamp> next() const {
     if (heap_.empty()) return std::nullopt;
-    return heap_.front().deadline;  // `settle` keeps the top live
+    return heap_.front()->deadline;
   }
 
   /// Removes every key whose deadline is at or before `now`, earliest first, and calls
   /// `f(key, value)` for each once it is removed.
   template <class F>
   void pop_due(timestamp now, F&& f) {
-    while (!heap_.empty() && heap_.front().deadline <= now) {
-      auto it = live_.find(heap_.front().key);
-      auto key = it->first;
-      auto value = std::move(it->second.value);
-      live_.erase(it);
-      pop_top();
-      settle();
+    while (!heap_.empty() && heap_.front()->deadline <= now) {
+      auto* top = heap_.front();
+      auto key = *top->key;
+      auto value = std::move(top->value);
+      remove_at(0);
+      live_.erase(key);
       f(key, std::move(value));
     }
   }
@@ -86,66 +85,74 @@ class deadline_heap {
   /// Keys with a deadline.
   std::size_t size() const { return live_.size(); }
   bool empty() const { return live_.empty(); }
-  /// Heap entries, stale ones included (tests: the memory bound).
+  /// Heap entries (tests: one per key with a deadline).
   std::size_t heap_size() const { return heap_.size(); }
 
   void clear() {
-    live_.clear();
     heap_.clear();
+    live_.clear();
   }
 
   /// Aborts on a broken invariant.
   void check_invariants() const {
-    LANEQ_ASSERT(heap_.size() >= live_.size(), "every live key has a heap entry");
-    LANEQ_ASSERT(heap_.size() <= 2 * live_.size() + slack, "stale entries are bounded");
-    LANEQ_ASSERT(std::is_heap(heap_.begin(), heap_.end(), std::greater<>{}), "a min-heap");
-    LANEQ_ASSERT(heap_.empty() || is_live(heap_.front()), "the top is live");
-    std::size_t live_entries = 0;
-    for (const auto& e : heap_)
-      if (is_live(e)) ++live_entries;
-    LANEQ_ASSERT(live_entries == live_.size(), "each live key has exactly one live entry");
+    LANEQ_ASSERT(heap_.size() == live_.size(), "one heap entry per live key");
+    for (std::size_t i = 0; i < heap_.size(); ++i) {
+      LANEQ_ASSERT(heap_[i]->pos == i, "each slot knows its place in the heap");
+      LANEQ_ASSERT(i == 0 || !before(*heap_[i], *heap_[(i - 1) / 2]), "a min-heap");
+      auto it = live_.find(*heap_[i]->key);
+      LANEQ_ASSERT(it != live_.end() && &it->second == heap_[i], "each entry is a live key's slot");
+    }
   }
 
  private:
+  /// A key's deadline and value, in the map's node (its address is stable), with its place in
+  /// the heap.
   struct slot {
     timestamp deadline;
-    std::uint64_t generation = 0;
+    std::size_t pos = 0;
+    const K* key = nullptr;
     V value;
   };
-  struct entry {
-    timestamp deadline;
-    K key;
-    std::uint64_t generation = 0;
-    bool operator>(const entry& o) const {
-      if (deadline != o.deadline) return deadline > o.deadline;
-      return o.key < key;
+
+  static bool before(const slot& a, const slot& b) {
+    if (a.deadline != b.deadline) return a.deadline < b.deadline;
+    return *a.key < *b.key;
+  }
+
+  void place(std::size_t i, slot* s) {
+    heap_[i] = s;
+    s->pos = i;
+  }
+
+  /// Moves the entry at `i` up or down to where the heap order puts it.
+  void restore(std::size_t i) {
+    auto* s = heap_[i];
+    while (i > 0 && before(*s, *heap_[(i - 1) / 2])) {
+      place(i, heap_[(i - 1) / 2]);
+      i = (i - 1) / 2;
     }
-  };
-
-  bool is_live(const entry& e) const {
-    auto it = live_.find(e.key);
-    return it != live_.end() && it->second.generation == e.generation;
+    for (;;) {
+      auto child = 2 * i + 1;
+      if (child >= heap_.size()) break;
+      if (child + 1 < heap_.size() && before(*heap_[child + 1], *heap_[child])) ++child;
+      if (!before(*heap_[child], *s)) break;
+      place(i, heap_[child]);
+      i = child;
+    }
+    place(i, s);
   }
 
-  void pop_top() {
-    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>{});
+  /// Takes the entry at `i` out of the heap (its slot stays in the map).
+  void remove_at(std::size_t i) {
+    auto* last = heap_.back();
     heap_.pop_back();
-  }
-
-  /// Drops stale entries from the top, and rebuilds the heap when too many are left inside.
-  void settle() {
-    while (!heap_.empty() && !is_live(heap_.front())) pop_top();
-    if (heap_.size() <= 2 * live_.size() + slack) return;
-    std::vector<entry> fresh;  // a new vector, so the memory shrinks too
-    fresh.reserve(2 * live_.size() + slack);
-    for (const auto& [key, s] : live_) fresh.push_back(entry{s.deadline, key, s.generation});
-    std::make_heap(fresh.begin(), fresh.end(), std::greater<>{});
-    heap_.swap(fresh);
+    if (i == heap_.size()) return;
+    place(i, last);
+    restore(i);
   }
 
   std::unordered_map<K, slot> live_;
-  std::vector<entry> heap_;
-  std::uint64_t generation_ = 0;
+  std::vector<slot*> heap_;  // min-heap by (deadline, key) of the live keys' slots
 };
 
 }  // namespace laneq
