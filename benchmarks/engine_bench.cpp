@@ -37,6 +37,9 @@ namespace {
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
+/// What a client actor of the benchmark sends itself to take its next step.
+using next_atom = caf::atom_constant<caf::atom("next")>;
+
 // -- options -------------------------------------------------------------------------------------
 
 const std::vector<std::string> all_scenarios{"unordered", "groups_1000", "ordered",
@@ -63,6 +66,9 @@ struct options {
   bool durable_delivery = false;
   /// Shards of each scenario's queue (queue_spec::sharded; 1: one shard actor, no gateway).
   std::uint32_t shards = 1;
+  /// The throughput scenarios' producers and consumers are event-based actors rather than
+  /// threads calling through the blocking API.
+  bool actor_clients = false;
   std::size_t group_window = laneq::limits::group_window_default;
   std::size_t group_window_max = laneq::limits::group_window_max_default;
   std::size_t window_budget_mb = laneq::limits::window_budget_bytes_default >> 20;
@@ -108,6 +114,8 @@ void print_usage(std::ostream& out) {
          "  --sync=true|false       broker_options::sync (default true; with --data-dir)\n"
          "  --delivery=fast|durable delivery durability of the queues (default fast)\n"
          "  --shards=N              shards of each scenario's queue (default 1)\n"
+         "  --clients=threads|actors producers and consumers: threads on the blocking API, or\n"
+         "                          event-based actors (default threads)\n"
          "  --group-window=N        messages a group holds in memory "
          "(broker_options::group_window,\n"
          "                          default 64; with --data-dir)\n"
@@ -165,18 +173,18 @@ bool parse_options(int argc, char** argv, options& opt, std::vector<char*>& rest
     }
     auto eq = arg.find('=');
     auto name = arg.substr(2, eq == std::string_view::npos ? std::string_view::npos : eq - 2);
-    static const std::vector<std::string_view> ours{"scenarios",        "messages",
-                                                    "ordered-messages", "groups",
-                                                    "consumers",        "batch",
-                                                    "receive-max",      "wait-us",
-                                                    "max-backlog",      "stall-s",
-                                                    "teardown-limit-s", "producers",
-                                                    "data-dir",         "sync",
-                                                    "delivery",         "shards",
-                                                    "restart-messages", "restart-producers",
-                                                    "restart-sample",   "keep-data",
-                                                    "group-window",     "group-window-max",
-                                                    "window-budget-mb"};
+    static const std::vector<std::string_view> ours{"scenarios",         "messages",
+                                                    "ordered-messages",  "groups",
+                                                    "consumers",         "batch",
+                                                    "receive-max",       "wait-us",
+                                                    "max-backlog",       "stall-s",
+                                                    "teardown-limit-s",  "producers",
+                                                    "data-dir",          "sync",
+                                                    "delivery",          "shards",
+                                                    "clients",           "restart-messages",
+                                                    "restart-producers", "restart-sample",
+                                                    "keep-data",         "group-window",
+                                                    "group-window-max",  "window-budget-mb"};
     if (std::find(ours.begin(), ours.end(), name) == ours.end()) {
       rest.push_back(argv[i]);
       continue;
@@ -237,6 +245,9 @@ bool parse_options(int argc, char** argv, options& opt, std::vector<char*>& rest
       ok = parse_number(value, n) && n >= 2 && n <= 1'000'000;
     } else if (name == "window-budget-mb") {
       ok = parse_number(value, opt.window_budget_mb) && opt.window_budget_mb <= (1u << 20);
+    } else if (name == "clients") {
+      ok = value == "threads" || value == "actors";
+      opt.actor_clients = value == "actors";
     } else if (name == "shards") {
       ok = parse_number(value, opt.shards) && opt.shards >= 1 &&
            opt.shards <= laneq::limits::queue_shards_max;
@@ -590,10 +601,11 @@ laneq::result<std::unique_ptr<laneq::broker>> open_broker(
   return laneq::broker::open(sys, std::move(bo));
 }
 
-/// The scenario's queue spec with the delivery durability of --delivery.
+/// The scenario's queue spec with the delivery durability of --delivery and the shards of
+/// --shards (not for a queue that is one ordering group, which one shard holds).
 laneq::queue_spec with_delivery(laneq::queue_spec spec, const options& opt) {
   if (opt.durable_delivery) spec.delivery(laneq::delivery_durability::durable);
-  if (opt.shards > 1) spec.sharded(opt.shards);
+  if (opt.shards > 1 && spec.ordering() != laneq::ordering_mode::queue) spec.sharded(opt.shards);
   return spec;
 }
 
@@ -742,11 +754,14 @@ void write_store(json_writer& w, const options& opt, const store_report& r, std:
 /// A failure shared by the threads of one scenario: the first one wins.
 class failure_flag {
  public:
-  void set(std::string why) {
+  /// Records why the run failed (the first reason only); returns false, so a check can
+  /// `return failure_.set(...)`.
+  bool set(std::string why) {
     std::lock_guard<std::mutex> guard{mu_};
-    if (failed_.load()) return;
+    if (failed_.load()) return false;
     why_ = std::move(why);
     failed_.store(true);
+    return false;
   }
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
   std::string why() const {
@@ -862,16 +877,11 @@ class throughput_run {
       auto cpu_before = process_cpu_us();
       start_ = steady::now();
       last_progress_us_.store(0);
-      std::vector<std::thread> threads;
-      for (std::uint32_t p = 0; p < opt_.producers; ++p)
-        threads.emplace_back([this] { produce(); });
-      std::vector<std::vector<std::int64_t>> lat(opt_.consumers);
-      std::vector<std::vector<std::int64_t>> lat_big(opt_.consumers);
-      std::vector<std::vector<std::int64_t>> lat_small(opt_.consumers);
-      for (std::uint32_t c = 0; c < opt_.consumers; ++c)
-        threads.emplace_back(
-            [this, c, &lat, &lat_big, &lat_small] { consume(lat[c], lat_big[c], lat_small[c]); });
-      for (auto& t : threads) t.join();
+      std::vector<latencies> lat(opt_.consumers);
+      if (opt_.actor_clients)
+        run_actor_clients(lat);
+      else
+        run_thread_clients(lat);
       auto cpu_after = process_cpu_us();
       if (durable) r.store = probe.finish(*b, dir);
       auto end_us = end_us_.load();
@@ -892,10 +902,10 @@ class throughput_run {
       r.cpu_us_per_msg =
           r.acked > 0 ? static_cast<double>(cpu_after - cpu_before) / static_cast<double>(r.acked)
                       : 0;
-      r.latency = merge(lat);
+      r.latency = merge(lat, &latencies::all);
       if (sc_.split_by_fairness) {
-        r.latency_big = merge(lat_big);
-        r.latency_small = merge(lat_small);
+        r.latency_big = merge(lat, &latencies::big);
+        r.latency_small = merge(lat, &latencies::small);
       }
       laneq::blocking_queue bq{sys_, queue_};
       auto st = bq.stats();
@@ -928,58 +938,97 @@ class throughput_run {
     return std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - start_).count();
   }
 
-  static latency_summary merge(std::vector<std::vector<std::int64_t>>& parts) {
+  /// One consumer's latencies (enqueue to ack, microseconds): all, and with --split-by-fairness
+  /// the big tenant's and the small ones'.
+  struct latencies {
+    std::vector<std::int64_t> all, big, small;
+  };
+
+  static latency_summary merge(std::vector<latencies>& parts,
+                               std::vector<std::int64_t> latencies::*which) {
     std::vector<std::int64_t> all;
     std::size_t n = 0;
-    for (const auto& p : parts) n += p.size();
+    for (const auto& p : parts) n += (p.*which).size();
     all.reserve(n);
     for (auto& p : parts) {
-      all.insert(all.end(), p.begin(), p.end());
-      p.clear();
-      p.shrink_to_fit();
+      all.insert(all.end(), (p.*which).begin(), (p.*which).end());
+      (p.*which).clear();
+      (p.*which).shrink_to_fit();
     }
     return summarize(all);
+  }
+
+  /// --producers and --consumers threads, each calling through a blocking_queue.
+  void run_thread_clients(std::vector<latencies>& lat) {
+    std::vector<std::thread> threads;
+    for (std::uint32_t p = 0; p < opt_.producers; ++p) threads.emplace_back([this] { produce(); });
+    for (std::uint32_t c = 0; c < opt_.consumers; ++c)
+      threads.emplace_back([this, &l = lat[c]] { consume(l); });
+    for (auto& t : threads) t.join();
+  }
+
+  /// --producers and --consumers event-based actors on CAF's scheduler, as a CAF application's
+  /// own actors would call the queue: no thread of their own, nothing to wake but the scheduler's
+  /// workers. This thread waits until they are done.
+  void run_actor_clients(std::vector<latencies>& lat) {
+    std::vector<caf::actor> clients;
+    for (std::uint32_t p = 0; p < opt_.producers; ++p)
+      clients.push_back(
+          sys_.spawn([this](caf::event_based_actor* self) { return producer(self); }));
+    for (std::uint32_t c = 0; c < opt_.consumers; ++c)
+      clients.push_back(sys_.spawn(
+          [this, &l = lat[c]](caf::event_based_actor* self) { return consumer(self, l); }));
+    // A stalled run fails in the consumers' receives (--stall-s), so this ends.
+    while (!done()) std::this_thread::sleep_for(1ms);
+    for (auto& a : clients) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    caf::scoped_actor waiter{sys_};
+    for (auto& a : clients) waiter->wait_for(a);
+  }
+
+  /// The next `batch` message indexes' messages, or none once every message was taken.
+  std::optional<std::vector<laneq::outgoing_message>> next_batch() {
+    auto i = next_index_.fetch_add(opt_.batch);
+    if (i >= sc_.messages) return std::nullopt;
+    auto n = std::min<std::uint64_t>(opt_.batch, sc_.messages - i);
+    std::vector<laneq::outgoing_message> batch(static_cast<std::size_t>(n));
+    for (std::uint64_t k = 0; k < n; ++k) {
+      auto& m = batch[static_cast<std::size_t>(k)];
+      if (!opt_.data_dir.empty())
+        fill_random_body(m.body, i + k);
+      else
+        m.body.assign(body_bytes, 'x');
+      if (sc_.shape) sc_.shape(i + k, m);
+    }
+    return batch;
+  }
+
+  /// Checks an enqueue's answer for `n` messages and counts them; false (and the run failed)
+  /// when it is wrong.
+  bool enqueued(const laneq::result<std::vector<laneq::message_id>>& ids, std::size_t n) {
+    enqueue_calls_.fetch_add(1, std::memory_order_relaxed);
+    if (!ids) return failure_.set("enqueue: " + laneq::to_string(ids.err()));
+    if (ids.value().size() != n)
+      return failure_.set("enqueue returned " + std::to_string(ids.value().size()) + " ids for " +
+                          std::to_string(n) + " messages");
+    for (auto id : ids.value())
+      if (!slot_of(id))
+        return failure_.set("enqueue returned an unexpected id " + std::to_string(id.value));
+    enqueued_.fetch_add(n);
+    return true;
   }
 
   /// One of --producers threads: each takes the next `batch` message indexes in turn.
   void produce() {
     laneq::blocking_queue bq{sys_, queue_};
-    const std::string body(body_bytes, 'x');
-    const bool random_bodies = !opt_.data_dir.empty();
     while (!failure_.failed()) {
       if (opt_.max_backlog > 0) {
         wait_for_room();
         if (failure_.failed()) return;
       }
-      auto i = next_index_.fetch_add(opt_.batch);
-      if (i >= sc_.messages) return;
-      auto n = std::min<std::uint64_t>(opt_.batch, sc_.messages - i);
-      std::vector<laneq::outgoing_message> batch(static_cast<std::size_t>(n));
-      for (std::uint64_t k = 0; k < n; ++k) {
-        auto& m = batch[static_cast<std::size_t>(k)];
-        if (random_bodies)
-          fill_random_body(m.body, i + k);
-        else
-          m.body = body;
-        if (sc_.shape) sc_.shape(i + k, m);
-      }
-      auto ids = bq.enqueue(std::move(batch));
-      enqueue_calls_.fetch_add(1, std::memory_order_relaxed);
-      if (!ids) {
-        failure_.set("enqueue: " + laneq::to_string(ids.err()));
-        return;
-      }
-      if (ids.value().size() != n) {
-        failure_.set("enqueue returned " + std::to_string(ids.value().size()) + " ids for " +
-                     std::to_string(n) + " messages");
-        return;
-      }
-      for (auto id : ids.value())
-        if (!slot_of(id)) {
-          failure_.set("enqueue returned an unexpected id " + std::to_string(id.value));
-          return;
-        }
-      enqueued_.fetch_add(n);
+      auto batch = next_batch();
+      if (!batch) return;
+      auto n = batch->size();
+      if (!enqueued(bq.enqueue(std::move(*batch)), n)) return;
     }
   }
 
@@ -1003,79 +1052,137 @@ class throughput_run {
     room_cv_.notify_all();
   }
 
-  void consume(std::vector<std::int64_t>& lat, std::vector<std::int64_t>& lat_big,
-               std::vector<std::int64_t>& lat_small) {
+  /// Checks a receive's answer and fills `leases` with what to ack; false (and the run failed,
+  /// or, for an empty answer, nothing to ack) otherwise.
+  bool received(const laneq::result<std::vector<laneq::delivery>>& got,
+                std::vector<laneq::lease_token>& leases) {
+    receive_calls_.fetch_add(1, std::memory_order_relaxed);
+    leases.clear();
+    if (!got) return failure_.set("receive: " + laneq::to_string(got.err()));
+    const auto& ds = got.value();
+    if (ds.empty()) {
+      empty_receives_.fetch_add(1, std::memory_order_relaxed);
+      const auto stall_us = static_cast<std::int64_t>(opt_.stall_s) * 1'000'000;
+      if (elapsed_us() - last_progress_us_.load() > stall_us)
+        failure_.set("no progress for " + std::to_string(opt_.stall_s) + " s (acked " +
+                     std::to_string(acked_.load()) + " of " + std::to_string(sc_.messages) + ")");
+      return false;
+    }
+    for (const auto& d : ds) {
+      if (!slot_of(d.msg.id))
+        return failure_.set("delivered an unexpected id " + std::to_string(d.msg.id.value));
+      if (d.msg.body.size() != sc_.body)
+        return failure_.set("message " + std::to_string(d.msg.id.value) + " has a body of " +
+                            std::to_string(d.msg.body.size()) + " bytes");
+      if (sc_.group && !check_order(d)) return false;
+      // The shard engine numbers each group it makes from (boot epoch << 32) + 1 up: the
+      // highest low half is how many groups the queue made (a group removed when idle and
+      // made again counts twice).
+      auto incarnation = d.lease.group.value & 0xffff'ffffull;
+      auto seen = max_group_id_.load(std::memory_order_relaxed);
+      while (incarnation > seen && !max_group_id_.compare_exchange_weak(seen, incarnation)) {
+      }
+      leases.push_back(d.lease);
+    }
+    return true;
+  }
+
+  /// Checks the ack of the deliveries `ds` and counts them; false (and the run failed) when it
+  /// is wrong.
+  bool acked(const laneq::result<std::vector<laneq::lease_outcome>>& failed,
+             const std::vector<laneq::delivery>& ds, latencies& lat) {
+    ack_calls_.fetch_add(1, std::memory_order_relaxed);
+    if (!failed) return failure_.set("ack: " + laneq::to_string(failed.err()));
+    if (!failed.value().empty()) {
+      const auto& f = failed.value().front();
+      failure_.set(std::to_string(failed.value().size()) + " acks failed, first " +
+                   laneq::to_string(f.lease) + ": " + laneq::to_string(f.err));
+      return false;
+    }
+    auto now = ctx_->time.now(sys_.clock());
+    for (const auto& d : ds) {
+      auto us = (now - d.msg.enqueued_at).count();
+      lat.all.push_back(us);
+      if (sc_.split_by_fairness) (d.msg.fairness_key == "big" ? lat.big : lat.small).push_back(us);
+      auto times = acks_[*slot_of(d.msg.id)].fetch_add(1) + 1;
+      if (times != 1)
+        return failure_.set("message " + std::to_string(d.msg.id.value) + " acked " +
+                            std::to_string(times) + " times");
+    }
+    auto n = static_cast<std::uint64_t>(ds.size());
+    auto total = acked_.fetch_add(n) + n;
+    signal_room();
+    last_progress_us_.store(elapsed_us());
+    if (total == sc_.messages) end_us_.store(elapsed_us());
+    return true;
+  }
+
+  bool done() const { return failure_.failed() || acked_.load() >= sc_.messages; }
+
+  /// A producer actor: enqueues the next batch whenever the last is answered, while the backlog
+  /// has room (otherwise it looks again after a pause).
+  caf::behavior producer(caf::event_based_actor* self) {
+    self->send(self, next_atom::value);
+    return {[this, self](next_atom) {
+      if (failure_.failed()) return self->quit();
+      if (opt_.max_backlog > 0 && backlog_full()) {
+        self->delayed_send(self, 100us, next_atom::value);
+        return;
+      }
+      auto batch = next_batch();
+      if (!batch) return self->quit();
+      auto n = batch->size();
+      self->request(queue_, caf::infinite, laneq::enqueue_atom_v, std::move(*batch))
+          .then(
+              [this, self, n](std::vector<laneq::message_id>& ids) {
+                if (enqueued(laneq::result<std::vector<laneq::message_id>>{std::move(ids)}, n))
+                  self->send(self, next_atom::value);
+              },
+              [this](caf::error& e) { enqueued(laneq::from_caf(e), 0); });
+    }};
+  }
+
+  /// A consumer actor: receive, check, ack, receive again, until every message is acked.
+  caf::behavior consumer(caf::event_based_actor* self, latencies& lat) {
+    lat.all.reserve(static_cast<std::size_t>(sc_.messages / opt_.consumers + 1024));
+    self->send(self, next_atom::value);
+    return {[this, self, &lat](next_atom) {
+      if (done()) return self->quit();
+      const laneq::receive_request req{opt_.receive_max, 0, opt_.wait_us};
+      self->request(queue_, caf::infinite, laneq::receive_atom_v, req)
+          .then(
+              [this, self, &lat](std::vector<laneq::delivery>& ds) {
+                laneq::result<std::vector<laneq::delivery>> got{std::move(ds)};
+                std::vector<laneq::lease_token> leases;
+                if (!received(got, leases)) return self->send(self, next_atom::value);
+                auto delivered =
+                    std::make_shared<std::vector<laneq::delivery>>(std::move(got).value());
+                self->request(queue_, caf::infinite, laneq::ack_atom_v, std::move(leases))
+                    .then(
+                        [this, self, &lat, delivered](std::vector<laneq::lease_outcome>& failed) {
+                          using outcomes = laneq::result<std::vector<laneq::lease_outcome>>;
+                          if (acked(outcomes{std::move(failed)}, *delivered, lat))
+                            self->send(self, next_atom::value);
+                        },
+                        [this, &lat](caf::error& e) { acked(laneq::from_caf(e), {}, lat); });
+              },
+              [this](caf::error& e) {
+                std::vector<laneq::lease_token> none;
+                received(laneq::from_caf(e), none);
+              });
+    }};
+  }
+
+  /// One of --consumers threads: receive, check, ack, until every message is acked.
+  void consume(latencies& lat) {
     laneq::blocking_queue bq{sys_, queue_};
-    lat.reserve(static_cast<std::size_t>(sc_.messages / opt_.consumers + 1024));
+    lat.all.reserve(static_cast<std::size_t>(sc_.messages / opt_.consumers + 1024));
     const laneq::receive_request req{opt_.receive_max, 0, opt_.wait_us};
-    const auto stall_us = static_cast<std::int64_t>(opt_.stall_s) * 1'000'000;
     std::vector<laneq::lease_token> leases;
-    while (!failure_.failed() && acked_.load() < sc_.messages) {
+    while (!done()) {
       auto got = bq.receive(req);
-      receive_calls_.fetch_add(1, std::memory_order_relaxed);
-      if (!got) {
-        failure_.set("receive: " + laneq::to_string(got.err()));
-        return;
-      }
-      auto& ds = got.value();
-      if (ds.empty()) {
-        empty_receives_.fetch_add(1, std::memory_order_relaxed);
-        if (elapsed_us() - last_progress_us_.load() > stall_us)
-          failure_.set("no progress for " + std::to_string(opt_.stall_s) + " s (acked " +
-                       std::to_string(acked_.load()) + " of " + std::to_string(sc_.messages) + ")");
-        continue;
-      }
-      leases.clear();
-      for (const auto& d : ds) {
-        if (!slot_of(d.msg.id)) {
-          failure_.set("delivered an unexpected id " + std::to_string(d.msg.id.value));
-          return;
-        }
-        if (d.msg.body.size() != sc_.body) {
-          failure_.set("message " + std::to_string(d.msg.id.value) + " has a body of " +
-                       std::to_string(d.msg.body.size()) + " bytes");
-          return;
-        }
-        if (sc_.group && !check_order(d)) return;
-        // The shard engine numbers each group it makes from (boot epoch << 32) + 1 up: the
-        // highest low half is how many groups the queue made (a group removed when idle and
-        // made again counts twice).
-        auto incarnation = d.lease.group.value & 0xffff'ffffull;
-        auto seen = max_group_id_.load(std::memory_order_relaxed);
-        while (incarnation > seen && !max_group_id_.compare_exchange_weak(seen, incarnation)) {
-        }
-        leases.push_back(d.lease);
-      }
-      auto failed = bq.ack(leases);
-      ack_calls_.fetch_add(1, std::memory_order_relaxed);
-      if (!failed) {
-        failure_.set("ack: " + laneq::to_string(failed.err()));
-        return;
-      }
-      if (!failed.value().empty()) {
-        const auto& f = failed.value().front();
-        failure_.set(std::to_string(failed.value().size()) + " acks failed, first " +
-                     laneq::to_string(f.lease) + ": " + laneq::to_string(f.err));
-        return;
-      }
-      auto now = ctx_->time.now(sys_.clock());
-      for (const auto& d : ds) {
-        auto us = (now - d.msg.enqueued_at).count();
-        lat.push_back(us);
-        if (sc_.split_by_fairness)
-          (d.msg.fairness_key == "big" ? lat_big : lat_small).push_back(us);
-        auto times = acks_[*slot_of(d.msg.id)].fetch_add(1) + 1;
-        if (times != 1) {
-          failure_.set("message " + std::to_string(d.msg.id.value) + " acked " +
-                       std::to_string(times) + " times");
-          return;
-        }
-      }
-      auto n = static_cast<std::uint64_t>(ds.size());
-      auto total = acked_.fetch_add(n) + n;
-      signal_room();
-      last_progress_us_.store(elapsed_us());
-      if (total == sc_.messages) end_us_.store(elapsed_us());
+      if (!received(got, leases)) continue;
+      if (!acked(bq.ack(leases), got.value(), lat)) return;
     }
   }
 
@@ -1848,6 +1955,7 @@ bool write_report(std::ostream& out, const options& opt, std::size_t workers,
   }
   w.field("delivery", opt.durable_delivery ? "durable" : "fast");
   w.field("shards", opt.shards);
+  w.field("clients", opt.actor_clients ? "actors" : "threads");
   if (restart) {
     w.field("restart_messages", opt.restart_messages);
     w.field("restart_producers", opt.restart_producers);
