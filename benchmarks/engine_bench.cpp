@@ -884,29 +884,7 @@ class throughput_run {
         run_thread_clients(lat);
       auto cpu_after = process_cpu_us();
       if (durable) r.store = probe.finish(*b, dir);
-      auto end_us = end_us_.load();
-      if (end_us == 0) end_us = elapsed_us();
-      r.seconds = static_cast<double>(end_us) / 1e6;
-      r.acked = acked_.load();
-      r.msgs_per_s = r.seconds > 0 ? static_cast<double>(r.acked) / r.seconds : 0;
-      r.enqueue_calls = enqueue_calls_.load();
-      r.receive_calls = receive_calls_.load();
-      r.empty_receives = empty_receives_.load();
-      r.ack_calls = ack_calls_.load();
-      r.group_incarnations = max_group_id_.load();
-      auto full = r.receive_calls - r.empty_receives;
-      r.avg_receive_batch = full > 0 ? static_cast<double>(r.acked) / static_cast<double>(full) : 0;
-      // CPU of the whole process (actors, producer, consumers) until every thread is done; the
-      // consumers' last long polls add a little idle time, no CPU.
-      r.cpu_seconds = static_cast<double>(cpu_after - cpu_before) / 1e6;
-      r.cpu_us_per_msg =
-          r.acked > 0 ? static_cast<double>(cpu_after - cpu_before) / static_cast<double>(r.acked)
-                      : 0;
-      r.latency = merge(lat, &latencies::all);
-      if (sc_.split_by_fairness) {
-        r.latency_big = merge(lat, &latencies::big);
-        r.latency_small = merge(lat, &latencies::small);
-      }
+      record_counts(r, cpu_after - cpu_before, lat);
       laneq::blocking_queue bq{sys_, queue_};
       auto st = bq.stats();
       if (st) r.stats = st.value();
@@ -956,6 +934,32 @@ class throughput_run {
       (p.*which).shrink_to_fit();
     }
     return summarize(all);
+  }
+
+  /// The run's counts, rates, CPU (`cpu_us`, of the whole process while the clients ran) and
+  /// latencies into `r`.
+  void record_counts(throughput_result& r, std::int64_t cpu_us, std::vector<latencies>& lat) {
+    auto end_us = end_us_.load();
+    if (end_us == 0) end_us = elapsed_us();
+    r.seconds = static_cast<double>(end_us) / 1e6;
+    r.acked = acked_.load();
+    r.msgs_per_s = r.seconds > 0 ? static_cast<double>(r.acked) / r.seconds : 0;
+    r.enqueue_calls = enqueue_calls_.load();
+    r.receive_calls = receive_calls_.load();
+    r.empty_receives = empty_receives_.load();
+    r.ack_calls = ack_calls_.load();
+    r.group_incarnations = max_group_id_.load();
+    auto full = r.receive_calls - r.empty_receives;
+    r.avg_receive_batch = full > 0 ? static_cast<double>(r.acked) / static_cast<double>(full) : 0;
+    // CPU of the whole process (actors, producers, consumers) until every client is done; the
+    // consumers' last long polls add a little idle time, no CPU.
+    r.cpu_seconds = static_cast<double>(cpu_us) / 1e6;
+    r.cpu_us_per_msg = r.acked > 0 ? static_cast<double>(cpu_us) / static_cast<double>(r.acked) : 0;
+    r.latency = merge(lat, &latencies::all);
+    if (sc_.split_by_fairness) {
+      r.latency_big = merge(lat, &latencies::big);
+      r.latency_small = merge(lat, &latencies::small);
+    }
   }
 
   /// --producers and --consumers threads, each calling through a blocking_queue.

@@ -66,6 +66,7 @@ void write_log::fill(std::uint64_t id, std::optional<write_request> w, timestamp
     return fill(id, std::nullopt, now);
   }
   e->w = std::move(*w);
+  e->st = state::waiting;
   keep_ops(*e);
   if (parked_) return answer(*e, parked_error());  // sent with the retry
   if (!held_) queue(*e);
@@ -74,7 +75,6 @@ void write_log::fill(std::uint64_t id, std::optional<write_request> w, timestamp
 void write_log::keep_ops(entry& e) {
   e.ops = std::make_shared<const std::vector<store_op>>(std::move(e.w.ops));
   e.w.ops.clear();
-  e.st = state::waiting;
 }
 
 void write_log::queue(entry& e) {

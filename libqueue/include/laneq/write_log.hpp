@@ -135,7 +135,7 @@ class write_log {
   /// Records the store's answer for one write.
   void record(entry& e, const std::optional<error>& failure);
   void queue(entry& e);
-  /// Makes `e` a write waiting to go, its operations kept where sends share them.
+  /// Moves `e`'s operations to where its sends share them (`entry::ops`).
   static void keep_ops(entry& e);
 
   bool sync_;
