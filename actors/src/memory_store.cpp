@@ -3,19 +3,20 @@
 
 #include <chrono>
 
+#include "laneq/codec.hpp"
+
 namespace laneq {
 
-memory_store_impl::memory_store_impl(caf::actor_config& cfg) : actor_base<store_actor>(cfg) {}
+memory_store_impl::memory_store_impl(caf::actor_config& cfg)
+    : actor_base<store_actor>(cfg), data_(codec::message_key_lane_prefix_bytes) {}
 
 void memory_store_impl::apply(const store_op& op) {
   ++stats_.ops;
   stats_.bytes += op.key.size() + op.value.size();
   switch (op.what) {
-    case store_op::kind::put: data_.insert_or_assign(op.key, op.value); break;
+    case store_op::kind::put: data_.put(op.key, op.value); break;
     case store_op::kind::erase: data_.erase(op.key); break;
-    case store_op::kind::erase_range:
-      data_.erase(data_.lower_bound(op.key), data_.lower_bound(op.value));
-      break;
+    case store_op::kind::erase_range: data_.erase_range(op.key, op.value); break;
   }
 }
 
@@ -61,13 +62,7 @@ memory_store_impl::behavior_type memory_store_impl::make_behavior() {
         return promise;
       },
       [this](scan_atom, const std::string& from, const std::string& to, std::uint32_t max) {
-        std::vector<store_entry> out;
-        auto limit = std::min(max, limits::store_scan_max);
-        for (auto it = data_.lower_bound(from); it != data_.end() && it->first < to; ++it) {
-          if (out.size() >= limit) break;
-          out.push_back(store_entry{it->first, it->second});
-        }
-        return out;
+        return data_.scan(from, to, std::min(max, limits::store_scan_max));
       },
       [this](stats_atom) { return stats_; },
       [](checkpoint_atom, const std::string& dir) -> caf::result<checkpoint_info> {

@@ -1,15 +1,15 @@
 // The in-memory store: the store interface's reference implementation, for tests and for a
-// broker without a data directory. An ordered map with the same group-commit shape as the
-// RocksDB persistence actor (docs/design/persistence.md): writes that arrive before a batch
-// closes are applied and answered together when it closes. It survives its brokers: the
+// broker without a data directory. An ordered table (memory_table.hpp, kept apart by lane as
+// the RocksDB store's memtable) with the same group-commit shape as the RocksDB persistence
+// actor (docs/design/persistence.md): writes that arrive before a batch closes are applied and
+// answered together when it closes. It survives its brokers: the
 // simulation's crash steps stop every other actor and recover a new broker from it.
 #pragma once
 
-#include <map>
-#include <string>
 #include <vector>
 
 #include "laneq/actors/actor_base.hpp"
+#include "laneq/actors/memory_table.hpp"
 #include "laneq/actors/protocol.hpp"
 
 namespace laneq {
@@ -32,7 +32,7 @@ class memory_store_impl : public actor_base<store_actor> {
   void commit();
   void apply(const store_op& op);
 
-  std::map<std::string, std::string, std::less<>> data_;
+  memory_table data_;
   std::vector<pending> batch_;
   std::uint64_t generation_ = 0;
   store_stats stats_;
