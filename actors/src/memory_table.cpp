@@ -11,6 +11,13 @@ namespace {
 /// Compacts a partition once this many entries at least are erased and they outnumber the live.
 constexpr std::size_t compact_min = 32;
 
+/// Gives back a vector's room once it is four times what its entries need: a lane that held a
+/// deep backlog does not keep that memory after draining.
+template <class T>
+void fit(std::vector<T>& v) {
+  if (v.capacity() > 4 * v.size() + compact_min) v.shrink_to_fit();
+}
+
 /// Less than, equal to or greater than 0 as (name + suffix) is less than, equal to or greater
 /// than `key`.
 int compare(std::string_view name, std::string_view suffix, std::string_view key) {
@@ -128,6 +135,7 @@ void memory_table::tidy(partition& p) {
   }
   if (p.head == p.entries.size()) {
     p.entries.clear();
+    fit(p.entries);
     p.head = 0;
     if (!p.idle) {
       p.idle = true;
@@ -139,6 +147,7 @@ void memory_table::tidy(partition& p) {
   auto erased = p.head + p.dead;
   if (erased < compact_min || erased <= p.live()) return;
   std::erase_if(p.entries, [](const entry& e) { return !e.live; });
+  fit(p.entries);
   p.head = 0;
   p.dead = 0;
 }
@@ -151,6 +160,12 @@ void memory_table::trim_idle() {
     p->idle = false;
     if (p->entries.empty()) drop(name);  // `name` points into the key dropped: its last use
   }
+}
+
+std::size_t memory_table::entries_capacity() const {
+  std::size_t n = 0;
+  for (const auto& [name, p] : parts_) n += p.entries.capacity();
+  return n;
 }
 
 std::vector<std::pair<std::string_view, memory_table::partition*>> memory_table::in_range(

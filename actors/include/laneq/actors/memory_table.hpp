@@ -42,6 +42,8 @@ class memory_table {
   /// Partitions: those holding live keys and up to `idle_partitions_max` emptied ones, kept for
   /// their lane's next put.
   std::size_t partitions() const { return parts_.size(); }
+  /// Entries the partitions have room for, erased ones included: what their vectors take.
+  std::size_t entries_capacity() const;
   /// Emptied partitions kept: a lane whose consumers keep up empties after nearly every ack,
   /// and making its partition again at its next put cost more than the table saved. Beyond
   /// this many, the longest emptied go.
@@ -96,8 +98,8 @@ class memory_table {
   /// The index of the first entry of `p` (named `name`) whose key may be at or above `from`.
   std::size_t first_from(std::string_view name, const partition& p, std::string_view from) const;
   void kill(partition& p, entry& e);
-  /// Moves `head` past erased entries, compacts, and queues the partition in `idle_` once it
-  /// is empty.
+  /// Moves `head` past erased entries, compacts (giving back room the entries no longer need),
+  /// and queues the partition in `idle_` once it is empty.
   void tidy(partition& p);
   /// Drops the longest emptied partitions beyond `idle_partitions_max` (those still empty).
   void trim_idle();
