@@ -52,10 +52,9 @@ memory_table::suffix_key::suffix_key(std::string_view s) : rest(s) {
 }
 
 memory_table::partition* memory_table::find(std::string_view name) {
-  if (last_ != nullptr && last_name_ == name) return last_;
+  if (last_ != nullptr && last_->name == name) return last_;
   auto it = parts_.find(name);
   if (it == parts_.end()) return nullptr;
-  last_name_ = it->first;
   last_ = &it->second;
   return last_;
 }

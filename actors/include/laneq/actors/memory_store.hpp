@@ -2,8 +2,8 @@
 // broker without a data directory. An ordered table (memory_table.hpp, kept apart by lane as
 // the RocksDB store's memtable) with the same group-commit shape as the RocksDB persistence
 // actor (docs/design/persistence.md): writes that arrive before a batch closes are applied and
-// answered together when it closes. It survives its brokers: the
-// simulation's crash steps stop every other actor and recover a new broker from it.
+// answered together when it closes. It survives its brokers: the simulation's crash steps stop
+// every other actor and recover a new broker from it.
 #pragma once
 
 #include <vector>

@@ -112,8 +112,7 @@ class memory_table {
   /// The partitions by name, for the ordered walks (scans and range erases); names point into
   /// `parts_`' keys, which stay where they are.
   std::map<std::string_view, partition*> order_;
-  std::string_view last_name_;
-  partition* last_ = nullptr;
+  partition* last_ = nullptr;          ///< the last partition found (`find`)
   std::deque<std::string_view> idle_;  ///< names of emptied partitions, oldest first
   std::size_t size_ = 0;
 };
