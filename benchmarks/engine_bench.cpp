@@ -2026,8 +2026,8 @@ int main(int argc, char** argv) {
   if (help) print_usage(std::cerr);
   caf::actor_system_config cfg;
   laneq::add_message_types(cfg);
-  // As laneqd runs it, except the worker count: one per core here, one fewer in laneqd
-  // (server::actor_threads_for). CAF arguments below may override (`--scheduler.max-threads=N`).
+  // As laneqd runs it (one worker fewer than the cores, no sleep-polling). CAF arguments below
+  // may override (`--scheduler.max-threads=N`).
   laneq::tune_scheduler(cfg);
   if (auto err = cfg.parse(static_cast<int>(caf_args.size()), caf_args.data())) {
     std::cerr << "laneq_engine_bench: " << caf::actor_system_config::render(err) << "\n";

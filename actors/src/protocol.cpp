@@ -15,8 +15,12 @@
 
 namespace laneq {
 
+std::size_t default_scheduler_threads(unsigned cores) {
+  return cores > 1 ? cores - 1 : 1;
+}
+
 void tune_scheduler(caf::actor_system_config& cfg, std::size_t threads) {
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  if (threads == 0) threads = default_scheduler_threads(std::thread::hardware_concurrency());
   cfg.set("scheduler.max-threads", static_cast<caf::config_value::integer>(threads));
   cfg.set("work-stealing.moderate-poll-attempts", caf::config_value::integer{0});
 }

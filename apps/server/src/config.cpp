@@ -8,6 +8,7 @@
 
 #include <boost/asio/ip/address.hpp>
 
+#include "laneq/actors/protocol.hpp"
 #include "laneq/spec_json.hpp"
 
 namespace laneq::server {
@@ -303,8 +304,7 @@ std::optional<std::string> anonymous_caf_listener(const server_config& c, bool p
 }
 
 std::size_t actor_threads_for(std::size_t configured, unsigned cores) {
-  if (configured != 0) return configured;
-  return cores > 1 ? cores - 1 : 1;
+  return configured != 0 ? configured : default_scheduler_threads(cores);
 }
 
 std::vector<error> parse_tokens_file(std::string_view text, std::vector<token_config>& out) {

@@ -137,14 +137,26 @@ caf::error queue_deleted_reason(const std::string& queue);
 /// broker is shutting down), so a client does not take a broker's shutdown for a deleted queue.
 error stopped_queue_error(const caf::error& reason, const std::string& queue);
 
+/// The scheduler workers laneq's programs run with unless told otherwise, on a host with `cores`
+/// cores: one fewer than the cores, at least 1. The core left over is for the threads that are not
+/// CAF workers: laneqd's store thread, HTTP and RocksDB's background jobs, or an application's
+/// own threads calling the blocking API. An actor woken from such a thread is queued on the next
+/// worker in turn (CAF 0.17), so with a worker per core a shard's actor changes core at nearly
+/// every wake-up, away from its caches. With one worker on the 2-core host, in process with 2
+/// producer and 8 consumer threads, 1,000 groups took a median of 840,000 msg/s against 746,000
+/// with two (5 alternating pairs), and laneqd over HTTP 5-16% more
+/// (docs/decisions/0010-performance-history.md, 0013-shard-engine-performance-history.md).
+std::size_t default_scheduler_threads(unsigned cores);
+
 /// CAF's scheduler as laneq's programs run it (laneqd, the benchmarks, the load generator):
-/// `threads` workers (0: one per core; CAF's own default, max(4, cores), put a fifth of laneqd's
-/// CPU samples in task switches on a 2-core host) and no sleep-polling phase. A worker that runs
-/// dry spins briefly (CAF's aggressive phase), then sleeps on its condition variable, where any
-/// message from outside wakes it; CAF's default first polls 500 times with a 50 us sleep each. On
-/// this 2-core host that polling cost half of laneqd's CPU at 2,000 msg/s and about 15% of it
-/// under full load, with no loss in latency (docs/decisions/0010-performance-history.md,
-/// "2026-11-30: no sleep-polling, huge pages, 64 KiB HTTP reads").
+/// `threads` workers (0: `default_scheduler_threads` of this host; CAF's own default, max(4,
+/// cores), put a fifth of laneqd's CPU samples in task switches on a 2-core host) and no
+/// sleep-polling phase. A worker that runs dry spins briefly (CAF's aggressive phase), then
+/// sleeps on its condition variable, where any message from outside wakes it; CAF's default
+/// first polls 500 times with a 50 us sleep each. On this 2-core host that polling cost half of
+/// laneqd's CPU at 2,000 msg/s and about 15% of it under full load, with no loss in latency
+/// (docs/decisions/0010-performance-history.md, "2026-11-30: no sleep-polling, huge pages, 64 KiB
+/// HTTP reads").
 void tune_scheduler(caf::actor_system_config& cfg, std::size_t threads = 0);
 
 }  // namespace laneq

@@ -111,12 +111,9 @@ std::optional<std::string> anonymous_listener(const server_config& c);
 /// start on it unless `caf.allow_anonymous`, and warns when it is set.
 std::optional<std::string> anonymous_caf_listener(const server_config& c, bool published);
 
-/// The CAF scheduler threads laneqd runs: `configured` if set, otherwise one fewer than the
-/// host's `cores`, at least 1. The core left over is for laneqd's own busy threads: the store
-/// thread (about half a core under load), HTTP and RocksDB's background jobs. On the 2-core
-/// host, one worker instead of two took 5-16% more messages per second end to end with 1,000
-/// groups over HTTP and 4-8% over CAF, and the same unordered
-/// (docs/decisions/0010-performance-history.md).
+/// The CAF scheduler threads laneqd runs: `configured` if set, otherwise
+/// `laneq::default_scheduler_threads(cores)` (one fewer than the cores, at least 1; protocol.hpp
+/// says why).
 std::size_t actor_threads_for(std::size_t configured, unsigned cores);
 
 }  // namespace laneq::server
