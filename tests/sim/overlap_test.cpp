@@ -251,7 +251,9 @@ std::vector<std::string> unmet(const overlap_coverage& c) {
                     std::to_string(c.episodes) + " episodes, at least " + std::to_string(min) +
                     " required");
   };
-  need("crashes losing uncommitted writes", c.crashes_losing_writes, 5);
+  // 0.3 per episode: over seeds 1000-1449 (30 episodes each) the fewest were 13 (0.43 per
+  // episode, 5 seeds under 15), the median about 25 (docs/guarantees.md).
+  need("crashes losing uncommitted writes", c.crashes_losing_writes, 3);
   need("acks racing their lease's expiry", c.acks_racing_expiry, 10);
   need("receives sent during an enqueue", c.receives_racing_enqueues, 100);
   return out;
