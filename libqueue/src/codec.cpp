@@ -851,4 +851,140 @@ result<std::uint64_t> decode_u64(std::string_view record) {
   return x;
 }
 
+// -- transport forms --------------------------------------------------------------------------
+
+namespace {
+
+error malformed(std::string_view kind, std::string_view what) {
+  return error{errc::invalid_argument,
+               "the " + std::string{kind} + " sent over CAF is malformed: " + std::string{what}};
+}
+
+/// The version byte, or why the form cannot be read (a peer of another release).
+result<reader> open_transport(std::string_view kind, std::string_view bytes) {
+  if (bytes.empty()) return malformed(kind, "it is empty");
+  auto version = static_cast<std::uint8_t>(bytes[0]);
+  if (version != transport_format_version)
+    return malformed(kind, "transport form version " + std::to_string(version) +
+                               " is not known (this build reads " +
+                               std::to_string(transport_format_version) +
+                               "; run laneqd and its CAF clients from the same release)");
+  return reader{bytes.substr(1)};
+}
+
+void put_lease_token(span_writer& w, const lease_token& t) {
+  w.u64(t.group.value);
+  w.u64(t.msg.value);
+  w.u32(t.attempt);
+  w.u64(t.nonce);
+  w.u32(t.batch);
+}
+
+lease_token get_lease_token(reader& r) {
+  lease_token t;
+  t.group = group_id{r.u64()};
+  t.msg = message_id{r.u64()};
+  t.attempt = r.u32();
+  t.nonce = r.u64();
+  t.batch = r.u32();
+  return t;
+}
+
+/// A delivery's ordering key is at most its components' values and separators; this bound only
+/// refuses a length no broker would send.
+constexpr std::size_t transport_key_bytes_max = limits::body_bytes_max;
+
+}  // namespace
+
+std::string encode_transport(const delivery& d) {
+  // Sized exactly first, then written without a capacity check per field, as a record is.
+  const auto& m = d.msg;
+  std::string out(1 + message_fields_bytes(m) + 4 + (lease_transport_bytes - 1) + 8 + 4 +
+                      d.ordering_key.size() + 4,
+                  '\0');
+  span_writer w{out.data()};
+  w.u8(transport_format_version);
+  put_message(w, m);
+  w.u32(m.redriven_after_s);
+  put_lease_token(w, d.lease);
+  w.i64(d.deadline.us);
+  w.bytes(d.ordering_key);
+  w.u32(d.batch_index);
+  LANEQ_ASSERT(w.end() == out.data() + out.size(),
+               "a delivery's transport form is written as sized");
+  return out;
+}
+
+result<delivery> decode_transport_delivery(std::string_view bytes) {
+  auto r = open_transport("delivery", bytes);
+  if (!r) return r.err();
+  auto m = get_message(r.value());
+  if (!m) return malformed("delivery", m.err().message);
+  delivery d;
+  d.msg = std::move(m.value());
+  d.msg.redriven_after_s = r.value().u32();
+  d.lease = get_lease_token(r.value());
+  d.deadline = timestamp{r.value().i64()};
+  d.ordering_key = r.value().bytes(transport_key_bytes_max);
+  d.batch_index = r.value().u32();
+  if (!r.value().ok()) return malformed("delivery", "a field runs past its end");
+  if (!r.value().done()) return malformed("delivery", "trailing bytes after the last field");
+  return d;
+}
+
+std::string encode_transport(const outgoing_message& m) {
+  std::size_t n = 1 + 4 + m.body.size() + 4 + 4 + m.fairness_key.size() + 8;
+  for (const auto& h : m.headers) n += 8 + h.name.size() + h.value.size();
+  std::string out(n, '\0');
+  span_writer w{out.data()};
+  w.u8(transport_format_version);
+  w.bytes(m.body);
+  w.u32(static_cast<std::uint32_t>(m.headers.size()));
+  for (const auto& h : m.headers) {
+    w.bytes(h.name);
+    w.bytes(h.value);
+  }
+  w.bytes(m.fairness_key);
+  w.i64(m.delay.count());
+  LANEQ_ASSERT(w.end() == out.data() + out.size(),
+               "a message's transport form is written as sized");
+  return out;
+}
+
+result<outgoing_message> decode_transport_outgoing(std::string_view bytes) {
+  auto opened = open_transport("message to enqueue", bytes);
+  if (!opened) return opened.err();
+  auto& r = opened.value();
+  outgoing_message m;
+  m.body = r.bytes(limits::body_bytes_max);
+  auto headers = r.u32();
+  if (headers > limits::headers_max) return malformed("message to enqueue", "too many headers");
+  m.headers.reserve(headers);
+  for (std::uint32_t i = 0; i < headers && r.ok(); ++i) {
+    auto name = r.bytes(limits::header_name_bytes_max);
+    auto value = r.bytes(limits::header_value_bytes_max);
+    m.headers.push_back(header_field{std::move(name), std::move(value)});
+  }
+  m.fairness_key = r.bytes(limits::fairness_key_bytes_max);
+  m.delay = duration{r.i64()};
+  if (!r.ok()) return malformed("message to enqueue", "a field runs past its end");
+  if (!r.done()) return malformed("message to enqueue", "trailing bytes after the last field");
+  return m;
+}
+
+void encode_transport(const lease_token& t, char* out) {
+  span_writer w{out};
+  w.u8(transport_format_version);
+  put_lease_token(w, t);
+  LANEQ_ASSERT(w.end() == out + lease_transport_bytes, "a lease's transport form has its size");
+}
+
+result<lease_token> decode_transport_lease(std::string_view bytes) {
+  auto r = open_transport("lease", bytes);
+  if (!r) return r.err();
+  auto t = get_lease_token(r.value());
+  if (!r.value().ok() || !r.value().done()) return malformed("lease", "it is not 33 bytes long");
+  return t;
+}
+
 }  // namespace laneq::codec

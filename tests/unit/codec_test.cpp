@@ -943,5 +943,105 @@ TEST(codec, an_unknown_format_version_is_refused_by_name) {
       << r.err().message;
 }
 
+// -- transport forms --------------------------------------------------------------------------
+
+delivery sample_delivery(std::mt19937_64& rng) {
+  delivery d;
+  d.msg = sample(rng);
+  d.msg.redriven_after_s = rng() % 2 ? static_cast<std::uint32_t>(rng()) : 0;
+  d.lease = lease_token{group_id{rng()}, message_id{rng()}, static_cast<std::uint32_t>(rng()),
+                        rng(), static_cast<std::uint32_t>(rng() % 100 + 1)};
+  d.deadline = timestamp{static_cast<std::int64_t>(rng() >> 1)};
+  d.ordering_key = random_bytes(rng, 60);
+  d.batch_index = static_cast<std::uint32_t>(rng() % 100);
+  return d;
+}
+
+outgoing_message sample_outgoing(std::mt19937_64& rng) {
+  auto m = sample(rng);
+  return outgoing_message{m.body, m.headers, m.fairness_key,
+                          duration{static_cast<std::int64_t>(rng() >> 20)}};
+}
+
+void expect_same(const delivery& a, const delivery& b) {
+  EXPECT_EQ(a.msg, b.msg);
+  EXPECT_EQ(a.lease, b.lease);
+  EXPECT_EQ(a.deadline, b.deadline);
+  EXPECT_EQ(a.ordering_key, b.ordering_key);
+  EXPECT_EQ(a.batch_index, b.batch_index);
+}
+
+std::string lease_bytes(const lease_token& t) {
+  std::string out(codec::lease_transport_bytes, '\0');
+  codec::encode_transport(t, out.data());
+  return out;
+}
+
+TEST(codec, transport_forms_round_trip) {
+  auto seed = test::seed_from_env(20261207);
+  SCOPED_TRACE(test::rerun_hint(seed));
+  std::mt19937_64 rng{seed};
+  for (int i = 0; i < 2000; ++i) {
+    auto d = sample_delivery(rng);
+    auto d_back = codec::decode_transport_delivery(codec::encode_transport(d));
+    ASSERT_TRUE(d_back.ok()) << to_string(d_back.err());
+    expect_same(d_back.value(), d);
+
+    auto m = sample_outgoing(rng);
+    auto m_back = codec::decode_transport_outgoing(codec::encode_transport(m));
+    ASSERT_TRUE(m_back.ok()) << to_string(m_back.err());
+    ASSERT_EQ(m_back.value(), m);
+
+    auto t_back = codec::decode_transport_lease(lease_bytes(d.lease));
+    ASSERT_TRUE(t_back.ok()) << to_string(t_back.err());
+    ASSERT_EQ(t_back.value(), d.lease);
+  }
+}
+
+TEST(codec, a_transport_form_of_another_version_is_refused_with_a_reason) {
+  std::mt19937_64 rng{7};
+  auto d = codec::encode_transport(sample_delivery(rng));
+  auto m = codec::encode_transport(sample_outgoing(rng));
+  auto t = lease_bytes(lease_token{group_id{1}, message_id{2}, 3, 4, 1});
+  for (auto* bytes : {&d, &m, &t}) {
+    ASSERT_EQ(static_cast<std::uint8_t>((*bytes)[0]), codec::transport_format_version);
+    (*bytes)[0] = static_cast<char>(codec::transport_format_version + 1);
+  }
+  auto d_back = codec::decode_transport_delivery(d);
+  ASSERT_FALSE(d_back.ok());
+  EXPECT_EQ(d_back.err().code, errc::invalid_argument);
+  EXPECT_NE(d_back.err().message.find("transport form version 2 is not known"), std::string::npos)
+      << d_back.err().message;
+  EXPECT_NE(d_back.err().message.find("same release"), std::string::npos);
+  EXPECT_FALSE(codec::decode_transport_outgoing(m).ok());
+  EXPECT_FALSE(codec::decode_transport_lease(t).ok());
+}
+
+TEST(codec, a_cut_or_padded_transport_form_is_refused) {
+  std::mt19937_64 rng{11};
+  auto d = codec::encode_transport(sample_delivery(rng));
+  auto m = codec::encode_transport(sample_outgoing(rng));
+  auto t = lease_bytes(lease_token{group_id{1}, message_id{2}, 3, 4, 1});
+  for (std::size_t n = 0; n < d.size(); ++n)
+    ASSERT_FALSE(codec::decode_transport_delivery(d.substr(0, n)).ok()) << n << " bytes";
+  for (std::size_t n = 0; n < m.size(); ++n)
+    ASSERT_FALSE(codec::decode_transport_outgoing(m.substr(0, n)).ok()) << n << " bytes";
+  for (std::size_t n = 0; n < t.size(); ++n)
+    ASSERT_FALSE(codec::decode_transport_lease(t.substr(0, n)).ok()) << n << " bytes";
+  auto padded = codec::decode_transport_delivery(d + "x");
+  ASSERT_FALSE(padded.ok());
+  EXPECT_NE(padded.err().message.find("trailing bytes"), std::string::npos);
+  EXPECT_FALSE(codec::decode_transport_outgoing(m + "x").ok());
+  EXPECT_FALSE(codec::decode_transport_lease(t + "x").ok());
+}
+
+TEST(codec, a_transport_form_with_more_headers_than_the_limit_is_refused) {
+  outgoing_message m;
+  for (std::size_t i = 0; i <= limits::headers_max; ++i) m.headers.push_back({"h", "v"});
+  auto back = codec::decode_transport_outgoing(codec::encode_transport(m));
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.err().message.find("too many headers"), std::string::npos) << back.err().message;
+}
+
 }  // namespace
 }  // namespace laneq

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "laneq/engine_io.hpp"
 #include "laneq/error.hpp"
 #include "laneq/group_state.hpp"
 #include "laneq/ids.hpp"
@@ -182,5 +183,24 @@ result<topic_spec> decode_topic(std::string_view record);
 /// A 64-bit metadata value (boot epoch, next uid, nonce key halves).
 std::string encode_u64(std::uint64_t x);
 result<std::uint64_t> decode_u64(std::string_view record);
+
+// -- transport forms --------------------------------------------------------------------------
+// How the CAF protocol carries its most frequent values between processes: a delivery, a message
+// to enqueue and a lease token each as one byte string rather than a field at a time (the
+// `inspect` overloads for CAF's binary serializers are in actors/include/laneq/actors/wire.hpp).
+// Not sealed: the connection carries them whole. A version byte comes first, so that a peer of
+// another release is refused with an error that says so rather than misread.
+
+inline constexpr std::uint8_t transport_format_version = 1;
+/// Bytes of a lease token's transport form: the version and five fixed-width fields.
+inline constexpr std::size_t lease_transport_bytes = 1 + 8 + 8 + 4 + 8 + 4;
+
+std::string encode_transport(const delivery& d);
+result<delivery> decode_transport_delivery(std::string_view bytes);
+std::string encode_transport(const outgoing_message& m);
+result<outgoing_message> decode_transport_outgoing(std::string_view bytes);
+/// Writes exactly `lease_transport_bytes` at `out`.
+void encode_transport(const lease_token& t, char* out);
+result<lease_token> decode_transport_lease(std::string_view bytes);
 
 }  // namespace laneq::codec

@@ -12,6 +12,7 @@
 #include "caf/all.hpp"
 
 #include "laneq/actors/context.hpp"
+#include "laneq/actors/wire.hpp"
 #include "laneq/engine_io.hpp"
 #include "laneq/error.hpp"
 #include "laneq/fair_scheduler.hpp"
