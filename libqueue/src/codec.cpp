@@ -132,9 +132,9 @@ class reader {
     in_.remove_prefix(static_cast<std::size_t>(n));
     return x;
   }
-  std::uint32_t u32() { return static_cast<std::uint32_t>(uint(4)); }
-  std::uint64_t u64() { return uint(8); }
-  std::int64_t i64() { return static_cast<std::int64_t>(uint(8)); }
+  std::uint32_t u32() { return static_cast<std::uint32_t>(big_endian<4>()); }
+  std::uint64_t u64() { return big_endian<8>(); }
+  std::int64_t i64() { return static_cast<std::int64_t>(big_endian<8>()); }
   std::string_view raw(std::size_t n) {
     if (!ok_ || in_.size() < n) {
       ok_ = false;
@@ -156,6 +156,33 @@ class reader {
   }
 
  private:
+  /// `N` bytes, most significant first: one copy and one byte swap on a little-endian machine,
+  /// as `put_big_endian` writes them (the byte loop was most of reading a message to enqueue
+  /// over CAF, ADR 0013).
+  template <std::size_t N>
+  std::uint64_t big_endian() {
+    static_assert(N == 4 || N == 8);
+    if (!ok_ || in_.size() < N) {
+      ok_ = false;
+      return 0;
+    }
+    std::uint64_t x = 0;
+    if constexpr (std::endian::native == std::endian::little) {
+      if constexpr (N == 8) {
+        std::memcpy(&x, in_.data(), N);
+        x = __builtin_bswap64(x);
+      } else {
+        std::uint32_t y = 0;
+        std::memcpy(&y, in_.data(), N);
+        x = __builtin_bswap32(y);
+      }
+    } else {
+      for (std::size_t i = 0; i < N; ++i) x = (x << 8) | static_cast<std::uint8_t>(in_[i]);
+    }
+    in_.remove_prefix(N);
+    return x;
+  }
+
   std::string_view in_;
   bool ok_ = true;
 };
