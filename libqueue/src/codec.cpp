@@ -899,6 +899,13 @@ result<reader> open_transport(std::string_view kind, std::string_view bytes) {
   return reader{bytes.substr(1)};
 }
 
+/// Checks that a reader consumed a transport form exactly.
+result<ok_t> close_transport(std::string_view kind, const reader& r) {
+  if (!r.ok()) return malformed(kind, "a field runs past its end");
+  if (!r.done()) return malformed(kind, "trailing bytes after the last field");
+  return ok_t{};
+}
+
 void put_lease_token(span_writer& w, const lease_token& t) {
   w.u64(t.group.value);
   w.u64(t.msg.value);
@@ -943,19 +950,19 @@ std::string encode_transport(const delivery& d) {
 }
 
 result<delivery> decode_transport_delivery(std::string_view bytes) {
-  auto r = open_transport("delivery", bytes);
-  if (!r) return r.err();
-  auto m = get_message(r.value());
+  auto opened = open_transport("delivery", bytes);
+  if (!opened) return opened.err();
+  auto& r = opened.value();
+  auto m = get_message(r);
   if (!m) return malformed("delivery", m.err().message);
   delivery d;
   d.msg = std::move(m.value());
-  d.msg.redriven_after_s = r.value().u32();
-  d.lease = get_lease_token(r.value());
-  d.deadline = timestamp{r.value().i64()};
-  d.ordering_key = r.value().bytes(transport_key_bytes_max);
-  d.batch_index = r.value().u32();
-  if (!r.value().ok()) return malformed("delivery", "a field runs past its end");
-  if (!r.value().done()) return malformed("delivery", "trailing bytes after the last field");
+  d.msg.redriven_after_s = r.u32();
+  d.lease = get_lease_token(r);
+  d.deadline = timestamp{r.i64()};
+  d.ordering_key = r.bytes(transport_key_bytes_max);
+  d.batch_index = r.u32();
+  if (auto closed = close_transport("delivery", r); !closed) return closed.err();
   return d;
 }
 
@@ -994,8 +1001,7 @@ result<outgoing_message> decode_transport_outgoing(std::string_view bytes) {
   }
   m.fairness_key = r.bytes(limits::fairness_key_bytes_max);
   m.delay = duration{r.i64()};
-  if (!r.ok()) return malformed("message to enqueue", "a field runs past its end");
-  if (!r.done()) return malformed("message to enqueue", "trailing bytes after the last field");
+  if (auto closed = close_transport("message to enqueue", r); !closed) return closed.err();
   return m;
 }
 
@@ -1007,10 +1013,10 @@ void encode_transport(const lease_token& t, char* out) {
 }
 
 result<lease_token> decode_transport_lease(std::string_view bytes) {
-  auto r = open_transport("lease", bytes);
-  if (!r) return r.err();
-  auto t = get_lease_token(r.value());
-  if (!r.value().ok() || !r.value().done()) return malformed("lease", "it is not 33 bytes long");
+  auto opened = open_transport("lease", bytes);
+  if (!opened) return opened.err();
+  auto t = get_lease_token(opened.value());
+  if (auto closed = close_transport("lease", opened.value()); !closed) return closed.err();
   return t;
 }
 
