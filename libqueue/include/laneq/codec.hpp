@@ -2,7 +2,8 @@
 // store (docs/design/persistence.md). Pure: bytes in, bytes out. Every key starts with a one-byte
 // tag; queue data continues with the queue's uid (8 bytes, big-endian), so a queue's records of
 // one kind form one contiguous range. Every record carries a format version and a CRC32C of its
-// contents, checked on every read.
+// contents, checked on every read. At the end, the transport forms: the same fields as bytes for
+// the CAF protocol's most frequent values (a delivery, a message to enqueue, a lease token).
 //
 //   'A' name                   broker metadata (nonce key, boot epoch, next queue uid)
 //   'Q' uid                    queue record: the spec (without its hook)
