@@ -289,15 +289,19 @@ std::string base64_encode(std::string_view bytes, bool url) {
   auto alphabet = url ? b64_url : b64_std;
   std::string out;
   out.reserve((bytes.size() + 2) / 3 * 4);
+  // Whole groups written into room made once (an append per character was most of encoding
+  // each delivery's lease).
+  out.resize(bytes.size() / 3 * 4);
+  auto* o = out.data();
   std::size_t i = 0;
-  for (; i + 3 <= bytes.size(); i += 3) {
+  for (; i + 3 <= bytes.size(); i += 3, o += 4) {
     auto n = (std::uint32_t{static_cast<unsigned char>(bytes[i])} << 16) |
              (std::uint32_t{static_cast<unsigned char>(bytes[i + 1])} << 8) |
              std::uint32_t{static_cast<unsigned char>(bytes[i + 2])};
-    out += alphabet[(n >> 18) & 63u];
-    out += alphabet[(n >> 12) & 63u];
-    out += alphabet[(n >> 6) & 63u];
-    out += alphabet[n & 63u];
+    o[0] = alphabet[(n >> 18) & 63u];
+    o[1] = alphabet[(n >> 12) & 63u];
+    o[2] = alphabet[(n >> 6) & 63u];
+    o[3] = alphabet[n & 63u];
   }
   auto rest = bytes.size() - i;
   if (rest > 0) {
