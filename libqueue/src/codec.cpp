@@ -236,12 +236,41 @@ std::string key_prefix(tag t, std::uint64_t uid) {
   return std::move(w.out());
 }
 
+/// Bytes `put_headers` writes for `hs`: their count, each name and value after its length (a
+/// message record and a message to enqueue's transport form write headers alike).
+std::size_t headers_bytes(const std::vector<header_field>& hs) {
+  std::size_t n = 4;
+  for (const auto& h : hs) n += 8 + h.name.size() + h.value.size();
+  return n;
+}
+
+void put_headers(span_writer& w, const std::vector<header_field>& hs) {
+  w.u32(static_cast<std::uint32_t>(hs.size()));
+  for (const auto& h : hs) {
+    w.bytes(h.name);
+    w.bytes(h.value);
+  }
+}
+
+/// Reads what `put_headers` wrote into `out`; false when they are more than the limit.
+bool get_headers(reader& r, std::vector<header_field>& out) {
+  auto n = r.u32();
+  if (n > limits::headers_max) return false;
+  out.reserve(n);
+  for (std::uint32_t i = 0; i < n && r.ok(); ++i) {
+    auto name = r.bytes(limits::header_name_bytes_max);
+    auto value = r.bytes(limits::header_value_bytes_max);
+    out.push_back(header_field{std::move(name), std::move(value)});
+  }
+  return true;
+}
+
 /// Bytes `put_message` writes for `m`.
 std::size_t message_fields_bytes(const message& m) {
   // id, seq, three timestamps, attempts; the fairness key and the body after their lengths; the
-  // header and attribute counts; each name and value after its length.
-  std::size_t n = 5 * 8 + 4 + 4 + m.fairness_key.size() + 4 + m.body.size() + 4 + 4;
-  for (const auto& h : m.headers) n += 8 + h.name.size() + h.value.size();
+  // headers; the attribute count, each name and value after its length.
+  std::size_t n =
+      5 * 8 + 4 + 4 + m.fairness_key.size() + 4 + m.body.size() + headers_bytes(m.headers) + 4;
   for (const auto& a : m.attributes) n += 8 + a.name.size() + a.value.size();
   return n;
 }
@@ -255,11 +284,7 @@ void put_message(span_writer& w, const message& m) {
   w.u32(m.attempts);
   w.bytes(m.fairness_key);
   w.bytes(m.body);
-  w.u32(static_cast<std::uint32_t>(m.headers.size()));
-  for (const auto& h : m.headers) {
-    w.bytes(h.name);
-    w.bytes(h.value);
-  }
+  put_headers(w, m.headers);
   w.u32(static_cast<std::uint32_t>(m.attributes.size()));
   for (const auto& a : m.attributes) {
     w.bytes(a.name);
@@ -277,13 +302,7 @@ result<message> get_message(reader& r) {
   m.attempts = r.u32();
   m.fairness_key = r.bytes(limits::fairness_key_bytes_max);
   m.body = r.bytes(limits::body_bytes_max);
-  auto headers = r.u32();
-  if (headers > limits::headers_max) return corrupt("message", "too many headers");
-  for (std::uint32_t i = 0; i < headers && r.ok(); ++i) {
-    auto name = r.bytes(limits::header_name_bytes_max);
-    auto value = r.bytes(limits::header_value_bytes_max);
-    m.headers.push_back(header_field{std::move(name), std::move(value)});
-  }
+  if (!get_headers(r, m.headers)) return corrupt("message", "too many headers");
   auto attributes = r.u32();
   if (attributes > limits::attributes_max) return corrupt("message", "too many attributes");
   for (std::uint32_t i = 0; i < attributes && r.ok(); ++i) {
@@ -967,17 +986,12 @@ result<delivery> decode_transport_delivery(std::string_view bytes) {
 }
 
 std::string encode_transport(const outgoing_message& m) {
-  std::size_t n = 1 + 4 + m.body.size() + 4 + 4 + m.fairness_key.size() + 8;
-  for (const auto& h : m.headers) n += 8 + h.name.size() + h.value.size();
-  std::string out(n, '\0');
+  std::string out(1 + 4 + m.body.size() + headers_bytes(m.headers) + 4 + m.fairness_key.size() + 8,
+                  '\0');
   span_writer w{out.data()};
   w.u8(transport_format_version);
   w.bytes(m.body);
-  w.u32(static_cast<std::uint32_t>(m.headers.size()));
-  for (const auto& h : m.headers) {
-    w.bytes(h.name);
-    w.bytes(h.value);
-  }
+  put_headers(w, m.headers);
   w.bytes(m.fairness_key);
   w.i64(m.delay.count());
   LANEQ_ASSERT(w.end() == out.data() + out.size(),
@@ -991,14 +1005,7 @@ result<outgoing_message> decode_transport_outgoing(std::string_view bytes) {
   auto& r = opened.value();
   outgoing_message m;
   m.body = r.bytes(limits::body_bytes_max);
-  auto headers = r.u32();
-  if (headers > limits::headers_max) return malformed("message to enqueue", "too many headers");
-  m.headers.reserve(headers);
-  for (std::uint32_t i = 0; i < headers && r.ok(); ++i) {
-    auto name = r.bytes(limits::header_name_bytes_max);
-    auto value = r.bytes(limits::header_value_bytes_max);
-    m.headers.push_back(header_field{std::move(name), std::move(value)});
-  }
+  if (!get_headers(r, m.headers)) return malformed("message to enqueue", "too many headers");
   m.fairness_key = r.bytes(limits::fairness_key_bytes_max);
   m.delay = duration{r.i64()};
   if (auto closed = close_transport("message to enqueue", r); !closed) return closed.err();
