@@ -45,6 +45,17 @@ rocksdb::Slice user_key(const rocksdb::Slice& internal_key) {
   return {internal_key.data(), internal_key.size() - 8};
 }
 
+/// Asks the CPU to start loading the cache line at `p`. GCC 12 drops `__builtin_prefetch` of a
+/// pointer read from a vector in an inlined member function (measured: no prefetch instruction
+/// left in the iterator), so x86-64 states the instruction itself.
+inline void prefetch_line(const char* p) {
+#if defined(__x86_64__)
+  asm volatile("prefetcht0 %0" : : "m"(*p));
+#else
+  __builtin_prefetch(p);
+#endif
+}
+
 class lane_rep final : public MemTableRep {
  public:
   lane_rep(const KeyComparator& cmp, rocksdb::Allocator* allocator, std::size_t partition_bytes)
@@ -284,11 +295,14 @@ class lane_iterator final : public MemTableRep::Iterator {
 
   void Next() override {
     check();
-    if (++index_ < chunks()[chunk_].size()) return;
+    if (++index_ < chunks()[chunk_].size()) {
+      prefetch(index_ + prefetch_distance);
+      return;
+    }
     index_ = 0;
-    if (++chunk_ < chunks().size()) return;
+    if (++chunk_ < chunks().size()) return prefetch_chunk_start();
     chunk_ = 0;
-    ++at_;
+    if (++at_ != rep_->ordered_.end()) prefetch_chunk_start();
   }
 
   void Prev() override {
@@ -334,6 +348,7 @@ class lane_iterator final : public MemTableRep::Iterator {
     mark();
     at_ = rep_->ordered_.begin();
     chunk_ = index_ = 0;
+    if (Valid()) prefetch_chunk_start();
   }
 
   void SeekToLast() override {
@@ -346,6 +361,24 @@ class lane_iterator final : public MemTableRep::Iterator {
 
  private:
   const std::vector<std::vector<entry>>& chunks() const { return at_->second->chunks; }
+
+  /// Entries ahead that a forward scan (a flush) asks the CPU to load: consecutive entries of a
+  /// lane lie far apart in the memtable's arena when lanes are interleaved, so each one read in
+  /// key order is a cache miss unless it was loaded while the ones before it were used.
+  static constexpr std::size_t prefetch_distance = 8;
+
+  /// Starts loading the entry at `i` of the current chunk (its key and the first bytes of its
+  /// value), if there is one.
+  void prefetch(std::size_t i) const {
+    const auto& ch = chunks()[chunk_];
+    if (i >= ch.size()) return;
+    prefetch_line(ch[i]);
+    prefetch_line(ch[i] + 64);
+  }
+
+  void prefetch_chunk_start() const {
+    for (std::size_t i = 0; i <= prefetch_distance; ++i) prefetch(i);
+  }
 
   void to_last_of_partition() {
     chunk_ = chunks().size() - 1;
