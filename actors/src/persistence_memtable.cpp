@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -25,6 +26,18 @@ namespace {
 using rocksdb::MemTableRep;
 using entry = const char*;  ///< a memtable entry: length-prefixed internal key, then the value
 
+/// An entry as a partition holds it: with the part of its key that orders it among the
+/// partition's entries, so that an insert compares numbers instead of reading the entries it
+/// passes (with lanes interleaved, each entry read is a cache miss). For a key of the partition's
+/// length plus 8 bytes (every message key): `rest`, those 8 bytes big-endian, and `tail`, the
+/// internal key's packed sequence number and type. Other keys have `tail` 0 (an inserted key's
+/// sequence number is at least 1) and are compared by RocksDB's comparator.
+struct keyed {
+  entry e;
+  std::uint64_t rest;
+  std::uint64_t tail;
+};
+
 /// Entries per chunk before it splits: an insert into a chunk moves at most this many pointers.
 constexpr std::size_t chunk_max = 128;
 
@@ -32,7 +45,7 @@ constexpr std::size_t chunk_max = 128;
 /// `chunk_max` entries; no chunk is empty.
 struct partition {
   std::string name;
-  std::vector<std::vector<entry>> chunks;
+  std::vector<std::vector<keyed>> chunks;
   /// Where the last insert that was not an append went (chunk, index): a lane's erases come in
   /// its order, so the next one lands just after it (`near_finger`).
   std::size_t finger = 0;
@@ -59,7 +72,9 @@ inline void prefetch_line(const char* p) {
 class lane_rep final : public MemTableRep {
  public:
   lane_rep(const KeyComparator& cmp, rocksdb::Allocator* allocator, std::size_t partition_bytes)
-      : MemTableRep(allocator), cmp_(cmp), partition_bytes_(partition_bytes) {}
+      : MemTableRep(allocator), cmp_(cmp), partition_bytes_(partition_bytes) {
+    check_order();
+  }
 
   ~lane_rep() override {
     // RocksDB frees a memtable on whichever thread drops its last reference (often a flush
@@ -79,8 +94,9 @@ class lane_rep final : public MemTableRep {
 
   bool InsertKey(rocksdb::KeyHandle handle) override {
     LANEQ_ASSERT(!read_only_, "no insert into a memtable marked read-only");
-    auto e = static_cast<entry>(handle);
-    auto& p = partition_for(e);
+    auto internal = rocksdb::GetLengthPrefixedSlice(static_cast<entry>(handle));
+    auto e = key_of(static_cast<entry>(handle), internal);
+    auto& p = partition_for(user_key(internal));
     version_.fetch_add(1, std::memory_order_relaxed);
     if (p.chunks.empty()) {
       grow(p.chunks);
@@ -90,7 +106,7 @@ class lane_rep final : public MemTableRep {
     }
     // The common case: a put at the end of its lane.
     auto& last = p.chunks.back();
-    int c = cmp_(e, last.back());
+    int c = order(e, last.back());
     if (c > 0) {
       if (last.size() >= chunk_max) {
         grow(p.chunks);
@@ -107,9 +123,10 @@ class lane_rep final : public MemTableRep {
     if (at == 0) {
       if (!fits(p, ci, e)) ci = first_chunk_not_ending_before(p, e);
       auto& ch = p.chunks[ci];
-      auto pos = std::lower_bound(ch.begin(), ch.end(), e,
-                                  [this](entry a, entry b) { return cmp_(a, b) < 0; });
-      if (pos != ch.end() && cmp_(*pos, e) == 0) return false;
+      auto pos = std::lower_bound(ch.begin(), ch.end(), e, [this](const keyed& a, const keyed& b) {
+        return order(a, b) < 0;
+      });
+      if (pos != ch.end() && order(*pos, e) == 0) return false;
       at = static_cast<std::size_t>(pos - ch.begin());
     }
     auto& ch = p.chunks[ci];
@@ -130,7 +147,7 @@ class lane_rep final : public MemTableRep {
     const auto* p = find(partition_name(user_key(target)));
     if (p == nullptr) return false;
     auto [ci, pos] = lower_bound(*p, target);
-    return ci < p->chunks.size() && cmp_(p->chunks[ci][pos], target) == 0;
+    return ci < p->chunks.size() && cmp_(p->chunks[ci][pos].e, target) == 0;
   }
 
   /// A point read, as RocksDB's own representations do it: MemTableRep's default leaks the
@@ -166,8 +183,52 @@ class lane_rep final : public MemTableRep {
     return it == by_name_.end() ? nullptr : it->second;
   }
 
-  partition& partition_for(entry e) {
-    auto name = partition_name(user_key(rocksdb::GetLengthPrefixedSlice(e)));
+  /// `e` with its ordering numbers (`keyed`); `internal` is its internal key.
+  keyed key_of(entry e, const rocksdb::Slice& internal) const {
+    auto user = internal.size() - 8;
+    if (user != partition_bytes_ + 8) return {e, 0, 0};
+    std::uint64_t rest = 0, tail = 0;
+    std::memcpy(&rest, internal.data() + partition_bytes_, 8);
+    std::memcpy(&tail, internal.data() + user, 8);
+    static_assert(std::endian::native == std::endian::little);
+    return {e, __builtin_bswap64(rest), tail};
+  }
+
+  /// Stops the process unless `order` agrees with RocksDB's comparator on probe keys (it assumes
+  /// a bytewise user comparator, which a database opened with another would break).
+  void check_order() const {
+    LANEQ_ASSERT(partition_bytes_ + 16 < 128, "a probe key's length fits one byte");
+    auto probe = [this](char rest, std::uint64_t seq) {
+      std::string k(1 + partition_bytes_ + 16, 'p');
+      k[0] = static_cast<char>(partition_bytes_ + 16);
+      k[1 + partition_bytes_] = rest;
+      auto packed = seq << 8 | 1;  // a put
+      std::memcpy(k.data() + 1 + partition_bytes_ + 8, &packed, 8);
+      return k;
+    };
+    const std::string probes[] = {probe('\x01', 2), probe('\x01', 1), probe('\xff', 3)};
+    for (const auto& a : probes)
+      for (const auto& b : probes) {
+        auto ka = key_of(a.data(), rocksdb::GetLengthPrefixedSlice(a.data()));
+        auto kb = key_of(b.data(), rocksdb::GetLengthPrefixedSlice(b.data()));
+        auto sign = [](int c) { return (c > 0) - (c < 0); };
+        LANEQ_ASSERT(sign(order(ka, kb)) == sign(cmp_(a.data(), b.data())),
+                     "the lane memtable needs RocksDB's bytewise comparator");
+      }
+  }
+
+  /// RocksDB's order of two entries of one partition (its internal key comparator, over a
+  /// bytewise user comparator: make_lane_memtable_factory's contract): the 8 bytes after the
+  /// partition's name, then the later sequence number first.
+  int order(const keyed& a, const keyed& b) const {
+    if (a.tail == 0 || b.tail == 0) return cmp_(a.e, b.e);
+    if (a.rest != b.rest) return a.rest < b.rest ? -1 : 1;
+    if (a.tail != b.tail) return a.tail > b.tail ? -1 : 1;
+    return 0;
+  }
+
+  partition& partition_for(const rocksdb::Slice& user) {
+    auto name = partition_name(user);
     if (auto it = by_name_.find(name); it != by_name_.end()) return *it->second;
     auto p = std::make_unique<partition>();
     p->name.assign(name.data(), name.size());
@@ -181,14 +242,14 @@ class lane_rep final : public MemTableRep {
   }
 
   /// Inserts `e` at `pos` of `chunk`, counting any growth of the chunk's storage.
-  void push(std::vector<entry>& chunk, std::vector<entry>::iterator pos, entry e) {
+  void push(std::vector<keyed>& chunk, std::vector<keyed>::iterator pos, const keyed& e) {
     auto before = chunk.capacity();
     chunk.insert(pos, e);
-    account(static_cast<std::int64_t>((chunk.capacity() - before) * sizeof(entry)));
+    account(static_cast<std::int64_t>((chunk.capacity() - before) * sizeof(keyed)));
   }
 
   /// Counts the growth of the chunk list before it gets one more chunk.
-  void grow(std::vector<std::vector<entry>>& chunks) {
+  void grow(std::vector<std::vector<keyed>>& chunks) {
     if (chunks.size() < chunks.capacity()) return;
     auto before = chunks.capacity();
     chunks.reserve(std::max<std::size_t>(1, before * 2));
@@ -200,9 +261,9 @@ class lane_rep final : public MemTableRep {
     grow(p.chunks);
     auto& full = p.chunks[ci];
     auto half = full.size() / 2;
-    std::vector<entry> upper(full.begin() + static_cast<std::ptrdiff_t>(half), full.end());
+    std::vector<keyed> upper(full.begin() + static_cast<std::ptrdiff_t>(half), full.end());
     full.resize(half);
-    account(static_cast<std::int64_t>(upper.capacity() * sizeof(entry)));
+    account(static_cast<std::int64_t>(upper.capacity() * sizeof(keyed)));
     p.chunks.insert(p.chunks.begin() + static_cast<std::ptrdiff_t>(ci) + 1, std::move(upper));
     return half;
   }
@@ -212,14 +273,14 @@ class lane_rep final : public MemTableRep {
   /// order: each tombstone goes just before the put it erases, so the next one lands two entries
   /// after the last (three comparisons instead of a search of the chunk). The finger may be stale;
   /// the answer holds anyway, as the entries around it are compared.
-  std::size_t near_finger(const partition& p, entry e) const {
+  std::size_t near_finger(const partition& p, const keyed& e) const {
     constexpr std::size_t reach = 4;
     if (p.finger >= p.chunks.size()) return 0;
     const auto& ch = p.chunks[p.finger];
     auto j = p.finger_at;
-    if (j >= ch.size() || cmp_(e, ch[j]) <= 0) return 0;
+    if (j >= ch.size() || order(e, ch[j]) <= 0) return 0;
     for (auto k = j + 1; k < ch.size() && k <= j + reach; ++k) {
-      int c = cmp_(e, ch[k]);
+      int c = order(e, ch[k]);
       if (c < 0) return k;
       if (c == 0) return 0;  // a duplicate: the search below reports it
     }
@@ -228,17 +289,17 @@ class lane_rep final : public MemTableRep {
 
   /// Whether chunk `ci` holds the first entry not before `e`: `e` is not after its last entry
   /// and after the last entry of the chunk before it.
-  bool fits(const partition& p, std::size_t ci, entry e) const {
-    if (ci >= p.chunks.size() || cmp_(e, p.chunks[ci].back()) > 0) return false;
-    return ci == 0 || cmp_(e, p.chunks[ci - 1].back()) > 0;
+  bool fits(const partition& p, std::size_t ci, const keyed& e) const {
+    if (ci >= p.chunks.size() || order(e, p.chunks[ci].back()) > 0) return false;
+    return ci == 0 || order(e, p.chunks[ci - 1].back()) > 0;
   }
 
   /// The first chunk whose last entry is not before `e` (one exists: `e` is before the last
   /// entry of the partition).
-  std::size_t first_chunk_not_ending_before(const partition& p, entry e) const {
+  std::size_t first_chunk_not_ending_before(const partition& p, const keyed& e) const {
     auto it =
         std::partition_point(p.chunks.begin(), p.chunks.end(),
-                             [&](const std::vector<entry>& ch) { return cmp_(ch.back(), e) < 0; });
+                             [&](const std::vector<keyed>& ch) { return order(ch.back(), e) < 0; });
     return static_cast<std::size_t>(it - p.chunks.begin());
   }
 
@@ -248,10 +309,10 @@ class lane_rep final : public MemTableRep {
                                                   const rocksdb::Slice& target) const {
     auto it = std::partition_point(
         p.chunks.begin(), p.chunks.end(),
-        [&](const std::vector<entry>& ch) { return cmp_(ch.back(), target) < 0; });
+        [&](const std::vector<keyed>& ch) { return cmp_(ch.back().e, target) < 0; });
     if (it == p.chunks.end()) return {p.chunks.size(), 0};
-    auto pos =
-        std::partition_point(it->begin(), it->end(), [&](entry e) { return cmp_(e, target) < 0; });
+    auto pos = std::partition_point(it->begin(), it->end(),
+                                    [&](const keyed& k) { return cmp_(k.e, target) < 0; });
     return {static_cast<std::size_t>(it - p.chunks.begin()),
             static_cast<std::size_t>(pos - it->begin())};
   }
@@ -290,7 +351,7 @@ class lane_iterator final : public MemTableRep::Iterator {
 
   const char* key() const override {
     check();
-    return chunks()[chunk_][index_];
+    return chunks()[chunk_][index_].e;
   }
 
   void Next() override {
@@ -360,7 +421,7 @@ class lane_iterator final : public MemTableRep::Iterator {
   }
 
  private:
-  const std::vector<std::vector<entry>>& chunks() const { return at_->second->chunks; }
+  const std::vector<std::vector<keyed>>& chunks() const { return at_->second->chunks; }
 
   /// Entries ahead that a forward scan (a flush) asks the CPU to load: consecutive entries of a
   /// lane lie far apart in the memtable's arena when lanes are interleaved, so each one read in
@@ -372,8 +433,8 @@ class lane_iterator final : public MemTableRep::Iterator {
   void prefetch(std::size_t i) const {
     const auto& ch = chunks()[chunk_];
     if (i >= ch.size()) return;
-    prefetch_line(ch[i]);
-    prefetch_line(ch[i] + 64);
+    prefetch_line(ch[i].e);
+    prefetch_line(ch[i].e + 64);
   }
 
   void prefetch_chunk_start() const {

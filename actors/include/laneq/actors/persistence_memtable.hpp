@@ -15,9 +15,13 @@ namespace laneq {
 /// keys; a shorter key is a group of its own) and each group keeps its entries in sorted chunks,
 /// so an insert touches only its own lane: an append at the end costs one comparison, any other
 /// insert a binary search within the lane. RocksDB's skip list instead searches the whole
-/// memtable, about 50 key comparisons, each a cache miss, per insert with 1,000 lanes.
+/// memtable, about 50 key comparisons, each a cache miss, per insert with 1,000 lanes. A key of
+/// `partition_bytes + 8` bytes (a message key) is kept with those 8 bytes and its sequence number
+/// as numbers, so comparing two of them within a lane reads neither entry.
 ///
-/// Contract (what the persistence actor guarantees): every insert into a memtable and every read
+/// Contract (what the persistence actor guarantees): the database's comparator is RocksDB's
+/// bytewise comparator (the default; each memtable checks it on probe keys and stops the process
+/// otherwise). Every insert into a memtable and every read
 /// of it while it is still mutable come from one thread at a time, and no iterator over the
 /// mutable memtable is used after a later insert. Once RocksDB marks it read-only (before a
 /// flush), any number of threads may read it. The first part is checked: an iterator that is
