@@ -38,7 +38,7 @@ struct keyed {
   std::uint64_t tail;
 };
 
-/// Entries per chunk before it splits: an insert into a chunk moves at most this many pointers.
+/// Entries per chunk before it splits: an insert into a chunk moves at most this many of them.
 constexpr std::size_t chunk_max = 128;
 
 /// The entries of one partition (a lane, or a short key), in order, as chunks of at most
