@@ -85,7 +85,8 @@ rocksdb::Options make_db_options(const persistence_options& opts) {
   // is put at its lane's end and erased near its start, and with 1,000 groups interleaved
   // RocksDB's skip list searched the whole memtable for every put and erase, most of the store
   // thread's CPU (measured, docs/decisions/0010-performance-history.md). Partitions are message
-  // keys' tag, uid and lane; a shorter key is a partition of its own.
+  // keys' tag, uid and lane; a shorter key is a partition of its own. It orders message keys as
+  // numbers, which is RocksDB's order only with the bytewise comparator: keep the default one.
   o.memtable_factory = make_lane_memtable_factory(codec::message_key_lane_prefix_bytes);
   // The memtable takes inserts from one thread at a time (the store writes from one thread).
   o.allow_concurrent_memtable_write = false;
