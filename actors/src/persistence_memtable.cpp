@@ -2,6 +2,7 @@
 #include "laneq/actors/persistence_memtable.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cstdint>
@@ -12,10 +13,10 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include <rocksdb/slice.h>
+#include <boost/unordered/unordered_flat_map.hpp>
 
 #include "laneq/assert.hpp"
 
@@ -52,6 +53,34 @@ struct partition {
   std::size_t finger_at = 0;
 };
 
+/// A partition's name held in place (a lookup reads no memory beyond the table's slot): up to
+/// `bytes.size()` bytes, the rest zero.
+struct inline_name {
+  std::array<char, 32> bytes{};
+  std::uint8_t size = 0;
+  explicit inline_name(std::string_view name) : size(static_cast<std::uint8_t>(name.size())) {
+    LANEQ_ASSERT(name.size() <= bytes.size(), "a partition name fits inline");
+    std::memcpy(bytes.data(), name.data(), name.size());
+  }
+  friend bool operator==(const inline_name&, const inline_name&) = default;
+};
+
+/// Mixes all 32 bytes and the size into 64 bits: a lane's 16 bytes are a digest already, and
+/// the words are folded with odd multipliers and mixed once more (the map then needs no mixing
+/// of its own).
+struct inline_name_hash {
+  using is_avalanching = void;
+  std::size_t operator()(const inline_name& n) const noexcept {
+    std::uint64_t w[4];
+    std::memcpy(w, n.bytes.data(), sizeof w);
+    std::uint64_t h = n.size;
+    for (auto x : w) h = (h ^ x) * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 32;
+    h *= 0xD6E8FEB86659FD93ull;
+    return h ^ (h >> 32);
+  }
+};
+
 /// The user key of an internal key (without its 8-byte sequence number and type).
 rocksdb::Slice user_key(const rocksdb::Slice& internal_key) {
   LANEQ_ASSERT(internal_key.size() >= 8, "an internal key ends in 8 bytes of seqno and type");
@@ -73,6 +102,7 @@ class lane_rep final : public MemTableRep {
  public:
   lane_rep(const KeyComparator& cmp, rocksdb::Allocator* allocator, std::size_t partition_bytes)
       : MemTableRep(allocator), cmp_(cmp), partition_bytes_(partition_bytes) {
+    LANEQ_ASSERT(partition_bytes <= sizeof(inline_name::bytes), "a partition name fits inline");
     check_order();
   }
 
@@ -179,7 +209,7 @@ class lane_rep final : public MemTableRep {
   }
 
   const partition* find(std::string_view name) const {
-    auto it = by_name_.find(name);
+    auto it = by_name_.find(inline_name{name});
     return it == by_name_.end() ? nullptr : it->second;
   }
 
@@ -229,14 +259,15 @@ class lane_rep final : public MemTableRep {
 
   partition& partition_for(const rocksdb::Slice& user) {
     auto name = partition_name(user);
-    if (auto it = by_name_.find(name); it != by_name_.end()) return *it->second;
+    inline_name key_in_place{name};
+    if (auto it = by_name_.find(key_in_place); it != by_name_.end()) return *it->second;
     auto p = std::make_unique<partition>();
     p->name.assign(name.data(), name.size());
     auto* raw = p.get();
     std::string_view key{raw->name};
     ordered_.emplace(key, std::move(p));
-    by_name_.emplace(key, raw);
-    // The partition, its name, and a node in each of the two maps.
+    by_name_.emplace(key_in_place, raw);
+    // The partition, its name, a node of the ordered map and a slot of the table.
     account(static_cast<std::int64_t>(sizeof(partition) + raw->name.capacity() + 128));
     return *raw;
   }
@@ -326,8 +357,8 @@ class lane_rep final : public MemTableRep {
 
   const KeyComparator& cmp_;
   const std::size_t partition_bytes_;
-  std::unordered_map<std::string_view, partition*> by_name_;  // views into partition::name
-  ordered_map ordered_;                                       // partitions in key order
+  boost::unordered_flat_map<inline_name, partition*, inline_name_hash> by_name_;
+  ordered_map ordered_;  // partitions in key order
   std::atomic<std::size_t> memory_{0};
   /// Inserts so far: an iterator positioned before an insert must not be used after it.
   std::atomic<std::uint64_t> version_{0};
