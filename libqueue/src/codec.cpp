@@ -650,6 +650,88 @@ std::string encode_queue(const queue_record& q) {
   return seal(w);
 }
 
+namespace {
+
+// decode_queue's parts, each reading one block of a queue record into `spec` in the order
+// encode_queue writes them; each returns the record's damage, if it finds any.
+
+std::optional<error> get_throttles(reader& r, queue_spec& spec) {
+  auto throttles = r.u32();
+  if (throttles > limits::throttles_max) return corrupt("queue", "too many throttles");
+  for (std::uint32_t i = 0; i < throttles && r.ok(); ++i) {
+    auto tkey = get_components(r);
+    if (!tkey) return tkey.err();
+    auto rate = std::bit_cast<double>(r.u64());
+    auto burst = r.u32();
+    spec.throttle(std::move(tkey).value(), rate, burst);
+  }
+  return std::nullopt;
+}
+
+/// Stored headers and dedupe (docs/design/lanes.md).
+std::optional<error> get_headers_and_dedupe(reader& r, queue_spec& spec) {
+  auto policy = r.uint(1);
+  if (policy > 2) return corrupt("queue", "unknown stored-headers policy");
+  auto n = r.u32();
+  if (n > limits::stored_header_names_max) return corrupt("queue", "too many header names");
+  std::vector<std::string> names;
+  for (std::uint32_t i = 0; i < n && r.ok(); ++i)
+    names.push_back(r.bytes(limits::header_name_bytes_max));
+  if (policy == static_cast<std::uint8_t>(header_storage::allow))
+    spec.store_headers_allow(std::move(names));
+  if (policy == static_cast<std::uint8_t>(header_storage::deny))
+    spec.store_headers_deny(std::move(names));
+  if (r.uint(1) != 0) {
+    auto dkey = get_components(r);
+    if (!dkey) return dkey.err();
+    spec.dedupe(std::move(dkey).value(), duration{r.i64()});
+  }
+  return std::nullopt;
+}
+
+/// Shards (docs/design/sharding.md): their count, their key and the uids of shards after the
+/// first.
+std::optional<error> get_shards(reader& r, queue_record& q, queue_spec& spec) {
+  auto shards = r.u32();
+  auto skey = get_components(r);
+  if (!skey) return skey.err();
+  auto n = r.u32();
+  if (!r.ok()) return corrupt("queue", "a field runs past the end of the record");
+  if (shards < 1 || shards > limits::queue_shards_max || n + 1 != shards)
+    return corrupt("queue", "shard count and shard uids disagree");
+  for (std::uint32_t i = 0; i < n && r.ok(); ++i) q.shard_uids.push_back(r.u64());
+  spec.sharded(shards, std::move(skey).value());
+  return std::nullopt;
+}
+
+/// A value written as a present-flag and the value (0 when absent).
+template <class T, class Read>
+std::optional<T> get_optional(reader& r, Read read) {
+  auto present = r.uint(1) != 0;
+  auto value = read();
+  if (!present) return std::nullopt;
+  return T{value};
+}
+
+/// Backpressure (docs/api.md "Backpressure").
+void get_depth(reader& r, queue_spec& spec) {
+  auto messages = get_optional<std::uint64_t>(r, [&r] { return r.u64(); });
+  auto bytes = get_optional<std::uint64_t>(r, [&r] { return r.u64(); });
+  spec.max_depth(messages, bytes);
+}
+
+/// Retention (docs/api.md "Retention").
+std::optional<error> get_retention(reader& r, queue_spec& spec) {
+  auto max_age = get_optional<duration>(r, [&r] { return r.i64(); });
+  auto on_expiry = r.uint(1);
+  auto dead_letter_max_age = get_optional<duration>(r, [&r] { return r.i64(); });
+  if (on_expiry > 1) return corrupt("queue", "unknown expiry action");
+  spec.retention(max_age, static_cast<expiry_action>(on_expiry), dead_letter_max_age);
+  return std::nullopt;
+}
+
+}  // namespace
+
 result<queue_record> decode_queue(std::string_view record) {
   auto payload = unseal("queue", record);
   if (!payload) return payload.err();
@@ -669,74 +751,20 @@ result<queue_record> decode_queue(std::string_view record) {
   }
   spec.lease(duration{r.i64()});
   spec.max_attempts(r.u32());
-  auto throttles = r.u32();
-  if (throttles > limits::throttles_max) return corrupt("queue", "too many throttles");
-  for (std::uint32_t i = 0; i < throttles && r.ok(); ++i) {
-    auto tkey = get_components(r);
-    if (!tkey) return tkey.err();
-    auto rate = std::bit_cast<double>(r.u64());
-    auto burst = r.u32();
-    spec.throttle(std::move(tkey).value(), rate, burst);
-  }
+  if (auto damaged = get_throttles(r, spec)) return *damaged;
   auto delivery = r.uint(1);
   if (delivery > 1) return corrupt("queue", "unknown delivery durability");
   spec.delivery(static_cast<delivery_durability>(delivery));
   spec.sync_writes(r.uint(1) != 0);
   q.had_hook = r.uint(1) != 0;
-  {
-    auto policy = r.uint(1);
-    if (policy > 2) return corrupt("queue", "unknown stored-headers policy");
-    auto n = r.u32();
-    if (n > limits::stored_header_names_max) return corrupt("queue", "too many header names");
-    std::vector<std::string> names;
-    for (std::uint32_t i = 0; i < n && r.ok(); ++i)
-      names.push_back(r.bytes(limits::header_name_bytes_max));
-    if (policy == static_cast<std::uint8_t>(header_storage::allow))
-      spec.store_headers_allow(std::move(names));
-    if (policy == static_cast<std::uint8_t>(header_storage::deny))
-      spec.store_headers_deny(std::move(names));
-    if (r.uint(1) != 0) {
-      auto dkey = get_components(r);
-      if (!dkey) return dkey.err();
-      spec.dedupe(std::move(dkey).value(), duration{r.i64()});
-    }
-  }
+  if (auto damaged = get_headers_and_dedupe(r, spec)) return *damaged;
+  // The blocks added later, each present when it or one after it is set (encode_queue).
   if (!r.done()) {
-    auto shards = r.u32();
-    auto skey = get_components(r);
-    if (!skey) return skey.err();
-    auto n = r.u32();
-    if (!r.ok()) return corrupt("queue", "a field runs past the end of the record");
-    if (shards < 1 || shards > limits::queue_shards_max || n + 1 != shards)
-      return corrupt("queue", "shard count and shard uids disagree");
-    for (std::uint32_t i = 0; i < n && r.ok(); ++i) q.shard_uids.push_back(r.u64());
-    spec.sharded(shards, std::move(skey).value());
+    if (auto damaged = get_shards(r, q, spec)) return *damaged;
   }
+  if (!r.done()) get_depth(r, spec);
   if (!r.done()) {
-    std::optional<std::uint64_t> messages;
-    std::optional<std::uint64_t> bytes;
-    if (r.uint(1) != 0)
-      messages = r.u64();
-    else
-      r.u64();
-    if (r.uint(1) != 0)
-      bytes = r.u64();
-    else
-      r.u64();
-    spec.max_depth(messages, bytes);
-  }
-  if (!r.done()) {
-    auto period = [&r]() -> std::optional<duration> {
-      auto present = r.uint(1) != 0;
-      auto value = duration{r.i64()};
-      if (!present) return std::nullopt;
-      return value;
-    };
-    auto max_age = period();
-    auto on_expiry = r.uint(1);
-    auto dead_letter_max_age = period();
-    if (on_expiry > 1) return corrupt("queue", "unknown expiry action");
-    spec.retention(max_age, static_cast<expiry_action>(on_expiry), dead_letter_max_age);
+    if (auto damaged = get_retention(r, spec)) return *damaged;
   }
   if (auto done = finish("queue", r); !done) return done.err();
   q.spec = std::move(spec);

@@ -342,6 +342,56 @@ void check_shards(const queue_spec& s, rule_checker& r) {
   }
 }
 
+/// A queue's name: 1 to queue_name_bytes_max bytes of name characters, with at most one '/'
+/// between a tenant and its queue.
+void check_name(const std::string& name, rule_checker& r) {
+  if (name.empty()) r.fail("name", "is empty");
+  if (name.size() > limits::queue_name_bytes_max)
+    r.fail("name", "is longer than " + std::to_string(limits::queue_name_bytes_max) + " bytes");
+  for (char c : name)
+    if (!valid_name_char(c) && c != '/') {
+      r.fail("name", "may hold only letters, digits, '-', '_', '.' and one '/' after the tenant");
+      break;
+    }
+  if (auto slash = name.find('/'); slash != std::string::npos) {
+    if (slash == 0 || slash + 1 == name.size())
+      r.fail("name", "'tenant/queue' needs a non-empty tenant and queue");
+    else if (name.find('/', slash + 1) != std::string::npos)
+      r.fail("name", "may hold at most one '/' (between tenant and queue)");
+  }
+}
+
+/// Throttles: their number, rates and bursts within limits.hpp, keys read from the stored
+/// message at delivery (no JSON path, no function).
+void check_throttles(const queue_spec& s, rule_checker& r) {
+  const auto& throttles = s.throttles();
+  bool has_hook = static_cast<bool>(s.hook());
+  if (throttles.size() > limits::throttles_max)
+    r.fail("throttles", "at most " + std::to_string(limits::throttles_max) + " allowed");
+  for (std::size_t i = 0; i < throttles.size(); ++i) {
+    const auto& t = throttles[i];
+    auto f = "throttles[" + std::to_string(i) + "]";
+    if (!(t.rate_per_s >= limits::throttle_rate_per_s_min &&
+          t.rate_per_s <= limits::throttle_rate_per_s_max)) {
+      std::ostringstream os;
+      os << std::setprecision(10) << "must be between " << limits::throttle_rate_per_s_min
+         << " and " << limits::throttle_rate_per_s_max;
+      r.fail(f + ".rate_per_s", os.str());
+    }
+    if (t.burst < 1 || t.burst > limits::throttle_burst_max)
+      r.fail(f + ".burst", "must be between 1 and " + std::to_string(limits::throttle_burst_max));
+    r.check_components(f + ".key", t.key, has_hook);
+    r.check_stored(f + ".key", t.key, s);
+    for (std::size_t k = 0; k < t.key.size(); ++k)
+      if (t.key[k].which() == key_component::kind::json ||
+          t.key[k].which() == key_component::kind::function)
+        r.fail(f + ".key[" + std::to_string(k) + "]",
+               t.key[k].describe() +
+                   ": a throttle key is read at delivery from the stored message; use "
+                   "fairness_key, header or attribute");
+  }
+}
+
 /// A retention period is 1 ms to 366 days (limits.hpp); `on_expiry` alone is accepted (it means
 /// nothing until `retention_ms` is set).
 void check_retention(const retention_rules& x, rule_checker& r) {
@@ -358,20 +408,7 @@ void check_retention(const retention_rules& x, rule_checker& r) {
 
 std::vector<error> queue_spec::validate() const {
   rule_checker r{name_};
-  if (name_.empty()) r.fail("name", "is empty");
-  if (name_.size() > limits::queue_name_bytes_max)
-    r.fail("name", "is longer than " + std::to_string(limits::queue_name_bytes_max) + " bytes");
-  for (char c : name_)
-    if (!valid_name_char(c) && c != '/') {
-      r.fail("name", "may hold only letters, digits, '-', '_', '.' and one '/' after the tenant");
-      break;
-    }
-  if (auto slash = name_.find('/'); slash != std::string::npos) {
-    if (slash == 0 || slash + 1 == name_.size())
-      r.fail("name", "'tenant/queue' needs a non-empty tenant and queue");
-    else if (name_.find('/', slash + 1) != std::string::npos)
-      r.fail("name", "may hold at most one '/' (between tenant and queue)");
-  }
+  check_name(name_, r);
   bool has_hook = static_cast<bool>(hook_);
   if (ordering_ == ordering_mode::key) {
     if (key_.empty()) r.fail("ordering.key", "ordered_by() needs at least one component");
@@ -386,30 +423,7 @@ std::vector<error> queue_spec::validate() const {
                            " and " + std::to_string(limits::lease_max.count() / 1000) + " ms");
   if (max_attempts_ < 1 || max_attempts_ > limits::max_attempts_max)
     r.fail("max_attempts", "must be between 1 and " + std::to_string(limits::max_attempts_max));
-  if (throttles_.size() > limits::throttles_max)
-    r.fail("throttles", "at most " + std::to_string(limits::throttles_max) + " allowed");
-  for (std::size_t i = 0; i < throttles_.size(); ++i) {
-    const auto& t = throttles_[i];
-    auto f = "throttles[" + std::to_string(i) + "]";
-    if (!(t.rate_per_s >= limits::throttle_rate_per_s_min &&
-          t.rate_per_s <= limits::throttle_rate_per_s_max)) {
-      std::ostringstream os;
-      os << std::setprecision(10) << "must be between " << limits::throttle_rate_per_s_min
-         << " and " << limits::throttle_rate_per_s_max;
-      r.fail(f + ".rate_per_s", os.str());
-    }
-    if (t.burst < 1 || t.burst > limits::throttle_burst_max)
-      r.fail(f + ".burst", "must be between 1 and " + std::to_string(limits::throttle_burst_max));
-    r.check_components(f + ".key", t.key, has_hook);
-    r.check_stored(f + ".key", t.key, *this);
-    for (std::size_t k = 0; k < t.key.size(); ++k)
-      if (t.key[k].which() == key_component::kind::json ||
-          t.key[k].which() == key_component::kind::function)
-        r.fail(f + ".key[" + std::to_string(k) + "]",
-               t.key[k].describe() +
-                   ": a throttle key is read at delivery from the stored message; use "
-                   "fairness_key, header or attribute");
-  }
+  check_throttles(*this, r);
   if (ordering_ == ordering_mode::key) r.check_stored("ordering.key", key_, *this);
   if (header_policy_ != header_storage::all) {
     auto f = std::string{"store_headers."} + std::string{to_string(header_policy_)};

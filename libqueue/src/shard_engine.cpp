@@ -612,7 +612,6 @@ void shard_engine::check_invariants() const {
   leases_.check_invariants();
   dedupe_.check_invariants();
   group_leases_.check_invariants();
-  std::size_t bytes = 0;
   const auto scheduled = sched_.groups();
   std::unordered_set<group_id> held;  // heads taken by a receive that waits for a read-back
   for (const auto& rr : reading_)
@@ -622,72 +621,13 @@ void shard_engine::check_invariants() const {
                            [this](group_id id) { return groups_.count(id) == 1; }),
                "the scheduler offers heads of live groups only");
   std::size_t kept = 0;
+  std::size_t bytes = 0;
   for (const auto& g : groups_) {
-    const auto& s = g->state;
-    const auto id = s.id();
-    s.check_invariants();
-    if (g->kept) {
-      ++kept;
-      LANEQ_ASSERT(s.current_phase() == group_state::phase::empty && s.backlog() == 0 &&
-                       g->unsettled == 0 && !g->held && !g->next && !g->scheduled,
-                   "a kept group is empty and nothing waits on it");
-      LANEQ_ASSERT(!group_leases_.deadline(id) && !holds_.deadline(id) && !reclaims_.count(id),
-                   "a kept group has no lease, hold or reclaim");
-    }
-    auto filed = group_by_lane_.find(g->lane.bytes);
-    LANEQ_ASSERT(filed != group_by_lane_.end() && &*filed == g.get(),
-                 "a group is filed under its lane");
-    LANEQ_ASSERT(group_by_key_.at(*g->key) == g.get(), "a group is filed under its key");
-    if (auto more = more_keys_.find(id); more != more_keys_.end())
-      for (const auto& key : more->second)
-        LANEQ_ASSERT(group_by_key_.at(key) == g.get(), "a group is filed under each of its keys");
-    LANEQ_ASSERT(g->charged == s.memory_bytes(), "a group's memory is counted as it is");
+    check_group_invariants(*g, scheduled, held);
+    kept += g->kept ? 1u : 0u;
     bytes += g->charged;
-    // The head is in exactly one place: offered to the scheduler, waiting for its writes or its
-    // reclaim grace, or in flight (O3, O4).
-    LANEQ_ASSERT(g->scheduled == (scheduled.count(id) == 1),
-                 "a group knows whether its head is in the scheduler");
-    auto places = (g->scheduled ? 1 : 0) + (g->next ? 1 : 0) + (g->held ? 1 : 0);
-    switch (s.current_phase()) {
-      case group_state::phase::empty:
-        LANEQ_ASSERT(places == 0, "an empty group offers nothing");
-        LANEQ_ASSERT(!group_leases_.deadline(id), "an empty group holds no lease");
-        break;
-      case group_state::phase::offered:
-        LANEQ_ASSERT(places == 1, "an offered head is in one place");
-        LANEQ_ASSERT(!group_leases_.deadline(id), "an offered head holds no lease");
-        break;
-      case group_state::phase::in_flight:
-        LANEQ_ASSERT(places == 0, "a head in flight is offered nowhere");
-        LANEQ_ASSERT(held.count(id) == 1 ? !group_leases_.deadline(id)
-                                         : group_leases_.deadline(id) == s.lease_deadline(),
-                     "a head in flight has its deadline watched, unless a receive holds it");
-        break;
-    }
   }
-  std::size_t queued = 0;
-  std::size_t in_flight = 0;
-  std::size_t delayed = 0;
-  for (const auto& [key, c] : classes_) {
-    LANEQ_ASSERT(c->live(), "a class lives while it has messages");
-    LANEQ_ASSERT(c->key == key && class_by_id_.at(c->id) == c.get(), "a class is filed as it is");
-    LANEQ_ASSERT(c->delayed <= c->queued, "a class's delayed messages are queued");
-    LANEQ_ASSERT(c->stored_only == 0 || c->told > c->loaded,
-                 "a class's messages in the store come after those in memory");
-    queued += c->queued;
-    in_flight += c->in_flight;
-    delayed += c->delayed;
-    bytes += c->bytes;
-  }
-  LANEQ_ASSERT(class_by_id_.size() == classes_.size(), "one id per class");
-  for (auto id : fetching_)
-    LANEQ_ASSERT(class_by_id_.count(id) == 1 && class_by_id_.at(id)->fetching,
-                 "the classes whose read is under way are listed");
-  LANEQ_ASSERT(queued == sched_.size() - scheduled.size(),
-               "every unordered message in the scheduler counts in its class");
-  LANEQ_ASSERT(in_flight == leases_.size(),
-               "every unordered message in flight counts in its class");
-  LANEQ_ASSERT(delayed == delayed_.size(), "every delayed unordered message is watched");
+  bytes += check_class_invariants(scheduled.size());
   LANEQ_ASSERT(bytes == window_bytes_,
                "the window budget counts every group's and every class's memory");
   LANEQ_ASSERT(group_by_lane_.size() == groups_.size(), "one lane per group");
@@ -705,6 +645,77 @@ void shard_engine::check_invariants() const {
     auto it = reclaimable_.find(rc.head);
     LANEQ_ASSERT(it != reclaimable_.end() && it->second == gid, "a reclaim entry names its head");
   }
+}
+
+void shard_engine::check_group_invariants(const group_slot& g,
+                                          const std::unordered_set<group_id>& scheduled,
+                                          const std::unordered_set<group_id>& held) const {
+  const auto& s = g.state;
+  const auto id = s.id();
+  s.check_invariants();
+  if (g.kept) {
+    LANEQ_ASSERT(s.current_phase() == group_state::phase::empty && s.backlog() == 0 &&
+                     g.unsettled == 0 && !g.held && !g.next && !g.scheduled,
+                 "a kept group is empty and nothing waits on it");
+    LANEQ_ASSERT(!group_leases_.deadline(id) && !holds_.deadline(id) && !reclaims_.count(id),
+                 "a kept group has no lease, hold or reclaim");
+  }
+  auto filed = group_by_lane_.find(g.lane.bytes);
+  LANEQ_ASSERT(filed != group_by_lane_.end() && &*filed == &g, "a group is filed under its lane");
+  LANEQ_ASSERT(group_by_key_.at(*g.key) == &g, "a group is filed under its key");
+  if (auto more = more_keys_.find(id); more != more_keys_.end())
+    for (const auto& key : more->second)
+      LANEQ_ASSERT(group_by_key_.at(key) == &g, "a group is filed under each of its keys");
+  LANEQ_ASSERT(g.charged == s.memory_bytes(), "a group's memory is counted as it is");
+  // The head is in exactly one place: offered to the scheduler, waiting for its writes or its
+  // reclaim grace, or in flight (O3, O4).
+  LANEQ_ASSERT(g.scheduled == (scheduled.count(id) == 1),
+               "a group knows whether its head is in the scheduler");
+  auto places = (g.scheduled ? 1 : 0) + (g.next ? 1 : 0) + (g.held ? 1 : 0);
+  switch (s.current_phase()) {
+    case group_state::phase::empty:
+      LANEQ_ASSERT(places == 0, "an empty group offers nothing");
+      LANEQ_ASSERT(!group_leases_.deadline(id), "an empty group holds no lease");
+      break;
+    case group_state::phase::offered:
+      LANEQ_ASSERT(places == 1, "an offered head is in one place");
+      LANEQ_ASSERT(!group_leases_.deadline(id), "an offered head holds no lease");
+      break;
+    case group_state::phase::in_flight:
+      LANEQ_ASSERT(places == 0, "a head in flight is offered nowhere");
+      LANEQ_ASSERT(held.count(id) == 1 ? !group_leases_.deadline(id)
+                                       : group_leases_.deadline(id) == s.lease_deadline(),
+                   "a head in flight has its deadline watched, unless a receive holds it");
+      break;
+  }
+}
+
+std::size_t shard_engine::check_class_invariants(std::size_t scheduled_groups) const {
+  std::size_t queued = 0;
+  std::size_t in_flight = 0;
+  std::size_t delayed = 0;
+  std::size_t bytes = 0;
+  for (const auto& [key, c] : classes_) {
+    LANEQ_ASSERT(c->live(), "a class lives while it has messages");
+    LANEQ_ASSERT(c->key == key && class_by_id_.at(c->id) == c.get(), "a class is filed as it is");
+    LANEQ_ASSERT(c->delayed <= c->queued, "a class's delayed messages are queued");
+    LANEQ_ASSERT(c->stored_only == 0 || c->told > c->loaded,
+                 "a class's messages in the store come after those in memory");
+    queued += c->queued;
+    in_flight += c->in_flight;
+    delayed += c->delayed;
+    bytes += c->bytes;
+  }
+  LANEQ_ASSERT(class_by_id_.size() == classes_.size(), "one id per class");
+  for (auto id : fetching_)
+    LANEQ_ASSERT(class_by_id_.count(id) == 1 && class_by_id_.at(id)->fetching,
+                 "the classes whose read is under way are listed");
+  LANEQ_ASSERT(queued == sched_.size() - scheduled_groups,
+               "every unordered message in the scheduler counts in its class");
+  LANEQ_ASSERT(in_flight == leases_.size(),
+               "every unordered message in flight counts in its class");
+  LANEQ_ASSERT(delayed == delayed_.size(), "every delayed unordered message is watched");
+  return bytes;
 }
 
 }  // namespace laneq

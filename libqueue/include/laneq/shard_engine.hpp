@@ -580,6 +580,13 @@ class shard_engine {
   /// The gauges of `stats` that take a pass over the groups and items: groups per state,
   /// delayed messages, the oldest waiting item's and dead letter's ages.
   void measure(queue_stats& s, timestamp now) const;
+  /// check_invariants' parts: one group (`scheduled`: the groups whose heads the scheduler
+  /// holds; `held`: those a receive waiting for a read-back holds), and the unordered classes
+  /// (returns the memory they count in the window budget).
+  void check_group_invariants(const group_slot& g, const std::unordered_set<group_id>& scheduled,
+                              const std::unordered_set<group_id>& held) const;
+  std::size_t check_class_invariants(std::size_t scheduled_groups) const;
+
   void reply(request_id r, engine_answer a);
   void read(read_slot slot, std::string from, std::string to, std::uint32_t max);
 
