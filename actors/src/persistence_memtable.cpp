@@ -54,12 +54,12 @@ struct partition {
 };
 
 /// A partition's name held in place (a lookup reads no memory beyond the table's slot): up to
-/// `bytes.size()` bytes, the rest zero.
+/// `bytes.size()` bytes, the rest zero. Names come from `lane_rep::partition_name`, at most
+/// `partition_bytes_` long, which the rep's constructor checks against this bound once.
 struct inline_name {
   std::array<char, 32> bytes{};
   std::uint8_t size = 0;
   explicit inline_name(std::string_view name) : size(static_cast<std::uint8_t>(name.size())) {
-    LANEQ_ASSERT(name.size() <= bytes.size(), "a partition name fits inline");
     std::memcpy(bytes.data(), name.data(), name.size());
   }
   friend bool operator==(const inline_name&, const inline_name&) = default;
